@@ -1,0 +1,115 @@
+/**
+ * The embedded Cosmos DB: @vercel/cosmosdb-server speaks the Cosmos REST API over HTTPS, so the app
+ * uses the real @azure/cosmos client against it. The server keeps data in memory; this module makes
+ * it survive restarts by writing a snapshot after writes and loading it at start.
+ */
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { Agent } from 'node:https';
+import { dirname } from 'node:path';
+import { CosmosClient, type OperationInput } from '@azure/cosmos';
+import { createHttpsServer } from '@vercel/cosmosdb-server';
+import { CONTAINERS } from '../shared/data/containers.js';
+
+// The emulator checks no signatures; the client still needs a well-formed base64 key.
+export const EMULATOR_KEY = Buffer.from('local-cosmos-emulator-key').toString('base64');
+const SNAPSHOT_DELAY_MS = 1_000;
+const SYSTEM_PROPERTIES = ['_rid', '_self', '_etag', '_ts', '_attachments'];
+
+export interface CosmosEmulatorOptions {
+  port: number;
+  host: string;
+  database: string;
+  tls: { cert: string; key: string };
+  /** Where data is kept between runs; without it the data lives only as long as the process. */
+  snapshotFile?: string;
+}
+
+type Snapshot = Record<string, Record<string, unknown>[]>;
+
+export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
+  const server = createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true });
+  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  const endpoint = `https://${options.host}:${port}/`;
+  const agent = new Agent({ ca: options.tls.cert, keepAlive: true });
+  const client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent });
+
+  const { database } = await client.databases.createIfNotExists({ id: options.database });
+  for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
+
+  async function readSnapshot(): Promise<Snapshot> {
+    const snapshot: Snapshot = {};
+    for (const { id } of Object.values(CONTAINERS)) {
+      const { resources } = await database.container(id).items.readAll().fetchAll();
+      snapshot[id] = resources.map((document) => Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))));
+    }
+    return snapshot;
+  }
+
+  async function restore(file: string): Promise<number> {
+    let snapshot: Snapshot;
+    try {
+      snapshot = JSON.parse(await readFile(file, 'utf8')) as Snapshot;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw new Error(`Cannot read the local database snapshot ${file}; move it away to start empty`, { cause: error });
+    }
+    let restored = 0;
+    for (const [id, documents] of Object.entries(snapshot)) {
+      const container = database.container(id);
+      for (let start = 0; start < documents.length; start += 100) {
+        const operations: OperationInput[] = documents
+          .slice(start, start + 100)
+          .map((resourceBody) => ({ operationType: 'Upsert', resourceBody: resourceBody as never }));
+        await container.items.executeBulkOperations(operations);
+        restored += operations.length;
+      }
+    }
+    return restored;
+  }
+
+  let restored = 0;
+  let pendingSnapshot: NodeJS.Timeout | undefined;
+  let writing: Promise<void> = Promise.resolve();
+  const snapshotFile = options.snapshotFile;
+
+  function writeSnapshot(): Promise<void> {
+    if (!snapshotFile) return Promise.resolve();
+    writing = writing.then(async () => {
+      const snapshot = await readSnapshot();
+      await mkdir(dirname(snapshotFile), { recursive: true });
+      await writeFile(`${snapshotFile}.tmp`, JSON.stringify(snapshot));
+      await rename(`${snapshotFile}.tmp`, snapshotFile);
+    });
+    return writing;
+  }
+
+  if (snapshotFile) {
+    restored = await restore(snapshotFile);
+    server.on('request', (request) => {
+      const isWrite = request.method !== 'GET' && request.headers['x-ms-documentdb-isquery'] === undefined;
+      if (!isWrite || pendingSnapshot) return;
+      pendingSnapshot = setTimeout(() => {
+        pendingSnapshot = undefined;
+        writeSnapshot().catch((error: unknown) => console.error('Could not save the local database:', error));
+      }, SNAPSHOT_DELAY_MS);
+    });
+  }
+
+  return {
+    endpoint,
+    key: EMULATOR_KEY,
+    restored,
+    client,
+    async close(): Promise<void> {
+      if (pendingSnapshot) clearTimeout(pendingSnapshot);
+      if (snapshotFile) await writeSnapshot();
+      client.dispose();
+      agent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type CosmosEmulator = Awaited<ReturnType<typeof startCosmosEmulator>>;

@@ -1,0 +1,137 @@
+/**
+ * A local Functions host for one machine. It loads the app the way Azure's Node worker does (every
+ * file of package.json's `main`, with `@azure/functions-core` supplied on NODE_PATH), then serves
+ * exactly the HTTP functions those files registered: their routes, methods and handlers.
+ *
+ * Run as a child process of the local stack (see stack.ts); it reports `{ ready, port }` over IPC.
+ */
+import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import functions, { type HttpHandler } from '@azure/functions';
+import { compileRoute, createRouter } from './routes.js';
+
+interface Registration {
+  metadata: { name: string; bindings: Record<string, { type: string; direction: string; route?: string; methods?: string[] }> };
+  callback: (...args: unknown[]) => unknown;
+}
+
+// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
+const { HttpRequest, HttpResponse, InvocationContext } = functions;
+const require = createRequire(import.meta.url);
+// Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
+const core = require('@azure/functions-core') as { registrations: Registration[] };
+
+/** The files of package.json's `main` (a path or a `dir/*.js` pattern), as the worker resolves them. */
+export async function appFiles(appRoot: string): Promise<string[]> {
+  const { main } = JSON.parse(await readFile(join(appRoot, 'package.json'), 'utf8')) as { main?: string };
+  if (!main) throw new Error('package.json has no "main": the host would find no functions');
+  const pattern = resolve(appRoot, main);
+  const name = pattern.slice(dirname(pattern).length + 1);
+  if (!name.includes('*')) return [pattern];
+  if (dirname(pattern).includes('*')) throw new Error(`Only the file name of "main" may hold a wildcard: ${main}`);
+  const matcher = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+  const entries = await readdir(dirname(pattern));
+  return entries.filter((entry) => matcher.test(entry)).sort().map((entry) => join(dirname(pattern), entry));
+}
+
+async function routePrefix(appRoot: string): Promise<string> {
+  const hostJson = JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as { extensions?: { http?: { routePrefix?: string } } };
+  return hostJson.extensions?.http?.routePrefix ?? 'api';
+}
+
+function log(functionName: string, level: string, message: string): void {
+  const line = `[${new Date().toISOString()}] ${functionName}: ${message}`;
+  if (level === 'error' || level === 'critical') console.error(line);
+  else if (level === 'warning') console.warn(line);
+  else if (level !== 'trace' && level !== 'debug') console.log(line);
+}
+
+function toHeaders(request: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (let index = 0; index < request.rawHeaders.length; index += 2) {
+    headers.append(request.rawHeaders[index]!, request.rawHeaders[index + 1]!);
+  }
+  return headers;
+}
+
+async function writeResponse(response: InstanceType<typeof HttpResponse>, res: ServerResponse): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  const cookies = response.cookies.map((cookie) => `${cookie.name}=${cookie.value}`);
+  if (cookies.length) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (response.body && response.status !== 204 && response.status !== 304) {
+    for await (const chunk of Readable.fromWeb(response.body as import('node:stream/web').ReadableStream)) res.write(chunk);
+  }
+  res.end();
+}
+
+export async function startFunctionsHost(appRoot: string, port: number, host: string) {
+  const prefix = await routePrefix(appRoot);
+  for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
+
+  const httpFunctions = core.registrations.flatMap(({ metadata, callback }) => {
+    const trigger = Object.values(metadata.bindings).find((binding) => binding.type.toLowerCase() === 'httptrigger');
+    if (!trigger) return [];
+    const template = [prefix, trigger.route ?? metadata.name].filter(Boolean).join('/');
+    return [compileRoute(template, trigger.methods ?? ['GET', 'POST'], { name: metadata.name, handler: callback as HttpHandler, trigger })];
+  });
+  const router = createRouter(httpFunctions);
+
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${host}:${port}`}`);
+    const found = router.find(req.method ?? 'GET', url.pathname);
+    if (!found) {
+      res.writeHead(404).end();
+      return;
+    }
+    const { name, handler, trigger } = found.route.target;
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+    const nativeRequest = new Request(url, {
+      method: req.method,
+      headers: toHeaders(req),
+      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: 'half' } : {}),
+    } as RequestInit);
+    const context = new InvocationContext({
+      invocationId: randomUUID(),
+      functionName: name,
+      options: { trigger: { ...trigger, name: 'request' } as never, extraInputs: [], extraOutputs: [] },
+      logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
+    });
+    try {
+      const result = await handler(new HttpRequest({ nativeRequest, params: found.params } as never), context);
+      await writeResponse(result instanceof HttpResponse ? result : new HttpResponse(result ?? {}), res);
+    } catch (error) {
+      // What Azure does with a handler that throws: an empty 500, and the error in the log.
+      log(name, 'error', `Unhandled error: ${error instanceof Error ? error.stack : String(error)}`);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    }
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolveListen) => server.listen(port, host, resolveListen));
+  const address = server.address();
+  const actualPort = typeof address === 'object' && address ? address.port : port;
+  return {
+    server,
+    port: actualPort,
+    routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),
+  };
+}
+
+const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (isMain) {
+  const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
+  const host = process.env.LOCAL_HOST ?? '127.0.0.1';
+  const { server, port, routes } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
+  process.send?.({ ready: true, port, routes });
+  const stop = () => server.close(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('disconnect', stop);
+}

@@ -1,0 +1,711 @@
+/**
+ * Local stand-in for Microsoft Entra ID.
+ *
+ * It serves, per tenant and on Entra's paths, the OpenID metadata (v1 and v2), the signing keys and a token
+ * endpoint, so the real `jose` and `@azure/msal-node` code paths run against it over HTTPS.
+ * Tokens carry the claims Entra puts in v1 and v2 access tokens.
+ *
+ * LOCAL DEVELOPMENT EXTENSION of the token endpoint (Entra has no such fields): optional form fields
+ * - `roles`: app role values for the `roles` claim, separated by spaces or commas;
+ * - `token_version`: `1` (default) or `2`;
+ * - `name`: display name of the user;
+ * - `oid`: object id (default: derived from tenant and user name, so a user keeps its oid across runs);
+ * - `expires_in`: lifetime in seconds (default 3600).
+ * Any non-empty client secret and password are accepted, and any scope name the API could expose.
+ */
+import { createHash, randomBytes, randomUUID, X509Certificate } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  exportJWK,
+  exportPKCS8,
+  exportSPKI,
+  generateKeyPair,
+  importPKCS8,
+  SignJWT,
+  type CryptoKey,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
+import { generate as generateCertificate } from 'selfsigned';
+import { z } from 'zod';
+import { LOCAL_DATA_DIR } from './defaults.js';
+import { CERTIFICATE_VALIDITY_DAYS, daysFromNow, isFileMissing, loadOrCreatePemPair, loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
+
+export type { TlsCertificate };
+
+export interface IdentityProviderOptions {
+  /** 0 picks a free port. Default 0. */
+  port?: number;
+  /** Listen address. Default '127.0.0.1'. */
+  host?: string;
+  /**
+   * Where the TLS certificate and the token signing key are kept, so a restart keeps issued tokens valid and
+   * the CA file path stable. Without it, the signing key lives in memory and the TLS certificate in a temporary
+   * folder that close() removes.
+   */
+  dataDir?: string;
+  /** A TLS certificate (valid for localhost) shared with other local servers; then none is created or stored. */
+  tls?: TlsCertificate;
+  /** Tenant ids served; any other tenant in a path gets Entra's invalid_tenant error. */
+  tenants: string[];
+  /** Application (client) id of the API: tokens default to the audience api://<clientId>. */
+  clientId: string;
+}
+
+
+export interface TokenOptions {
+  /** Not checked against the served tenants, so tests can mint tokens of foreign tenants. */
+  tenantId: string;
+  kind: 'user' | 'app';
+  roles?: string[];
+  /** User principal name. Default DEFAULT_LOCAL_USERNAME. */
+  username?: string;
+  /** Default: the part of the user name before '@'. */
+  name?: string;
+  /** Default: derived from tenant and user name (users) or tenant and client (apps). */
+  oid?: string;
+  /** Access token version. Default 1. */
+  version?: 1 | 2;
+  /** Delegated scope names for the `scp` claim of user tokens. Default ['access_as_user']. */
+  scopes?: string[];
+  /** Default: api://<clientId> for v1, <clientId> for v2. */
+  audience?: string;
+  /** Application the token is issued to (appid/azp). Default: the API's own client id. */
+  clientAppId?: string;
+  /** Default 3600. */
+  expiresInSeconds?: number;
+  /** Added last, so they can override any claim. */
+  extraClaims?: Record<string, unknown>;
+}
+
+export interface IdentityProvider {
+  /** 'https://localhost:<port>' */
+  authorityHost: string;
+  port: number;
+  /** The self-signed TLS certificate clients must trust. */
+  caCertPem: string;
+  /** File holding caCertPem, for NODE_EXTRA_CA_CERTS. */
+  caCertPath: string;
+  signingKid: string;
+  /** Private signing key, for tests that craft tokens the provider would never issue. */
+  privateJwk: JWK;
+  /** Requests received per endpoint kind. */
+  counts: { metadata: number; jwks: number; token: number };
+  issueToken(options: TokenOptions): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** What `npm start` publishes so that `npm run token` can find the running provider. */
+export interface IdentityProviderInfo {
+  authorityHost: string;
+  tenants: string[];
+  clientId: string;
+  caCertPath: string;
+}
+
+/** Data directory of the provider started by `npm start`, relative to the project root. */
+export const LOCAL_IDENTITY_DATA_DIR = path.join(LOCAL_DATA_DIR, 'identity');
+export const DEFAULT_LOCAL_USERNAME = 'dev@contoso.test';
+/** The delegated scope the API exposes. */
+export const API_USER_SCOPE = 'access_as_user';
+
+const DEFAULT_TOKEN_LIFETIME_SECONDS = 3600;
+const ON_BEHALF_OF_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+const OPENID_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);
+const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_REQUEST_BODY_BYTES = 64 * 1024;
+
+const FILES = {
+  signingCert: 'signing-cert.pem',
+  signingKey: 'signing-key.pem',
+  providerInfo: 'provider.json',
+} as const;
+
+type Endpoint =
+  | { kind: 'metadata' | 'jwks'; method: 'GET'; version: 1 | 2 }
+  | { kind: 'token'; method: 'POST' };
+
+// Paths below /{tenant}/, as Entra spells them.
+const ENDPOINTS = new Map<string, Endpoint>([
+  ['v2.0/.well-known/openid-configuration', { kind: 'metadata', method: 'GET', version: 2 }],
+  ['.well-known/openid-configuration', { kind: 'metadata', method: 'GET', version: 1 }],
+  ['discovery/v2.0/keys', { kind: 'jwks', method: 'GET', version: 2 }],
+  ['discovery/keys', { kind: 'jwks', method: 'GET', version: 1 }],
+  ['oauth2/v2.0/token', { kind: 'token', method: 'POST' }],
+]);
+
+export async function startIdentityProvider(options: IdentityProviderOptions): Promise<IdentityProvider> {
+  const tenants = new Set(options.tenants.map((tenant) => tenant.toLowerCase()));
+  const clientId = options.clientId.toLowerCase();
+  // Callers need the CA certificate in a file even when nothing is kept.
+  const temporaryDir = options.tls || options.dataDir ? undefined : await mkdtemp(path.join(os.tmpdir(), 'local-identity-provider-'));
+  try {
+    const tls = options.tls ?? await loadOrCreateTlsCertificate(options.dataDir ?? temporaryDir!);
+    const signingKey = await loadOrCreateSigningKey(options.dataDir);
+
+    const counts = { metadata: 0, jwks: 0, token: 0 };
+    let authorityHost = '';
+    const issueToken = (tokenOptions: TokenOptions) =>
+      signAccessToken(tokenOptions, { authorityHost, clientId, signingKey });
+
+    const server = https.createServer({ cert: tls.cert, key: tls.key }, (request, response) => {
+      handleRequest(request, response).catch((error: unknown) => {
+        console.error('identity provider: request failed', error);
+        if (!response.headersSent) sendJson(response, 500, { error: 'server_error', error_description: String(error) });
+      });
+    });
+
+    async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+      const url = new URL(request.url ?? '/', authorityHost);
+      const match = /^\/([^/]+)\/(.+)$/.exec(url.pathname);
+      const endpoint = match ? ENDPOINTS.get(match[2]!) : undefined;
+      if (!match || !endpoint) {
+        sendJson(response, 404, { error: 'not_found', error_description: `No endpoint at ${request.method} ${url.pathname}.` });
+        return;
+      }
+      counts[endpoint.kind] += 1;
+      try {
+        const tenantId = match[1]!.toLowerCase();
+        if (!tenants.has(tenantId)) {
+          throw new EntraError(400, 'invalid_tenant', 90002,
+            `Tenant '${tenantId}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`);
+        }
+        if (request.method !== endpoint.method) {
+          if (endpoint.kind === 'token') {
+            throw new EntraError(400, 'invalid_request', 900561,
+              `The endpoint only accepts POST requests. Received a ${request.method} request.`);
+          }
+          sendJson(response, 405, { error: 'method_not_allowed', error_description: `Use ${endpoint.method}.` }, { Allow: endpoint.method });
+          return;
+        }
+        switch (endpoint.kind) {
+          case 'metadata':
+            sendJson(response, 200, openIdConfiguration(authorityHost, tenantId, endpoint.version), CACHEABLE);
+            return;
+          case 'jwks':
+            sendJson(response, 200, { keys: [publicSigningJwk(signingKey, authorityHost, tenantId, endpoint.version)] }, CACHEABLE);
+            return;
+          case 'token': {
+            const form = new URLSearchParams(await readBody(request));
+            const tokenResponse = await handleTokenRequest(form, request.headers.authorization, { tenantId, clientId, issueToken });
+            sendJson(response, 200, tokenResponse, NOT_CACHEABLE);
+            return;
+          }
+        }
+      } catch (error) {
+        if (!(error instanceof EntraError)) throw error;
+        const correlationId = headerValue(request.headers['client-request-id']) ?? randomUUID();
+        sendJson(response, error.status, entraErrorBody(error, correlationId), NOT_CACHEABLE);
+      }
+    }
+
+    const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+    authorityHost = `https://localhost:${port}`;
+
+    return {
+      authorityHost,
+      port,
+      caCertPem: tls.cert,
+      caCertPath: tls.certPath,
+      signingKid: signingKey.kid,
+      privateJwk: signingKey.privateJwk,
+      counts,
+      issueToken,
+      async close() {
+        await new Promise<void>((resolve, reject) => {
+          server.close((error) => (error ? reject(error) : resolve()));
+          // Keep-alive connections would otherwise hold close() open.
+          server.closeAllConnections();
+        });
+        if (temporaryDir) await rm(temporaryDir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    if (temporaryDir) await rm(temporaryDir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+export async function writeIdentityProviderInfo(dataDir: string, info: IdentityProviderInfo): Promise<string> {
+  const file = path.join(dataDir, FILES.providerInfo);
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, `${JSON.stringify(info, null, 2)}\n`);
+  return file;
+}
+
+const identityProviderInfoSchema = z.object({
+  authorityHost: z.string(),
+  tenants: z.array(z.string()),
+  clientId: z.string(),
+  caCertPath: z.string(),
+});
+
+export async function readIdentityProviderInfo(dataDir: string): Promise<IdentityProviderInfo> {
+  const file = path.resolve(dataDir, FILES.providerInfo);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if (isFileMissing(error)) {
+      throw new Error(`No local identity provider found (${file} is missing): start the API with \`npm start\` first.`);
+    }
+    throw error;
+  }
+  const parsed = identityProviderInfoSchema.safeParse(parseJsonOrUndefined(text));
+  if (!parsed.success) {
+    throw new Error(`${file} is not a valid identity provider description: start the API with \`npm start\` again.`);
+  }
+  return parsed.data;
+}
+
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------- token endpoint
+
+interface TokenEndpointContext {
+  tenantId: string;
+  clientId: string;
+  issueToken(options: TokenOptions): Promise<string>;
+}
+
+interface TokenResponse {
+  token_type: 'Bearer';
+  scope: string;
+  expires_in: number;
+  ext_expires_in: number;
+  access_token: string;
+}
+
+async function handleTokenRequest(
+  form: URLSearchParams,
+  authorizationHeader: string | undefined,
+  context: TokenEndpointContext,
+): Promise<TokenResponse> {
+  const grantType = requiredParameter(form, 'grant_type');
+  const client = clientCredentials(form, authorizationHeader);
+  const extension = localExtension(form);
+  const lifetime = extension.expiresInSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
+  const sharedTokenOptions = {
+    tenantId: context.tenantId,
+    clientAppId: client.id,
+    roles: extension.roles,
+    version: extension.version,
+    oid: extension.oid,
+    expiresInSeconds: lifetime,
+  };
+
+  let tokenOptions: TokenOptions;
+  let grantedScope: string;
+  switch (grantType) {
+    case 'client_credentials': {
+      if (!client.secret) {
+        throw new EntraError(401, 'invalid_client', 7000218,
+          "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.");
+      }
+      const scope = requiredParameter(form, 'scope');
+      const requested = requestedApiScopes(scope, context);
+      if (requested.names.length !== 1 || requested.names[0] !== '.default') {
+        throw new EntraError(400, 'invalid_scope', 1002012,
+          `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`);
+      }
+      tokenOptions = { ...sharedTokenOptions, kind: 'app', audience: audienceFor(requested.resource, extension.version) };
+      grantedScope = `${requested.resource}/.default`;
+      break;
+    }
+    case 'password': {
+      const username = requiredParameter(form, 'username');
+      requiredParameter(form, 'password');
+      const requested = requestedApiScopes(requiredParameter(form, 'scope'), context);
+      // '.default' asks for every scope consented to, and the API exposes just one.
+      const scopes = requested.names.includes('.default') ? [API_USER_SCOPE] : requested.names;
+      tokenOptions = {
+        ...sharedTokenOptions,
+        kind: 'user',
+        username,
+        name: extension.name,
+        scopes,
+        audience: audienceFor(requested.resource, extension.version),
+      };
+      grantedScope = scopes.map((name) => `${requested.resource}/${name}`).join(' ');
+      break;
+    }
+    case ON_BEHALF_OF_GRANT_TYPE:
+    // On-Behalf-Of is not implemented yet; until it is, it gets the answer for any grant Entra does not support.
+    default:
+      throw new EntraError(400, 'unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grantType}'.`);
+  }
+
+  return {
+    token_type: 'Bearer',
+    scope: grantedScope,
+    expires_in: lifetime,
+    ext_expires_in: lifetime,
+    access_token: await context.issueToken(tokenOptions),
+  };
+}
+
+/** Entra puts the resource as requested (app ID URI or client id) in the aud of v1 tokens; v2 always has the client id. */
+function audienceFor(resource: string, version: 1 | 2 | undefined): string | undefined {
+  return (version ?? 1) === 1 ? resource : undefined;
+}
+
+function requestedApiScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
+  const scopes = scopeParameter.split(/\s+/).filter((scope) => scope && !OPENID_SCOPES.has(scope));
+  const invalidScope = () =>
+    new EntraError(400, 'invalid_scope', 70011,
+      `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`);
+  const parsed = scopes.map((scope) => {
+    const separator = scope.lastIndexOf('/');
+    if (separator <= 0 || separator === scope.length - 1) throw invalidScope();
+    return { resource: scope.slice(0, separator), name: scope.slice(separator + 1) };
+  });
+  const resource = parsed[0]?.resource;
+  if (resource === undefined) throw invalidScope();
+  if (parsed.some((scope) => scope.resource !== resource)) {
+    throw new EntraError(400, 'invalid_scope', 28000,
+      `Provided value for the input parameter scope is not valid because it contains more than one resource. Scope ${scopeParameter} is not valid.`);
+  }
+  const apiResources = [`api://${context.clientId}`, context.clientId];
+  if (!apiResources.includes(resource.toLowerCase())) {
+    throw new EntraError(400, 'invalid_resource', 500011,
+      `The resource principal named ${resource} was not found in the tenant named ${context.tenantId}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`);
+  }
+  return { resource, names: parsed.map((scope) => scope.name) };
+}
+
+/** Client id and secret from the form (client_secret_post) or the Authorization header (client_secret_basic). */
+function clientCredentials(form: URLSearchParams, authorizationHeader: string | undefined): { id: string; secret?: string } {
+  const basic = /^Basic\s+(.+)$/i.exec(authorizationHeader ?? '');
+  if (basic) {
+    const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const separator = decoded.indexOf(':');
+    if (separator > 0) {
+      return { id: formDecode(decoded.slice(0, separator)), secret: formDecode(decoded.slice(separator + 1)) || undefined };
+    }
+  }
+  return { id: requiredParameter(form, 'client_id'), secret: form.get('client_secret') || undefined };
+}
+
+/** RFC 6749 2.3.1 has clients form-urlencode both parts of Basic credentials; some send them raw. */
+function formDecode(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return value;
+  }
+}
+
+interface LocalExtension {
+  roles?: string[];
+  version?: 1 | 2;
+  name?: string;
+  oid?: string;
+  expiresInSeconds?: number;
+}
+
+function localExtension(form: URLSearchParams): LocalExtension {
+  const malformed = (detail: string) =>
+    new EntraError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. - ${detail}`);
+  const extension: LocalExtension = {};
+
+  const roles = form.get('roles');
+  if (roles) extension.roles = roles.split(/[\s,]+/).filter(Boolean);
+
+  const version = form.get('token_version');
+  if (version) {
+    if (version !== '1' && version !== '2') throw malformed("The 'token_version' parameter must be 1 or 2.");
+    extension.version = version === '1' ? 1 : 2;
+  }
+
+  const name = form.get('name');
+  if (name) extension.name = name;
+
+  const oid = form.get('oid');
+  if (oid) {
+    if (!GUID_PATTERN.test(oid)) throw malformed("The 'oid' parameter must be a GUID.");
+    extension.oid = oid.toLowerCase();
+  }
+
+  const expiresIn = form.get('expires_in');
+  if (expiresIn) {
+    if (!/^[1-9]\d{0,7}$/.test(expiresIn)) throw malformed("The 'expires_in' parameter must be a positive number of seconds.");
+    extension.expiresInSeconds = Number(expiresIn);
+  }
+  return extension;
+}
+
+function requiredParameter(form: URLSearchParams, name: string): string {
+  const value = form.get(name);
+  if (!value) {
+    throw new EntraError(400, 'invalid_request', 900144, `The request body must contain the following parameter: '${name}'.`);
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------- tokens
+
+interface SigningKey {
+  kid: string;
+  /** Base64url SHA-1 thumbprint of the signing certificate; Entra uses it as the kid too. */
+  x5t: string;
+  certificateDerBase64: string;
+  privateKey: CryptoKey;
+  privateJwk: JWK;
+  publicJwk: JWK;
+}
+
+interface SigningContext {
+  authorityHost: string;
+  clientId: string;
+  signingKey: SigningKey;
+}
+
+async function signAccessToken(options: TokenOptions, context: SigningContext): Promise<string> {
+  const version = options.version ?? 1;
+  const tenantId = options.tenantId.toLowerCase();
+  const clientAppId = options.clientAppId ?? context.clientId;
+  const issuedAt = Math.floor(Date.now() / 1000);
+  const roles = options.roles ?? [];
+
+  const common: JWTPayload = {
+    aud: options.audience ?? (version === 1 ? `api://${context.clientId}` : context.clientId),
+    iss: version === 1 ? v1Issuer(tenantId) : v2Issuer(context.authorityHost, tenantId),
+    iat: issuedAt,
+    nbf: issuedAt,
+    exp: issuedAt + (options.expiresInSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS),
+    aio: opaqueId(48),
+    tid: tenantId,
+    uti: opaqueId(16),
+    ver: version === 1 ? '1.0' : '2.0',
+    ...(roles.length > 0 ? { roles } : {}),
+  };
+  const subject = options.kind === 'app'
+    ? appClaims(options, version, tenantId, clientAppId)
+    : userClaims(options, version, tenantId, clientAppId);
+
+  return new SignJWT({ ...common, ...subject, ...options.extraClaims })
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: context.signingKey.kid, x5t: context.signingKey.x5t })
+    .sign(context.signingKey.privateKey);
+}
+
+function appClaims(options: TokenOptions, version: 1 | 2, tenantId: string, clientAppId: string): JWTPayload {
+  // The oid of an app-only token is the object id of the client's service principal in the tenant.
+  const oid = options.oid ?? deterministicUuid('service-principal', tenantId, clientAppId.toLowerCase());
+  const client = version === 1
+    ? { appid: clientAppId, appidacr: '1', idp: v1Issuer(tenantId) }
+    : { azp: clientAppId, azpacr: '1' };
+  return { ...client, idtyp: 'app', oid, sub: oid };
+}
+
+function userClaims(options: TokenOptions, version: 1 | 2, tenantId: string, clientAppId: string): JWTPayload {
+  const username = options.username ?? DEFAULT_LOCAL_USERNAME;
+  const oid = options.oid ?? deterministicUuid('user', tenantId, username.toLowerCase());
+  const scopes = options.scopes ?? [API_USER_SCOPE];
+  const common = {
+    name: options.name ?? username.split('@')[0],
+    oid,
+    // Entra's sub is pairwise: the same user has a different sub in each application.
+    sub: createHash('sha256').update(`${tenantId}\n${oid}\n${clientAppId.toLowerCase()}`).digest('base64url'),
+    ...(scopes.length > 0 ? { scp: scopes.join(' ') } : {}),
+  };
+  return version === 1
+    ? { ...common, acr: '1', amr: ['pwd'], appid: clientAppId, appidacr: '0', unique_name: username, upn: username }
+    : { ...common, azp: clientAppId, azpacr: '0', preferred_username: username };
+}
+
+function v1Issuer(tenantId: string): string {
+  return `https://sts.windows.net/${tenantId}/`;
+}
+
+function v2Issuer(authorityHost: string, tenantId: string): string {
+  return `${authorityHost}/${tenantId}/v2.0`;
+}
+
+/** A UUID that depends only on its inputs, laid out as a name-based (version 5) UUID. */
+function deterministicUuid(...parts: string[]): string {
+  const bytes = createHash('sha256').update(parts.join('\n')).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x50;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+function opaqueId(bytes: number): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
+// ---------------------------------------------------------------- metadata and keys
+
+function openIdConfiguration(authorityHost: string, tenantId: string, version: 1 | 2): Record<string, unknown> {
+  const base = `${authorityHost}/${tenantId}`;
+  const common = {
+    token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+    response_modes_supported: ['query', 'fragment', 'form_post'],
+    subject_types_supported: ['pairwise'],
+    id_token_signing_alg_values_supported: ['RS256'],
+    http_logout_supported: true,
+    frontchannel_logout_supported: true,
+    tenant_region_scope: 'NA',
+    cloud_instance_name: 'microsoftonline.com',
+    cloud_graph_host_name: 'graph.windows.net',
+    msgraph_host: 'graph.microsoft.com',
+    rbac_url: 'https://pas.windows.net',
+  };
+  if (version === 2) {
+    return {
+      ...common,
+      token_endpoint: `${base}/oauth2/v2.0/token`,
+      jwks_uri: `${base}/discovery/v2.0/keys`,
+      response_types_supported: ['code', 'id_token', 'code id_token', 'id_token token'],
+      scopes_supported: ['openid', 'profile', 'email', 'offline_access'],
+      issuer: v2Issuer(authorityHost, tenantId),
+      request_uri_parameter_supported: false,
+      authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
+      end_session_endpoint: `${base}/oauth2/v2.0/logout`,
+      claims_supported: ['sub', 'iss', 'cloud_instance_name', 'cloud_instance_host_name', 'cloud_graph_host_name',
+        'msgraph_host', 'aud', 'exp', 'iat', 'auth_time', 'acr', 'nonce', 'preferred_username', 'name', 'tid', 'ver',
+        'at_hash', 'c_hash', 'email'],
+    };
+  }
+  return {
+    ...common,
+    token_endpoint: `${base}/oauth2/token`,
+    jwks_uri: `${base}/discovery/keys`,
+    response_types_supported: ['code', 'id_token', 'code id_token', 'token id_token', 'token'],
+    scopes_supported: ['openid'],
+    issuer: v1Issuer(tenantId),
+    microsoft_multi_refresh_token: true,
+    authorization_endpoint: `${base}/oauth2/authorize`,
+    end_session_endpoint: `${base}/oauth2/logout`,
+    claims_supported: ['sub', 'iss', 'cloud_instance_name', 'cloud_instance_host_name', 'cloud_graph_host_name',
+      'msgraph_host', 'aud', 'exp', 'iat', 'auth_time', 'acr', 'amr', 'nonce', 'email', 'given_name', 'family_name',
+      'nickname'],
+  };
+}
+
+function publicSigningJwk(signingKey: SigningKey, authorityHost: string, tenantId: string, version: 1 | 2): JWK {
+  // Like Entra: no alg member; the v2 key set names the issuer the key signs for.
+  return {
+    kty: signingKey.publicJwk.kty,
+    use: 'sig',
+    kid: signingKey.kid,
+    x5t: signingKey.x5t,
+    n: signingKey.publicJwk.n,
+    e: signingKey.publicJwk.e,
+    x5c: [signingKey.certificateDerBase64],
+    ...(version === 2 ? { issuer: v2Issuer(authorityHost, tenantId) } : {}),
+  };
+}
+
+// ---------------------------------------------------------------- key material
+
+async function loadOrCreateSigningKey(dataDir: string | undefined): Promise<SigningKey> {
+  const pems = await loadOrCreatePemPair(dataDir, FILES.signingCert, FILES.signingKey, async () => {
+    const { privateKey, publicKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+    const keyPem = await exportPKCS8(privateKey);
+    // Entra publishes each signing key with a certificate (x5c) whose thumbprint is the x5t.
+    const certificate = await generateCertificate([{ name: 'commonName', value: 'Local identity provider token signing' }], {
+      algorithm: 'sha256',
+      notAfterDate: daysFromNow(CERTIFICATE_VALIDITY_DAYS),
+      keyPair: { privateKey: keyPem, publicKey: await exportSPKI(publicKey) },
+      extensions: [{ name: 'keyUsage', digitalSignature: true, critical: true }],
+    });
+    return { cert: certificate.cert, key: keyPem };
+  });
+
+  const certificateDer = new X509Certificate(pems.cert).raw;
+  const x5t = createHash('sha1').update(certificateDer).digest('base64url');
+  const privateKey = await importPKCS8(pems.key, 'RS256', { extractable: true });
+  const privateJwk: JWK = { ...(await exportJWK(privateKey)), kid: x5t, use: 'sig', alg: 'RS256' };
+  return {
+    kid: x5t,
+    x5t,
+    certificateDerBase64: certificateDer.toString('base64'),
+    privateKey,
+    privateJwk,
+    publicJwk: { kty: privateJwk.kty, n: privateJwk.n, e: privateJwk.e },
+  };
+}
+
+// ---------------------------------------------------------------- HTTP plumbing
+
+const CACHEABLE = { 'Cache-Control': 'max-age=86400, private' };
+const NOT_CACHEABLE = { 'Cache-Control': 'no-store, no-cache', Pragma: 'no-cache' };
+
+class EntraError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly code: number,
+    readonly description: string,
+  ) {
+    super(`AADSTS${code}: ${description}`);
+  }
+}
+
+function entraErrorBody(error: EntraError, correlationId: string): Record<string, unknown> {
+  const traceId = randomUUID();
+  const timestamp = new Date().toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  return {
+    error: error.error,
+    error_description: `${error.message} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,
+    error_codes: [error.code],
+    timestamp,
+    trace_id: traceId,
+    correlation_id: correlationId,
+    error_uri: `https://login.microsoftonline.com/error?code=${error.code}`,
+  };
+}
+
+function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const payload = JSON.stringify(body);
+  response.writeHead(status, {
+    ...headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(payload),
+  });
+  response.end(payload);
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_REQUEST_BODY_BYTES) {
+      throw new EntraError(400, 'invalid_request', 9002313, 'Invalid request. Request is malformed or invalid. - The request body is too large.');
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function listen(server: https.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      reject(error.code === 'EADDRINUSE'
+        ? new Error(`The identity provider cannot listen on ${host}:${port}: the port is in use.`, { cause: error })
+        : error);
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}

@@ -1,0 +1,106 @@
+/**
+ * Route templates as the Functions host reads them (ASP.NET style): literal segments, `{name}`,
+ * `{name:constraint}`, optional `{name?}` and catch-all `{*name}`. Literals match case-insensitively,
+ * and when several templates match, the most specific wins: literal before parameter before catch-all.
+ */
+export interface CompiledRoute<T> {
+  template: string;
+  methods: string[];
+  target: T;
+  match(path: string): Record<string, string> | undefined;
+  /** Lower sorts first: one rank per segment, 0 literal, 1 parameter, 2 optional, 3 catch-all. */
+  precedence: number[];
+}
+
+const CONSTRAINTS: Record<string, RegExp> = {
+  int: /^-?\d+$/,
+  long: /^-?\d+$/,
+  guid: /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i,
+  alpha: /^[a-z]+$/i,
+  bool: /^(true|false)$/i,
+};
+
+interface Segment {
+  kind: 'literal' | 'parameter' | 'optional' | 'catchAll';
+  value: string;
+  constraint?: RegExp;
+}
+
+function parseSegment(segment: string): Segment {
+  const parameter = /^\{(\*)?([A-Za-z_]\w*)(?::([a-z]+))?(\?)?\}$/.exec(segment);
+  if (!parameter) {
+    if (/[{}]/.test(segment)) throw new Error(`Unsupported route segment "${segment}"`);
+    return { kind: 'literal', value: segment.toLowerCase() };
+  }
+  const [, star, name, constraintName, optional] = parameter;
+  const constraint = constraintName ? CONSTRAINTS[constraintName] : undefined;
+  if (constraintName && !constraint) throw new Error(`Unsupported route constraint "${constraintName}"`);
+  return { kind: star ? 'catchAll' : optional ? 'optional' : 'parameter', value: name!, ...(constraint ? { constraint } : {}) };
+}
+
+function decode(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined;
+  }
+}
+
+const RANK: Record<Segment['kind'], number> = { literal: 0, parameter: 1, optional: 2, catchAll: 3 };
+
+export function compileRoute<T>(template: string, methods: string[], target: T): CompiledRoute<T> {
+  const segments = template.split('/').filter(Boolean).map(parseSegment);
+  return {
+    template,
+    methods: methods.map((method) => method.toUpperCase()),
+    target,
+    precedence: segments.map((segment) => RANK[segment.kind]),
+    match(path) {
+      const parts = path.split('/').filter(Boolean);
+      const params: Record<string, string> = {};
+      for (let index = 0; index < segments.length; index++) {
+        const segment = segments[index]!;
+        if (segment.kind === 'catchAll') {
+          // The catch-all takes anything, undecodable segments too, so that every request gets an answer.
+          params[segment.value] = parts.slice(index).map((part) => decode(part) ?? part).join('/');
+          return params;
+        }
+        const part = parts[index];
+        if (part === undefined) return segment.kind === 'optional' && index === segments.length - 1 ? params : undefined;
+        const value = decode(part);
+        if (value === undefined) return undefined;
+        if (segment.kind === 'literal') {
+          if (value.toLowerCase() !== segment.value) return undefined;
+        } else {
+          if (segment.constraint && !segment.constraint.test(value)) return undefined;
+          params[segment.value] = value;
+        }
+      }
+      return parts.length === segments.length ? params : undefined;
+    },
+  };
+}
+
+function comparePrecedence(a: number[], b: number[]): number {
+  for (let index = 0; index < Math.max(a.length, b.length); index++) {
+    const difference = (a[index] ?? -1) - (b[index] ?? -1);
+    if (difference !== 0) return difference;
+  }
+  return 0;
+}
+
+/** Routes ordered most specific first, so the first that matches path and method is the one to run. */
+export function createRouter<T>(routes: CompiledRoute<T>[]) {
+  const ordered = [...routes].sort((a, b) => comparePrecedence(a.precedence, b.precedence));
+  return {
+    routes: ordered,
+    find(method: string, path: string): { route: CompiledRoute<T>; params: Record<string, string> } | undefined {
+      for (const route of ordered) {
+        if (!route.methods.includes(method.toUpperCase())) continue;
+        const params = route.match(path);
+        if (params) return { route, params };
+      }
+      return undefined;
+    },
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * The whole API on one machine: the app's functions in the local Functions host, plus whatever
+ * embedded part stands in for a setting that is not given (Cosmos DB, Entra ID). A setting that is
+ * given is always used, so the same stack can run against real Azure resources and a real tenant.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import { startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
+import { loadOrCreateTlsCertificate } from './tls.js';
+
+const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
+
+export interface StackOptions {
+  apiPort: number;
+  identityProviderPort: number;
+  /** Keeps data, keys and certificates between runs; without it everything is thrown away. */
+  dataDir?: string;
+  /** The settings given (environment, local.settings.json); empty values count as not given. */
+  settings: Record<string, string | undefined>;
+  /** 'inherit' shows the host's log on this console; 'pipe' hands each line to onHostOutput. */
+  hostOutput: 'inherit' | 'pipe';
+  onHostOutput?: (line: string) => void;
+}
+
+/** The folder holding the app's package.json, whether this runs from source or from dist/. */
+export function appRoot(): string {
+  let folder = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(folder, 'host.json'))) {
+    const parent = dirname(folder);
+    if (parent === folder) throw new Error('Cannot find the app root (no host.json above this file)');
+    folder = parent;
+  }
+  return folder;
+}
+
+function given(settings: StackOptions['settings'], name: string): string | undefined {
+  const value = settings[name]?.trim();
+  return value ? value : undefined;
+}
+
+export async function startStack(options: StackOptions) {
+  const root = appRoot();
+  const hostEnvironment: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.settings)) if (value?.trim()) hostEnvironment[name] = value;
+  const started: { close(): Promise<void> }[] = [];
+  const embedded: string[] = [];
+  // Without a data folder the certificate lives in a temporary one, removed when the stack stops.
+  const tlsDir = options.dataDir ? join(options.dataDir, 'tls') : await mkdtemp(join(tmpdir(), 'lms-local-tls-'));
+  if (!options.dataDir) started.push({ close: () => rm(tlsDir, { recursive: true, force: true }) });
+  const tls = await loadOrCreateTlsCertificate(tlsDir);
+
+  try {
+    let identityProvider: IdentityProvider | undefined;
+    if (!AUTH_SETTINGS.some((name) => given(options.settings, name))) {
+      identityProvider = await startIdentityProvider({
+        port: options.identityProviderPort,
+        tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
+        clientId: LOCAL_CLIENT_ID,
+        tls,
+        ...(options.dataDir ? { dataDir: join(options.dataDir, 'identity') } : {}),
+      });
+      started.push(identityProvider);
+      Object.assign(hostEnvironment, {
+        AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
+        AUTH_ALLOWED_TENANTS: `${LOCAL_HOME_TENANT_ID},${LOCAL_OTHER_TENANT_ID}`,
+        AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
+        AUTH_AUTHORITY_HOST: identityProvider.authorityHost,
+      });
+      embedded.push(`identity provider ${identityProvider.authorityHost}`);
+      if (options.dataDir) {
+        await writeIdentityProviderInfo(join(options.dataDir, 'identity'), {
+          authorityHost: identityProvider.authorityHost,
+          tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
+          clientId: LOCAL_CLIENT_ID,
+          caCertPath: tls.certPath,
+        });
+      }
+    }
+
+    let cosmos: CosmosEmulator | undefined;
+    if (!given(options.settings, 'COSMOS_ENDPOINT')) {
+      cosmos = await startCosmosEmulator({
+        port: 0,
+        host: '127.0.0.1',
+        database: given(options.settings, 'COSMOS_DATABASE') ?? 'lms',
+        tls,
+        ...(options.dataDir ? { snapshotFile: join(options.dataDir, 'cosmos', 'data.json') } : {}),
+      });
+      started.push(cosmos);
+      Object.assign(hostEnvironment, { COSMOS_ENDPOINT: cosmos.endpoint, COSMOS_KEY: cosmos.key });
+      embedded.push(`Cosmos DB ${cosmos.endpoint}${cosmos.restored ? ` (${cosmos.restored} documents restored)` : ''}`);
+    }
+
+    const host = await startHost(root, options, hostEnvironment, tls.certPath);
+    started.push({ close: () => stopProcess(host.child) });
+
+    return {
+      apiBaseUrl: `http://localhost:${host.port}/api`,
+      port: host.port,
+      routes: host.routes,
+      identityProvider,
+      cosmos,
+      embedded,
+      async stop(): Promise<void> {
+        for (const part of started.reverse()) await part.close();
+      },
+    };
+  } catch (error) {
+    for (const part of started.reverse()) await part.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+export type LocalStack = Awaited<ReturnType<typeof startStack>>;
+
+interface HostReady {
+  ready: true;
+  port: number;
+  routes: { name: string; methods: string[]; template: string }[];
+}
+
+async function startHost(root: string, options: StackOptions, environment: Record<string, string>, caCertPath: string) {
+  const script = join(root, 'dist', 'local', 'functions-host.js');
+  if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
+  const extraCaCerts = await trustedCertificates(options, caCertPath);
+  const child = fork(script, [], {
+    cwd: root,
+    env: {
+      ...environment,
+      PATH: process.env.PATH ?? '',
+      NODE_PATH: join(root, 'local', 'functions-core'),
+      NODE_EXTRA_CA_CERTS: extraCaCerts,
+      LOCAL_APP_ROOT: root,
+      LOCAL_PORT: String(options.apiPort),
+    },
+    stdio: options.hostOutput === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  if (options.hostOutput === 'pipe') {
+    for (const stream of [child.stdout, child.stderr]) {
+      let buffered = '';
+      stream?.setEncoding('utf8').on('data', (chunk: string) => {
+        const lines = (buffered + chunk).split('\n');
+        buffered = lines.pop() ?? '';
+        for (const line of lines) options.onHostOutput?.(line);
+      });
+    }
+  }
+  const ready = await new Promise<HostReady>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as HostReady));
+    child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
+  });
+  return { child, port: ready.port, routes: ready.routes };
+}
+
+/** NODE_EXTRA_CA_CERTS takes one file: the local certificate, plus any the user already trusts. */
+async function trustedCertificates(options: StackOptions, caCertPath: string): Promise<string> {
+  const userFile = given(options.settings, 'NODE_EXTRA_CA_CERTS');
+  if (!userFile) return caCertPath;
+  const combined = join(dirname(caCertPath), 'trusted-certificates.pem');
+  await mkdir(dirname(combined), { recursive: true });
+  await writeFile(combined, `${await readFile(caCertPath, 'utf8')}\n${await readFile(userFile, 'utf8')}`);
+  return combined;
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}

@@ -1,0 +1,53 @@
+/**
+ * `npm start`: the API on http://localhost:7071/api (PORT overrides) with embedded parts for every
+ * setting that is not given. Settings come from the environment and, like `func start`, from
+ * local.settings.json's Values (the environment wins).
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_API_PORT, DEFAULT_IDENTITY_PROVIDER_PORT, LOCAL_DATA_DIR } from './defaults.js';
+import { appRoot, startStack } from './stack.js';
+
+function port(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65535) throw new Error(`${name} must be a port number, not "${value}"`);
+  return number;
+}
+
+async function localSettings(root: string): Promise<Record<string, string>> {
+  try {
+    const file = JSON.parse(await readFile(join(root, 'local.settings.json'), 'utf8')) as { Values?: Record<string, string> };
+    return file.Values ?? {};
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new Error('local.settings.json is not valid JSON', { cause: error });
+  }
+}
+
+const root = appRoot();
+const stack = await startStack({
+  apiPort: port('PORT', DEFAULT_API_PORT),
+  identityProviderPort: port('LOCAL_IDP_PORT', DEFAULT_IDENTITY_PROVIDER_PORT),
+  dataDir: join(root, LOCAL_DATA_DIR),
+  settings: { ...(await localSettings(root)), ...process.env },
+  hostOutput: 'inherit',
+});
+
+const width = Math.max(...stack.routes.map((route) => route.name.length));
+console.log(`\nFunctions:\n${stack.routes.map((route) => `  ${route.name.padEnd(width)}  [${route.methods.join(',')}] http://localhost:${stack.port}/${route.template}`).join('\n')}`);
+console.log(`\nEmbedded parts: ${stack.embedded.length ? stack.embedded.join('; ') : 'none (every setting is given)'}`);
+console.log(`\nThe API is at ${stack.apiBaseUrl}`);
+if (stack.identityProvider) console.log('Get a token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');
+console.log('Press Ctrl+C to stop.\n');
+
+let stopping = false;
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  await stack.stop();
+  process.exit(0);
+}
+process.on('SIGINT', () => void stop());
+process.on('SIGTERM', () => void stop());

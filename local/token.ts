@@ -1,0 +1,212 @@
+/**
+ * Prints an access token from the local identity provider that `npm start` runs, and nothing else on stdout:
+ *   TOKEN=$(npm run -s token -- --role LMS.Admin)
+ */
+import { realpathSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import https from 'node:https';
+import { pathToFileURL } from 'node:url';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import {
+  API_USER_SCOPE,
+  DEFAULT_LOCAL_USERNAME,
+  LOCAL_IDENTITY_DATA_DIR,
+  readIdentityProviderInfo,
+  type IdentityProviderInfo,
+} from './identity-provider.js';
+
+export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
+
+Prints an access token issued by the local identity provider (start it with \`npm start\`).
+
+Options:
+  --role <role>        App role for the roles claim; repeat for several roles
+  --tenant <tenant>    Tenant id, or 'home' (default: ${LOCAL_HOME_TENANT_ID}) or 'other' (${LOCAL_OTHER_TENANT_ID})
+  --user <email>       User principal name (default: ${DEFAULT_LOCAL_USERNAME})
+  --name <name>        Display name of the user (default: the part of --user before '@')
+  --app                App-only token (client credentials) instead of a user token
+  --v2                 v2.0 access token instead of v1.0
+  --scope <name>       Delegated scope of a user token (default: ${API_USER_SCOPE})
+  --expires-in <s>     Lifetime in seconds (default: 3600)
+  -h, --help           Show this help
+`;
+
+export interface TokenRequest {
+  tenantId: string;
+  kind: 'user' | 'app';
+  roles: string[];
+  /** User tokens only. */
+  username: string;
+  /** User tokens only. */
+  name?: string;
+  /** User tokens only. */
+  scope: string;
+  version: 1 | 2;
+  expiresInSeconds?: number;
+}
+
+export type TokenCommand = { help: true } | { help: false; request: TokenRequest };
+
+/** A mistake on the command line. */
+export class UsageError extends Error {}
+
+export interface TokenCliIo {
+  /** Where provider.json is. Default LOCAL_IDENTITY_DATA_DIR. */
+  dataDir?: string;
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
+
+// Any non-empty value passes; these only make the requests well-formed.
+const LOCAL_PASSWORD = 'local-development';
+const LOCAL_CLIENT_SECRET = 'local-development';
+const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const REQUEST_TIMEOUT_MS = 10_000;
+
+const CLI_OPTIONS = {
+  role: { type: 'string', multiple: true },
+  tenant: { type: 'string' },
+  user: { type: 'string' },
+  name: { type: 'string' },
+  app: { type: 'boolean' },
+  v2: { type: 'boolean' },
+  scope: { type: 'string' },
+  'expires-in': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
+export function parseTokenArguments(args: string[]): TokenCommand {
+  const values = parseCliOptions(args);
+  if (values.help) return { help: true };
+
+  const kind = values.app ? 'app' : 'user';
+  if (kind === 'app' && (values.user !== undefined || values.name !== undefined || values.scope !== undefined)) {
+    throw new UsageError('--user, --name and --scope describe user tokens; leave them out with --app.');
+  }
+  const roles = values.role ?? [];
+  const badRole = roles.find((role) => !/^[^\s,]+$/.test(role));
+  if (badRole !== undefined) throw new UsageError(`Invalid role '${badRole}': one role per --role, without spaces or commas.`);
+
+  const scope = values.scope ?? API_USER_SCOPE;
+  if (!/^[^\s/]+$/.test(scope)) throw new UsageError(`Invalid scope '${scope}': give the scope name only, e.g. ${API_USER_SCOPE}.`);
+
+  const request: TokenRequest = {
+    tenantId: tenantIdFor(values.tenant ?? 'home'),
+    kind,
+    roles,
+    username: values.user ?? DEFAULT_LOCAL_USERNAME,
+    scope,
+    version: values.v2 ? 2 : 1,
+  };
+  if (values.name !== undefined) request.name = values.name;
+  if (values['expires-in'] !== undefined) {
+    if (!/^[1-9]\d{0,7}$/.test(values['expires-in'])) {
+      throw new UsageError(`Invalid --expires-in '${values['expires-in']}': give a positive number of seconds.`);
+    }
+    request.expiresInSeconds = Number(values['expires-in']);
+  }
+  return { help: false, request };
+}
+
+function parseCliOptions(args: string[]) {
+  try {
+    return parseArgs({ args, options: CLI_OPTIONS, strict: true, allowPositionals: false }).values;
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function tenantIdFor(tenant: string): string {
+  if (tenant === 'home') return LOCAL_HOME_TENANT_ID;
+  if (tenant === 'other') return LOCAL_OTHER_TENANT_ID;
+  if (GUID_PATTERN.test(tenant)) return tenant.toLowerCase();
+  throw new UsageError(`Invalid --tenant '${tenant}': give a tenant id, 'home' or 'other'.`);
+}
+
+/** The token endpoint form: password grant for users, client credentials for apps, plus the local extension fields. */
+export function tokenRequestForm(request: TokenRequest, clientId: string): URLSearchParams {
+  const form = new URLSearchParams({ client_id: clientId });
+  if (request.kind === 'app') {
+    form.set('grant_type', 'client_credentials');
+    form.set('client_secret', LOCAL_CLIENT_SECRET);
+    form.set('scope', `api://${clientId}/.default`);
+  } else {
+    form.set('grant_type', 'password');
+    form.set('username', request.username);
+    form.set('password', LOCAL_PASSWORD);
+    form.set('scope', `api://${clientId}/${request.scope}`);
+    if (request.name !== undefined) form.set('name', request.name);
+  }
+  form.set('token_version', String(request.version));
+  if (request.roles.length > 0) form.set('roles', request.roles.join(' '));
+  if (request.expiresInSeconds !== undefined) form.set('expires_in', String(request.expiresInSeconds));
+  return form;
+}
+
+export async function requestAccessToken(info: IdentityProviderInfo, request: TokenRequest): Promise<string> {
+  let ca: string;
+  try {
+    ca = await readFile(info.caCertPath, 'utf8');
+  } catch (error) {
+    throw new Error(`Cannot read the identity provider's certificate ${info.caCertPath}: start the API with \`npm start\` again.`, { cause: error });
+  }
+  const url = new URL(`${info.authorityHost}/${encodeURIComponent(request.tenantId)}/oauth2/v2.0/token`);
+  const response = await postForm(url, tokenRequestForm(request, info.clientId), ca).catch((error: unknown) => {
+    throw new Error(`Cannot reach the identity provider at ${info.authorityHost} (${(error as Error).message}): is \`npm start\` running?`, { cause: error });
+  });
+
+  let body: { access_token?: unknown; error?: unknown; error_description?: unknown };
+  try {
+    body = JSON.parse(response.text) as typeof body;
+  } catch {
+    throw new Error(`The identity provider answered HTTP ${response.status} without JSON.`);
+  }
+  if (response.status !== 200 || typeof body.access_token !== 'string') {
+    throw new Error(`The identity provider refused the token request (HTTP ${response.status}): ${String(body.error_description ?? body.error)}`);
+  }
+  return body.access_token;
+}
+
+function postForm(url: URL, form: URLSearchParams, ca: string): Promise<{ status: number; text: string }> {
+  const body = form.toString();
+  return new Promise((resolve, reject) => {
+    const request = https.request(url, {
+      method: 'POST',
+      ca,
+      timeout: REQUEST_TIMEOUT_MS,
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
+    }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+    });
+    request.on('timeout', () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+/** Runs the CLI and returns its exit code. */
+export async function runTokenCli(args: string[], io: TokenCliIo): Promise<number> {
+  try {
+    const command = parseTokenArguments(args);
+    if (command.help) {
+      io.stdout.write(TOKEN_CLI_USAGE);
+      return 0;
+    }
+    const info = await readIdentityProviderInfo(io.dataDir ?? LOCAL_IDENTITY_DATA_DIR);
+    io.stdout.write(`${await requestAccessToken(info, command.request)}\n`);
+    return 0;
+  } catch (error) {
+    io.stderr.write(`${(error as Error).message}\n`);
+    if (error instanceof UsageError) io.stderr.write('Run with --help for the options.\n');
+    return 1;
+  }
+}
+
+const invokedAsScript = process.argv[1] !== undefined && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href;
+if (invokedAsScript) {
+  process.exitCode = await runTokenCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
+}

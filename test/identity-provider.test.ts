@@ -1,0 +1,523 @@
+import { execFile } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import {
+  createLocalJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  importJWK,
+  jwtVerify,
+  SignJWT,
+  type JSONWebKeySet,
+  type JWK,
+} from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../local/defaults.js';
+import {
+  readIdentityProviderInfo,
+  startIdentityProvider,
+  writeIdentityProviderInfo,
+  type IdentityProvider,
+} from '../local/identity-provider.js';
+import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../local/token.js';
+
+const projectRoot = fileURLToPath(new URL('..', import.meta.url));
+const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';
+const V1_ISSUER = `https://sts.windows.net/${LOCAL_HOME_TENANT_ID}/`;
+const V1_AUDIENCE = `api://${LOCAL_CLIENT_ID}`;
+
+interface JsonResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}
+
+/** GET, or POST of a form, trusting the given CA (default: Node's public CAs). */
+function requestJson(url: string, ca: string | undefined, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  const body = form ? new URLSearchParams(form).toString() : undefined;
+  return new Promise((resolve, reject) => {
+    const request = https.request(url, {
+      method: form ? 'POST' : 'GET',
+      ca,
+      headers: form ? { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' } : headers,
+    }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+        });
+      });
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+function expectEntraError(response: JsonResponse, status: number, error: string, code: number): void {
+  expect(response.status).toBe(status);
+  expect(response.body).toMatchObject({
+    error,
+    error_codes: [code],
+    error_description: expect.stringMatching(new RegExp(`^AADSTS${code}: .+ Trace ID: \\S+ Correlation ID: \\S+ Timestamp: `)),
+    timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ$/),
+    trace_id: expect.any(String),
+    correlation_id: expect.any(String),
+    error_uri: `https://login.microsoftonline.com/error?code=${code}`,
+  });
+}
+
+function capture(): { write(text: string): void; text: () => string } {
+  let text = '';
+  return { write: (chunk: string) => void (text += chunk), text: () => text };
+}
+
+describe('local identity provider', () => {
+  let provider: IdentityProvider;
+  let jwks: JSONWebKeySet;
+  const tokenUrl = (tenantId = LOCAL_HOME_TENANT_ID) => `${provider.authorityHost}/${tenantId}/oauth2/v2.0/token`;
+  const post = (form: Record<string, string>, tenantId?: string) => requestJson(tokenUrl(tenantId), provider.caCertPem, form);
+
+  beforeAll(async () => {
+    provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID], clientId: LOCAL_CLIENT_ID });
+    const keys = await requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/v2.0/keys`, provider.caCertPem);
+    jwks = keys.body as unknown as JSONWebKeySet;
+  }, 30_000);
+
+  afterAll(async () => {
+    await provider?.close();
+  });
+
+  describe('TLS', () => {
+    it('uses a certificate valid for localhost and 127.0.0.1 that clients trusting caCertPem accept', async () => {
+      const certificate = new X509Certificate(provider.caCertPem);
+      expect(certificate.checkHost('localhost')).toBe('localhost');
+      expect(certificate.checkIP('127.0.0.1')).toBe('127.0.0.1');
+      expect(provider.authorityHost).toBe(`https://localhost:${provider.port}`);
+
+      const metadataPath = `/${LOCAL_HOME_TENANT_ID}/v2.0/.well-known/openid-configuration`;
+      const viaIp = await requestJson(`https://127.0.0.1:${provider.port}${metadataPath}`, provider.caCertPem);
+      expect(viaIp.status).toBe(200);
+      await expect(readFile(provider.caCertPath, 'utf8')).resolves.toBe(provider.caCertPem);
+    });
+
+    it('is refused by clients that trust only the public CAs', async () => {
+      await expect(requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, undefined))
+        .rejects.toThrow(/self-signed certificate/);
+    });
+  });
+
+  describe('metadata and keys', () => {
+    it('serves v2 OpenID metadata on Entra paths', async () => {
+      const before = provider.counts.metadata;
+      const response = await requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/v2.0/.well-known/openid-configuration`, provider.caCertPem);
+      const base = `${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}`;
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({
+        issuer: `${base}/v2.0`,
+        jwks_uri: `${base}/discovery/v2.0/keys`,
+        token_endpoint: `${base}/oauth2/v2.0/token`,
+        authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
+        end_session_endpoint: `${base}/oauth2/v2.0/logout`,
+        id_token_signing_alg_values_supported: ['RS256'],
+        subject_types_supported: ['pairwise'],
+        tenant_region_scope: expect.any(String),
+        cloud_instance_name: expect.any(String),
+      });
+      expect(provider.counts.metadata).toBe(before + 1);
+    });
+
+    it('serves v1 OpenID metadata with the sts.windows.net issuer', async () => {
+      const response = await requestJson(`${provider.authorityHost}/${LOCAL_OTHER_TENANT_ID}/.well-known/openid-configuration`, provider.caCertPem);
+      expect(response.body).toMatchObject({
+        issuer: `https://sts.windows.net/${LOCAL_OTHER_TENANT_ID}/`,
+        jwks_uri: `${provider.authorityHost}/${LOCAL_OTHER_TENANT_ID}/discovery/keys`,
+        token_endpoint: `${provider.authorityHost}/${LOCAL_OTHER_TENANT_ID}/oauth2/token`,
+      });
+    });
+
+    it('publishes only the public signing key, like Entra (no alg)', async () => {
+      const before = provider.counts.jwks;
+      const v1Keys = await requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, provider.caCertPem);
+      expect(provider.counts.jwks).toBe(before + 1);
+      for (const keySet of [jwks, v1Keys.body as unknown as JSONWebKeySet]) {
+        expect(keySet.keys).toHaveLength(1);
+        const [key] = keySet.keys as [JWK];
+        expect(key).toMatchObject({ kty: 'RSA', use: 'sig', kid: provider.signingKid, x5t: provider.signingKid });
+        expect(key).not.toHaveProperty('alg');
+        for (const privateMember of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(key).not.toHaveProperty(privateMember);
+        // The x5c certificate holds the same public key.
+        const certificate = new X509Certificate(Buffer.from(key.x5c![0]!, 'base64'));
+        expect(certificate.publicKey.export({ format: 'jwk' }).n).toBe(key.n);
+      }
+      expect(jwks.keys[0]).toHaveProperty('issuer', `${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/v2.0`);
+    });
+
+    it('answers Entra invalid_tenant for a tenant it does not serve', async () => {
+      const response = await requestJson(`${provider.authorityHost}/${UNKNOWN_TENANT_ID}/v2.0/.well-known/openid-configuration`, provider.caCertPem);
+      expectEntraError(response, 400, 'invalid_tenant', 90002);
+    });
+
+    it('answers 404 JSON for unknown paths', async () => {
+      const response = await requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/nothing-here`, provider.caCertPem);
+      expect(response.status).toBe(404);
+      expect(response.headers['content-type']).toMatch(/^application\/json/);
+      expect(response.body).toHaveProperty('error', 'not_found');
+    });
+  });
+
+  describe('issueToken', () => {
+    it('mints v1 user tokens that jose verifies with the v1 issuer and api:// audience', async () => {
+      const token = await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'], username: 'ada@contoso.test', name: 'Ada' });
+      const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
+      expect(protectedHeader).toEqual({ alg: 'RS256', typ: 'JWT', kid: provider.signingKid, x5t: provider.signingKid });
+      expect(payload).toMatchObject({
+        ver: '1.0',
+        tid: LOCAL_HOME_TENANT_ID,
+        appid: LOCAL_CLIENT_ID,
+        appidacr: '0',
+        upn: 'ada@contoso.test',
+        unique_name: 'ada@contoso.test',
+        name: 'Ada',
+        scp: 'access_as_user',
+        roles: ['LMS.Admin'],
+        amr: ['pwd'],
+      });
+      expect(payload.oid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(payload.sub).not.toBe(payload.oid);
+      expect(payload.exp! - payload.iat!).toBe(3600);
+      expect(payload).not.toHaveProperty('idtyp');
+    });
+
+    it('keeps a user oid stable per tenant and user name, and different across tenants', async () => {
+      const oidOf = async (tenantId: string, username: string) =>
+        decodeJwt(await provider.issueToken({ tenantId, kind: 'user', username })).oid;
+      const homeOid = await oidOf(LOCAL_HOME_TENANT_ID, 'dev@contoso.test');
+      expect(await oidOf(LOCAL_HOME_TENANT_ID, 'Dev@Contoso.test')).toBe(homeOid);
+      expect(await oidOf(LOCAL_OTHER_TENANT_ID, 'dev@contoso.test')).not.toBe(homeOid);
+      expect(await oidOf(LOCAL_HOME_TENANT_ID, 'someone@contoso.test')).not.toBe(homeOid);
+    });
+
+    it('mints v2 app-only tokens with the v2 issuer, the client id audience and idtyp app', async () => {
+      const token = await provider.issueToken({ tenantId: LOCAL_OTHER_TENANT_ID, kind: 'app', version: 2, roles: ['LMS.Index.Write'] });
+      const { payload } = await jwtVerify(token, createLocalJWKSet(jwks), {
+        issuer: `${provider.authorityHost}/${LOCAL_OTHER_TENANT_ID}/v2.0`,
+        audience: LOCAL_CLIENT_ID,
+      });
+      expect(payload).toMatchObject({ ver: '2.0', tid: LOCAL_OTHER_TENANT_ID, azp: LOCAL_CLIENT_ID, azpacr: '1', idtyp: 'app', roles: ['LMS.Index.Write'] });
+      expect(payload.sub).toBe(payload.oid);
+      for (const userClaim of ['scp', 'upn', 'preferred_username', 'name']) expect(payload).not.toHaveProperty(userClaim);
+    });
+
+    it('applies audience, lifetime and extra claim overrides', async () => {
+      const token = await provider.issueToken({
+        tenantId: LOCAL_HOME_TENANT_ID,
+        kind: 'user',
+        audience: 'api://someone-else',
+        expiresInSeconds: 60,
+        extraClaims: { ver: '9.9', custom: true },
+      });
+      const payload = decodeJwt(token);
+      expect(payload).toMatchObject({ aud: 'api://someone-else', ver: '9.9', custom: true });
+      expect(payload.exp! - payload.iat!).toBe(60);
+    });
+
+    it('exposes a private JWK that signs tokens the published key set accepts', async () => {
+      const privateKey = await importJWK(provider.privateJwk, 'RS256');
+      const forged = await new SignJWT({ roles: ['LMS.Admin'] })
+        .setProtectedHeader({ alg: 'RS256', kid: provider.signingKid })
+        .setIssuer(V1_ISSUER)
+        .setAudience(V1_AUDIENCE)
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      await expect(jwtVerify(forged, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE })).resolves.toBeDefined();
+    });
+  });
+
+  describe('token endpoint', () => {
+    it('issues user tokens for the password grant, honouring the local extension fields', async () => {
+      const before = provider.counts.token;
+      const oid = '12345678-90ab-4cde-8f01-234567890abc';
+      const response = await post({
+        grant_type: 'password',
+        client_id: LOCAL_CLIENT_ID,
+        username: 'grace@contoso.test',
+        password: 'x',
+        scope: `api://${LOCAL_CLIENT_ID}/access_as_user openid profile offline_access`,
+        roles: 'LMS.Admin, LMS.Reader',
+        name: 'Grace Hopper',
+        oid,
+        expires_in: '120',
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers['cache-control']).toMatch(/no-store/);
+      expect(response.body).toMatchObject({
+        token_type: 'Bearer',
+        scope: `api://${LOCAL_CLIENT_ID}/access_as_user`,
+        expires_in: 120,
+        ext_expires_in: 120,
+      });
+      const { payload } = await jwtVerify(response.body.access_token as string, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
+      expect(payload).toMatchObject({ upn: 'grace@contoso.test', name: 'Grace Hopper', oid, scp: 'access_as_user', roles: ['LMS.Admin', 'LMS.Reader'] });
+      expect(payload.exp! - payload.iat!).toBe(120);
+      expect(provider.counts.token).toBe(before + 1);
+    });
+
+    it('issues v2 user tokens when token_version=2', async () => {
+      const response = await post({
+        grant_type: 'password',
+        client_id: LOCAL_CLIENT_ID,
+        username: 'dev@contoso.test',
+        password: 'x',
+        scope: `api://${LOCAL_CLIENT_ID}/.default`,
+        token_version: '2',
+      });
+      const { payload } = await jwtVerify(response.body.access_token as string, createLocalJWKSet(jwks), {
+        issuer: `${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/v2.0`,
+        audience: LOCAL_CLIENT_ID,
+      });
+      expect(payload).toMatchObject({ ver: '2.0', preferred_username: 'dev@contoso.test', scp: 'access_as_user', azp: LOCAL_CLIENT_ID });
+      expect(payload).not.toHaveProperty('roles');
+    });
+
+    it('issues app-only tokens for client credentials, with the secret in the body or a Basic header', async () => {
+      const daemonClientId = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
+      const scope = `api://${LOCAL_CLIENT_ID}/.default`;
+      const viaBody = await post({ grant_type: 'client_credentials', client_id: daemonClientId, client_secret: 's', scope, roles: 'LMS.Index.Write' });
+      const viaBasic = await requestJson(tokenUrl(), provider.caCertPem, { grant_type: 'client_credentials', scope }, {
+        Authorization: `Basic ${Buffer.from(`${daemonClientId}:s`).toString('base64')}`,
+      });
+      for (const response of [viaBody, viaBasic]) {
+        expect(response.body).toMatchObject({ token_type: 'Bearer', scope, expires_in: 3600 });
+        const { payload } = await jwtVerify(response.body.access_token as string, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
+        expect(payload).toMatchObject({ idtyp: 'app', appid: daemonClientId, appidacr: '1' });
+        expect(payload).not.toHaveProperty('scp');
+      }
+      expect(decodeJwt(viaBody.body.access_token as string).roles).toEqual(['LMS.Index.Write']);
+    });
+
+    it('puts the resource as requested in the aud of v1 tokens, like Entra', async () => {
+      const response = await post({ grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `${LOCAL_CLIENT_ID}/.default` });
+      expect(decodeJwt(response.body.access_token as string).aud).toBe(LOCAL_CLIENT_ID);
+    });
+
+    it.each([
+      ['a client credentials scope without /.default', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` }, 400, 'invalid_scope', 1002012],
+      ['a missing client secret', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, scope: `api://${LOCAL_CLIENT_ID}/.default` }, 401, 'invalid_client', 7000218],
+      ['a scope of another resource', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'api://other-api/access_as_user' }, 400, 'invalid_resource', 500011],
+      ['a scope without resource', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'openid profile' }, 400, 'invalid_scope', 70011],
+      ['a missing password', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` }, 400, 'invalid_request', 900144],
+      ['a missing grant type', { client_id: LOCAL_CLIENT_ID }, 400, 'invalid_request', 900144],
+      ['the On-Behalf-Of grant, not implemented yet', { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', client_id: LOCAL_CLIENT_ID, client_secret: 's', assertion: 'x', requested_token_use: 'on_behalf_of', scope: `api://${LOCAL_CLIENT_ID}/.default` }, 400, 'unsupported_grant_type', 70003],
+      ['an invalid token_version', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/.default`, token_version: '3' }, 400, 'invalid_request', 9002313],
+    ])('rejects %s with an Entra error', async (_case, form, status, error, code) => {
+      expectEntraError(await post(form), status, error, code);
+    });
+
+    it('rejects tenants it does not serve and echoes the client request id as correlation id', async () => {
+      const response = await requestJson(tokenUrl(UNKNOWN_TENANT_ID), provider.caCertPem,
+        { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/.default` },
+        { 'client-request-id': 'my-correlation-id' });
+      expectEntraError(response, 400, 'invalid_tenant', 90002);
+      expect(response.body.correlation_id).toBe('my-correlation-id');
+    });
+
+    it('rejects GET with Entra AADSTS900561', async () => {
+      expectEntraError(await requestJson(tokenUrl(), provider.caCertPem), 400, 'invalid_request', 900561);
+    });
+  });
+
+  describe('real clients trusting the CA through NODE_EXTRA_CA_CERTS', () => {
+    it('msal-node client credentials and jose createRemoteJWKSet work against it', async () => {
+      const metadata = await requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/v2.0/.well-known/openid-configuration`, provider.caCertPem);
+      const jwksFetchesBefore = provider.counts.jwks;
+      const script = `
+        import { ConfidentialClientApplication } from '@azure/msal-node';
+        import { createRemoteJWKSet, jwtVerify } from 'jose';
+        const { authorityHost, tenantId, clientId, metadata, issuer } = JSON.parse(process.argv[1]);
+        const app = new ConfidentialClientApplication({ auth: {
+          clientId, clientSecret: 'local', authority: authorityHost + '/' + tenantId,
+          knownAuthorities: [new URL(authorityHost).host], authorityMetadata: metadata,
+        } });
+        const result = await app.acquireTokenByClientCredential({ scopes: ['api://' + clientId + '/.default'] });
+        const keys = createRemoteJWKSet(new URL(JSON.parse(metadata).jwks_uri));
+        const { payload } = await jwtVerify(result.accessToken, keys, { issuer, audience: 'api://' + clientId });
+        console.log(JSON.stringify({ tokenType: result.tokenType, payload }));
+      `;
+      const input = JSON.stringify({
+        authorityHost: provider.authorityHost,
+        tenantId: LOCAL_HOME_TENANT_ID,
+        clientId: LOCAL_CLIENT_ID,
+        metadata: JSON.stringify(metadata.body),
+        issuer: V1_ISSUER,
+      });
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, input], {
+        cwd: projectRoot,
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: provider.caCertPath },
+      });
+      const output = JSON.parse(stdout) as { tokenType: string; payload: Record<string, unknown> };
+      expect(output.tokenType).toBe('Bearer');
+      expect(output.payload).toMatchObject({ tid: LOCAL_HOME_TENANT_ID, idtyp: 'app', appid: LOCAL_CLIENT_ID });
+      expect(provider.counts.jwks).toBe(jwksFetchesBefore + 1);
+    }, 30_000);
+  });
+
+  describe('token CLI', () => {
+    let dataDir: string;
+    beforeAll(async () => {
+      dataDir = await mkdtemp(path.join(os.tmpdir(), 'token-cli-test-'));
+      await writeIdentityProviderInfo(dataDir, {
+        authorityHost: provider.authorityHost,
+        tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
+        clientId: LOCAL_CLIENT_ID,
+        caCertPath: provider.caCertPath,
+      });
+    });
+    afterAll(async () => {
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('parses defaults into a v1 user token request for the home tenant', () => {
+      expect(parseTokenArguments([])).toEqual({
+        help: false,
+        request: { tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: [], username: 'dev@contoso.test', scope: 'access_as_user', version: 1 },
+      });
+    });
+
+    it('parses repeated roles, the other tenant, --app, --v2 and --expires-in', () => {
+      expect(parseTokenArguments(['--role', 'LMS.Admin', '--role', 'LMS.Reader', '--tenant', 'other', '--app', '--v2', '--expires-in', '90'])).toMatchObject({
+        request: { tenantId: LOCAL_OTHER_TENANT_ID, kind: 'app', roles: ['LMS.Admin', 'LMS.Reader'], version: 2, expiresInSeconds: 90 },
+      });
+      expect(parseTokenArguments(['--help'])).toEqual({ help: true });
+    });
+
+    it.each([
+      [['--unknown']],
+      [['--tenant', 'contoso']],
+      [['--app', '--user', 'x@contoso.test']],
+      [['--expires-in', '-5']],
+      [['--role', 'A,B']],
+      [['--scope', `api://${LOCAL_CLIENT_ID}/access_as_user`]],
+      [['positional']],
+    ])('rejects %j as a usage error', (args) => {
+      expect(() => parseTokenArguments(args)).toThrow(UsageError);
+    });
+
+    it('builds a password grant form for users and a client credentials form for apps', () => {
+      const user = tokenRequestForm({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['A', 'B'], username: 'u@contoso.test', name: 'U', scope: 'access_as_user', version: 2 }, LOCAL_CLIENT_ID);
+      expect(Object.fromEntries(user)).toMatchObject({ grant_type: 'password', username: 'u@contoso.test', scope: `api://${LOCAL_CLIENT_ID}/access_as_user`, roles: 'A B', name: 'U', token_version: '2' });
+      const app = tokenRequestForm({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', roles: [], username: 'ignored', scope: 'access_as_user', version: 1 }, LOCAL_CLIENT_ID);
+      expect(Object.fromEntries(app)).toMatchObject({ grant_type: 'client_credentials', scope: `api://${LOCAL_CLIENT_ID}/.default` });
+      expect(app.has('username')).toBe(false);
+      expect(app.has('roles')).toBe(false);
+    });
+
+    it('prints only the access token from the running provider', async () => {
+      const stdout = capture();
+      const stderr = capture();
+      const exitCode = await runTokenCli(['--role', 'LMS.Admin', '--name', 'Dev'], { dataDir, stdout, stderr });
+      expect({ exitCode, stderr: stderr.text() }).toEqual({ exitCode: 0, stderr: '' });
+      expect(stdout.text()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
+      const { payload } = await jwtVerify(stdout.text().trim(), createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
+      expect(payload).toMatchObject({ roles: ['LMS.Admin'], upn: 'dev@contoso.test', name: 'Dev', scp: 'access_as_user' });
+    });
+
+    it('reports the provider error on stderr with exit code 1', async () => {
+      const stdout = capture();
+      const stderr = capture();
+      const exitCode = await runTokenCli(['--tenant', UNKNOWN_TENANT_ID], { dataDir, stdout, stderr });
+      expect(exitCode).toBe(1);
+      expect(stdout.text()).toBe('');
+      expect(stderr.text()).toContain('AADSTS90002');
+    });
+
+    it('tells to run npm start when no provider is running', async () => {
+      const stdout = capture();
+      const stderr = capture();
+      const exitCode = await runTokenCli([], { dataDir: path.join(dataDir, 'missing'), stdout, stderr });
+      expect(exitCode).toBe(1);
+      expect(stderr.text()).toContain('`npm start` first');
+    });
+  });
+});
+
+describe('identity provider persistence', () => {
+  it('reuses the TLS certificate and signing key from its data directory', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'identity-provider-test-'));
+    try {
+      const options = { dataDir, tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID };
+      const first = await startIdentityProvider(options);
+      const token = await first.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user' });
+      const firstRun = { kid: first.signingKid, cert: first.caCertPem, path: first.caCertPath };
+      await first.close();
+
+      const second = await startIdentityProvider(options);
+      try {
+        expect({ kid: second.signingKid, cert: second.caCertPem, path: second.caCertPath }).toEqual(firstRun);
+        expect(second.caCertPath).toBe(path.join(dataDir, 'tls-cert.pem'));
+        const keys = await requestJson(`${second.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, second.caCertPem);
+        await expect(jwtVerify(token, createLocalJWKSet(keys.body as unknown as JSONWebKeySet), { issuer: V1_ISSUER })).resolves.toBeDefined();
+      } finally {
+        await second.close();
+      }
+      expect(existsSync(firstRun.path)).toBe(true);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('serves with a TLS certificate it is given, and leaves its file alone', async () => {
+    const certificateSource = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID });
+    const tlsDir = await mkdtemp(path.join(os.tmpdir(), 'identity-provider-tls-'));
+    try {
+      const certPath = path.join(tlsDir, 'shared.pem');
+      const tls = {
+        cert: certificateSource.caCertPem,
+        key: await readFile(path.join(path.dirname(certificateSource.caCertPath), 'tls-key.pem'), 'utf8'),
+        certPath,
+      };
+      await writeFile(certPath, tls.cert);
+      const provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID, tls });
+      try {
+        expect({ pem: provider.caCertPem, path: provider.caCertPath }).toEqual({ pem: tls.cert, path: certPath });
+        const response = await requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, tls.cert);
+        expect(response.status).toBe(200);
+      } finally {
+        await provider.close();
+      }
+      expect(existsSync(certPath)).toBe(true);
+    } finally {
+      await certificateSource.close();
+      await rm(tlsDir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('removes the temporary CA file of an ephemeral provider on close', async () => {
+    const provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID });
+    expect(existsSync(provider.caCertPath)).toBe(true);
+    await provider.close();
+    expect(existsSync(provider.caCertPath)).toBe(false);
+  }, 30_000);
+
+  it('round-trips provider.json and explains a missing one', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'identity-provider-info-'));
+    try {
+      const info = { authorityHost: 'https://localhost:7072', tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID, caCertPath: '/x/tls-cert.pem' };
+      const file = await writeIdentityProviderInfo(path.join(dataDir, 'identity'), info);
+      expect(file).toBe(path.join(dataDir, 'identity', 'provider.json'));
+      await expect(readIdentityProviderInfo(path.join(dataDir, 'identity'))).resolves.toEqual(info);
+      await expect(readIdentityProviderInfo(dataDir)).rejects.toThrow(/npm start/);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
