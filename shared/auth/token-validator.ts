@@ -1,0 +1,136 @@
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
+import type { AuthSettings } from '../config.js';
+import { ApiError, DependencyUnavailableError } from '../errors.js';
+import type { MessageKey } from '../messages.js';
+import type { Principal } from './principal.js';
+import { isRole, type Role } from './roles.js';
+
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MAX_TOKEN_LENGTH = 16 * 1024;
+const CLOCK_SKEW_SECONDS = 300;
+const REQUIRED_SCOPE = 'access_as_user';
+const METADATA_TIMEOUT_MS = 5_000;
+
+interface TenantKeys {
+  issuers: { v1: string; v2: string };
+  keySet: ReturnType<typeof createRemoteJWKSet>;
+}
+
+export function invalidToken(messageKey: MessageKey = 'tokenInvalid'): ApiError {
+  return new ApiError(401, messageKey, {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+}
+
+async function fetchMetadata(url: string): Promise<{ issuer: string; jwks_uri: string }> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(METADATA_TIMEOUT_MS), redirect: 'error' });
+  if (!response.ok) throw new Error(`OpenID metadata ${url} answered ${response.status}`);
+  const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+  if (typeof metadata.issuer !== 'string' || typeof metadata.jwks_uri !== 'string') {
+    throw new Error(`OpenID metadata ${url} has no issuer or jwks_uri`);
+  }
+  return { issuer: metadata.issuer, jwks_uri: metadata.jwks_uri };
+}
+
+/** Errors that mean the identity provider could not be asked, not that the token is bad. */
+function isKeyRetrievalFailure(error: unknown): boolean {
+  if (!(error instanceof errors.JOSEError)) return true;
+  return error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid || error.code === 'ERR_JOSE_GENERIC';
+}
+
+function stringClaim(payload: JWTPayload, name: string): string | undefined {
+  const value = payload[name];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+/**
+ * Validates Entra ID access tokens: RS256 signatures against each allowed tenant's published keys,
+ * issuer (v1 and v2), audience, lifetime, and the scope or roles that make a caller.
+ * One instance per process: it keeps each tenant's metadata and key set.
+ */
+export function createTokenValidator(settings: AuthSettings) {
+  const tenants = new Map<string, Promise<TenantKeys>>();
+
+  function tenantKeys(tenantId: string): Promise<TenantKeys> {
+    let keys = tenants.get(tenantId);
+    if (!keys) {
+      keys = (async () => {
+        const base = `${settings.authorityHost}/${tenantId}`;
+        const [v2, v1] = await Promise.all([
+          fetchMetadata(`${base}/v2.0/.well-known/openid-configuration`),
+          fetchMetadata(`${base}/.well-known/openid-configuration`),
+        ]);
+        return { issuers: { v1: v1.issuer, v2: v2.issuer }, keySet: createRemoteJWKSet(new URL(v2.jwks_uri), { timeoutDuration: METADATA_TIMEOUT_MS }) };
+      })();
+      tenants.set(tenantId, keys);
+      // A failed discovery is forgotten so that the next request tries again.
+      keys.catch(() => tenants.delete(tenantId));
+    }
+    return keys;
+  }
+
+  function tenantOf(token: string): string {
+    try {
+      if (decodeProtectedHeader(token).alg !== 'RS256') throw invalidToken();
+      // Read before verification only to choose which allowed tenant's keys to verify with.
+      const { tid } = decodeJwt(token);
+      if (typeof tid !== 'string' || !GUID.test(tid) || !settings.allowedTenants.includes(tid)) throw invalidToken();
+      return tid;
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      throw invalidToken();
+    }
+  }
+
+  function rolesOf(payload: JWTPayload, kind: Principal['kind']): Role[] {
+    const claimed = Array.isArray(payload.roles) ? payload.roles.filter(isRole) : [];
+    if (claimed.length === 0 && kind === 'user' && settings.defaultRole) return [settings.defaultRole];
+    return [...new Set(claimed)];
+  }
+
+  async function validate(token: string): Promise<Principal> {
+    if (token.length > MAX_TOKEN_LENGTH || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(token)) throw invalidToken();
+    const tenantId = tenantOf(token);
+    let keys: TenantKeys;
+    try {
+      keys = await tenantKeys(tenantId);
+    } catch (error) {
+      throw new DependencyUnavailableError('identityProvider', error);
+    }
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, keys.keySet, {
+        algorithms: ['RS256'],
+        issuer: [keys.issuers.v1, keys.issuers.v2],
+        audience: settings.audiences,
+        clockTolerance: CLOCK_SKEW_SECONDS,
+        requiredClaims: ['exp', 'tid', 'oid'],
+      }));
+    } catch (error) {
+      if (isKeyRetrievalFailure(error)) throw new DependencyUnavailableError('identityProvider', error);
+      throw invalidToken();
+    }
+    // The token version decides which issuer form is legitimate; a mix is a forgery or a misconfiguration.
+    const expectedIssuer = payload.ver === '1.0' ? keys.issuers.v1 : payload.ver === '2.0' ? keys.issuers.v2 : undefined;
+    if (payload.iss !== expectedIssuer || payload.tid !== tenantId) throw invalidToken();
+    if (payload.nbf === undefined && payload.iat === undefined) throw invalidToken();
+    const objectId = stringClaim(payload, 'oid');
+    if (!objectId || !GUID.test(objectId.toLowerCase())) throw invalidToken();
+
+    const scopes = stringClaim(payload, 'scp');
+    const kind: Principal['kind'] = payload.idtyp === 'app' || scopes === undefined ? 'app' : 'user';
+    if (kind === 'user' && !scopes!.split(' ').includes(REQUIRED_SCOPE)) throw invalidToken('scopeMissing');
+
+    return {
+      tenantId,
+      objectId: objectId.toLowerCase(),
+      kind,
+      roles: rolesOf(payload, kind),
+      email: kind === 'user' ? (stringClaim(payload, 'preferred_username') ?? stringClaim(payload, 'upn') ?? stringClaim(payload, 'email'))?.toLowerCase() : undefined,
+      displayName: stringClaim(payload, 'name'),
+      accessToken: token,
+    };
+  }
+
+  return { validate };
+}
+
+export type TokenValidator = ReturnType<typeof createTokenValidator>;

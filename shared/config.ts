@@ -1,0 +1,87 @@
+import { ConfigurationError } from './errors.js';
+import { isRole, type Role } from './auth/roles.js';
+
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface AuthSettings {
+  homeTenantId: string;
+  allowedTenants: string[];
+  clientId: string;
+  audiences: string[];
+  authorityHost: string;
+  defaultRole: Role | undefined;
+}
+
+export interface CosmosSettings {
+  endpoint: string;
+  /** Absent: the app signs in with its managed identity. */
+  key: string | undefined;
+  database: string;
+}
+
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+function httpsOrigin(name: string, value: string, problems: string[]): string {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== 'https:') problems.push(`${name} must be an https URL`);
+    return url.origin;
+  } catch {
+    problems.push(`${name} is not a URL`);
+    return value;
+  }
+}
+
+function readAuthSettings(env: NodeJS.ProcessEnv): AuthSettings {
+  const problems: string[] = [];
+  const homeTenantId = env.AUTH_TENANT_ID?.trim() ?? '';
+  const clientId = env.AUTH_CLIENT_ID?.trim() ?? '';
+  if (!homeTenantId) problems.push('AUTH_TENANT_ID is not set');
+  else if (!GUID.test(homeTenantId)) problems.push('AUTH_TENANT_ID is not a GUID');
+  if (!clientId) problems.push('AUTH_CLIENT_ID is not set');
+  const allowedTenants = list(env.AUTH_ALLOWED_TENANTS).map((tenant) => tenant.toLowerCase());
+  for (const tenant of allowedTenants) if (!GUID.test(tenant)) problems.push(`AUTH_ALLOWED_TENANTS has "${tenant}", which is not a GUID`);
+  const defaultRole = env.AUTH_DEFAULT_ROLE?.trim() || undefined;
+  if (defaultRole && !isRole(defaultRole)) problems.push(`AUTH_DEFAULT_ROLE "${defaultRole}" is not one of the app roles`);
+  const authorityHost = httpsOrigin('AUTH_AUTHORITY_HOST', env.AUTH_AUTHORITY_HOST?.trim() || 'https://login.microsoftonline.com', problems);
+  if (problems.length) throw new ConfigurationError(problems);
+  return {
+    homeTenantId: homeTenantId.toLowerCase(),
+    allowedTenants: allowedTenants.length ? allowedTenants : [homeTenantId.toLowerCase()],
+    clientId,
+    audiences: [`api://${clientId}`, clientId, ...list(env.AUTH_AUDIENCES)],
+    authorityHost,
+    defaultRole: defaultRole as Role | undefined,
+  };
+}
+
+function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
+  const endpoint = env.COSMOS_ENDPOINT?.trim();
+  if (!endpoint) throw new ConfigurationError(['COSMOS_ENDPOINT is not set']);
+  return { endpoint, key: env.COSMOS_KEY?.trim() || undefined, database: env.COSMOS_DATABASE?.trim() || 'lms' };
+}
+
+/** Reads a group of settings once; a bad group fails every time it is asked for, never falls back. */
+function memoized<T>(read: (env: NodeJS.ProcessEnv) => T): () => T {
+  let result: { value: T } | { error: unknown } | undefined;
+  return () => {
+    if (!result) {
+      try {
+        result = { value: read(process.env) };
+      } catch (error) {
+        result = { error };
+      }
+    }
+    if ('error' in result) throw result.error;
+    return result.value;
+  };
+}
+
+export const authSettings = memoized(readAuthSettings);
+export const cosmosSettings = memoized(readCosmosSettings);
+export { readAuthSettings, readCosmosSettings };

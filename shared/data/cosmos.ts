@@ -1,0 +1,34 @@
+import { CosmosClient, type Container } from '@azure/cosmos';
+import { cosmosSettings } from '../config.js';
+import { CONTAINERS, type ContainerName } from './containers.js';
+
+let client: Promise<CosmosClient> | undefined;
+
+async function createClient(): Promise<CosmosClient> {
+  const { endpoint, key } = cosmosSettings();
+  const options = {
+    endpoint,
+    connectionPolicy: { requestTimeout: 10_000 },
+    // Throttling (429) is retried for a bounded time, then reported to the caller as 503.
+    retryOptions: { maxRetryAttemptCount: 5, fixedRetryIntervalInMilliseconds: 0, maxWaitTimeInSeconds: 5 },
+  };
+  if (key) return new CosmosClient({ ...options, key });
+  // Without a key the app signs in as its managed identity; the identity library loads only then.
+  const { DefaultAzureCredential } = await import('@azure/identity');
+  return new CosmosClient({ ...options, aadCredentials: new DefaultAzureCredential() });
+}
+
+/** One client per process, created on first use, so that settings are read only when needed. */
+export async function container(name: ContainerName): Promise<Container> {
+  if (!client) {
+    client = createClient();
+    client.catch(() => (client = undefined));
+  }
+  return (await client).database(cosmosSettings().database).container(CONTAINERS[name].id);
+}
+
+/** The HTTP status of a failed Cosmos call, or undefined for anything else. */
+export function cosmosStatus(error: unknown): number | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}

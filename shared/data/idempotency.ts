@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
+import type { HttpRequest } from '@azure/functions';
+import type { Principal } from '../auth/principal.js';
+import { ApiError } from '../errors.js';
+import { cosmosStatus } from './cosmos.js';
+
+const RETENTION_SECONDS = 24 * 60 * 60;
+const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
+interface IdempotencyDocument<T> {
+  id: string;
+  tenantId: string;
+  type: 'idempotency';
+  requestHash: string;
+  snapshot: T;
+  createdAt: string;
+  ttl: number;
+  _etag?: string;
+}
+
+/** A create made under an Idempotency-Key: where its record lives and what the request looked like. */
+export interface IdempotentRequest {
+  recordId: string;
+  requestHash: string;
+}
+
+function sha256(...parts: string[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\n');
+  return hash.digest('base64url');
+}
+
+/** The request's Idempotency-Key, scoped to the caller and the operation; undefined without one. */
+export function idempotentRequest(request: HttpRequest, principal: Principal, operation: string, body: unknown): IdempotentRequest | undefined {
+  const key = request.headers.get('idempotency-key');
+  if (key === null) return undefined;
+  if (!KEY_FORMAT.test(key)) throw new ApiError(400, 'invalidIdempotencyKey');
+  return {
+    recordId: `idempotency-${sha256(principal.objectId, operation, key)}`,
+    requestHash: sha256(JSON.stringify(body)),
+  };
+}
+
+/**
+ * The first result of an earlier request with the same key, if one was recorded in the last 24 hours.
+ * The same key with a different request is refused, as the IETF Idempotency-Key draft advises.
+ */
+export async function recordedResult<T>(container: Container, tenantId: string, idempotent: IdempotentRequest): Promise<T | undefined> {
+  const { resource } = await container.item(idempotent.recordId, tenantId).read<IdempotencyDocument<T>>();
+  if (!resource) return undefined;
+  if (Date.parse(resource.createdAt) + RETENTION_SECONDS * 1000 < Date.now()) {
+    // Cosmos's TTL removes expired records; stores without TTL need the old record out of the way.
+    await container.item(idempotent.recordId, tenantId).delete().catch((error: unknown) => {
+      if (cosmosStatus(error) !== 404) throw error;
+    });
+    return undefined;
+  }
+  if (resource.requestHash !== idempotent.requestHash) throw new ApiError(422, 'idempotencyKeyReused');
+  return resource.snapshot;
+}
+
+/** The batch operation that records a result; it goes first so that a racing duplicate fails before creating anything. */
+export function recordResultOperation<T>(tenantId: string, idempotent: IdempotentRequest, snapshot: T): OperationInput {
+  const record: IdempotencyDocument<T> = {
+    id: idempotent.recordId,
+    tenantId,
+    type: 'idempotency',
+    requestHash: idempotent.requestHash,
+    snapshot,
+    createdAt: new Date().toISOString(),
+    ttl: RETENTION_SECONDS,
+  };
+  return { operationType: 'Create', resourceBody: record as unknown as JSONObject };
+}

@@ -1,0 +1,61 @@
+import type { HttpResponseInit, InvocationContext } from '@azure/functions';
+import { ApiError, ConfigurationError, DependencyUnavailableError, STATUS_NAMES } from '../errors.js';
+import { translate, type MessageKey } from '../messages.js';
+import type { Language } from './language.js';
+import { responseHeaders } from './responses.js';
+
+const RETRY_AFTER_SECONDS = 5;
+const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'REQUEST_SEND_ERROR']);
+// Cosmos answers these when it is overloaded or briefly unavailable; the SDK has already retried.
+const COSMOS_BUSY_STATUSES = new Set([408, 429, 449, 503]);
+
+let configurationReported = false;
+
+function isDatabaseOutage(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, name, cause } = error as { code?: unknown; name?: unknown; cause?: unknown };
+  if (typeof code === 'number') return COSMOS_BUSY_STATUSES.has(code);
+  if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
+  if (name === 'TimeoutError' || name === 'AbortError') return true;
+  return cause !== undefined && cause !== error && isDatabaseOutage(cause);
+}
+
+function body(status: number, messageKey: MessageKey, language: Language, requestId: string, params: Record<string, string | number> = {}) {
+  return { error: STATUS_NAMES[status] ?? 'Error', message: translate(messageKey, language, params), status, requestId };
+}
+
+/** The one place where any thrown value becomes the contract's error body. Nothing internal leaks. */
+export function errorResponse(error: unknown, language: Language, context: InvocationContext): HttpResponseInit {
+  const requestId = context.invocationId;
+  const headers = responseHeaders(requestId, language);
+
+  if (error instanceof ApiError) {
+    const jsonBody = { ...body(error.status, error.messageKey, language, requestId, error.params), ...error.options.extra };
+    if (error.options.details) Object.assign(jsonBody, { details: error.options.details });
+    return { status: error.status, jsonBody, headers: { ...headers, ...error.options.headers } };
+  }
+  if (error instanceof ConfigurationError) {
+    if (!configurationReported) {
+      configurationReported = true;
+      context.error(`Refusing requests until the app is configured: ${error.problems.join('; ')}`);
+    }
+    return { status: 500, jsonBody: body(500, 'notConfigured', language, requestId), headers };
+  }
+  if (error instanceof DependencyUnavailableError || isDatabaseOutage(error)) {
+    const dependency = error instanceof DependencyUnavailableError ? error.dependency : 'database';
+    const cause = error instanceof DependencyUnavailableError ? error.cause : error;
+    context.warn(`${dependency} unavailable (request ${requestId}): ${describe(cause)}`);
+    const key: MessageKey = dependency === 'identityProvider' ? 'identityProviderUnavailable' : 'databaseUnavailable';
+    return { status: 503, jsonBody: body(503, key, language, requestId), headers: { ...headers, 'Retry-After': String(RETRY_AFTER_SECONDS) } };
+  }
+  context.error(`Unexpected failure (request ${requestId}): ${describe(error)}`);
+  return { status: 500, jsonBody: body(500, 'internalError', language, requestId, { requestId }), headers };
+}
+
+/** Enough to find the fault; the code never puts tokens or keys into error messages, and the length is capped. */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return typeof error;
+  const { code } = error as { code?: unknown };
+  const where = error.stack?.split('\n').slice(1, 4).map((line) => line.trim()).join(' | ');
+  return `${error.name}${code !== undefined ? ` (${String(code)})` : ''}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}`;
+}

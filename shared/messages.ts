@@ -1,0 +1,142 @@
+import type { Language } from './http/language.js';
+
+type Params = Record<string, string | number>;
+type Message = (params: Params) => string;
+
+/** Every message the API sends, in each language it speaks. */
+const catalog = {
+  validationFailed: {
+    en: () => 'The request is not valid. See details.',
+    ja: () => 'リクエストが正しくありません。details を確認してください。',
+  },
+  invalidJson: {
+    en: () => 'The request body is not valid JSON.',
+    ja: () => 'リクエスト本文が正しい JSON ではありません。',
+  },
+  invalidUtf8: {
+    en: () => 'The request body is not valid UTF-8.',
+    ja: () => 'リクエスト本文が正しい UTF-8 ではありません。',
+  },
+  bodyNotObject: {
+    en: () => 'The request body must be a JSON object.',
+    ja: () => 'リクエスト本文は JSON オブジェクトである必要があります。',
+  },
+  bodyTooLarge: {
+    en: (p) => `The request body is larger than ${p.limit} bytes.`,
+    ja: (p) => `リクエスト本文が ${p.limit} バイトを超えています。`,
+  },
+  unsupportedMediaType: {
+    en: () => 'The request body must be sent with Content-Type: application/json.',
+    ja: () => 'リクエスト本文は Content-Type: application/json で送信してください。',
+  },
+  emptyUpdate: {
+    en: () => 'The request body must contain at least one field to change.',
+    ja: () => 'リクエスト本文には変更するフィールドが 1 つ以上必要です。',
+  },
+  unknownQueryParameter: {
+    en: (p) => `Unknown query parameter "${p.name}".`,
+    ja: (p) => `不明なクエリパラメーター「${p.name}」です。`,
+  },
+  repeatedQueryParameter: {
+    en: (p) => `The query parameter "${p.name}" may appear only once.`,
+    ja: (p) => `クエリパラメーター「${p.name}」は 1 回だけ指定できます。`,
+  },
+  invalidCursor: {
+    en: () => 'The cursor is not valid. Start again from the first page.',
+    ja: () => 'カーソルが正しくありません。最初のページからやり直してください。',
+  },
+  cursorForOtherQuery: {
+    en: () => 'The cursor belongs to a different query. Use it only with the filters and sort it came with.',
+    ja: () => 'カーソルは別のクエリのものです。発行時と同じフィルターと並び順で使用してください。',
+  },
+  noControlCharacters: {
+    en: () => 'Must not contain control characters.',
+    ja: () => '制御文字を含めることはできません。',
+  },
+  notWellFormedText: {
+    en: () => 'Must be well-formed Unicode text.',
+    ja: () => '正しい Unicode テキストである必要があります。',
+  },
+  invalidIdempotencyKey: {
+    en: () => 'The Idempotency-Key header must be 1 to 255 visible ASCII characters.',
+    ja: () => 'Idempotency-Key ヘッダーは 1～255 文字の表示可能な ASCII 文字である必要があります。',
+  },
+  idempotencyKeyReused: {
+    en: () => 'This Idempotency-Key was already used with a different request.',
+    ja: () => 'この Idempotency-Key は別のリクエストで既に使用されています。',
+  },
+  invalidIfMatch: {
+    en: () => 'The If-Match header must be "*" or a list of quoted entity tags.',
+    ja: () => 'If-Match ヘッダーは "*" または引用符で囲んだエンティティタグのリストである必要があります。',
+  },
+  tokenMissing: {
+    en: () => 'An access token is required: send it as "Authorization: Bearer <token>".',
+    ja: () => 'アクセストークンが必要です。「Authorization: Bearer <token>」として送信してください。',
+  },
+  tokenInQuery: {
+    en: () => 'Access tokens are not accepted in the query string; send them in the Authorization header.',
+    ja: () => 'クエリ文字列のアクセストークンは受け付けません。Authorization ヘッダーで送信してください。',
+  },
+  tokenInvalid: {
+    en: () => 'The access token is missing, malformed, expired or not issued for this API.',
+    ja: () => 'アクセストークンが不足しているか、形式が正しくないか、期限切れか、この API 向けではありません。',
+  },
+  scopeMissing: {
+    en: () => 'The access token does not carry the scope "access_as_user".',
+    ja: () => 'アクセストークンにスコープ「access_as_user」が含まれていません。',
+  },
+  forbidden: {
+    en: (p) => `Your role does not allow this operation (${p.permission}).`,
+    ja: (p) => `このロールではこの操作（${p.permission}）は許可されていません。`,
+  },
+  identityProviderUnavailable: {
+    en: () => 'The identity provider cannot be reached to check the token. Try again shortly.',
+    ja: () => 'トークンを検証するための ID プロバイダーに接続できません。しばらくしてから再試行してください。',
+  },
+  routeNotFound: {
+    en: (p) => `No operation matches ${p.method} ${p.path}.`,
+    ja: (p) => `${p.method} ${p.path} に一致する操作はありません。`,
+  },
+  projectNotFound: {
+    en: (p) => `Project ${p.id} does not exist.`,
+    ja: (p) => `プロジェクト ${p.id} は存在しません。`,
+  },
+  projectArchived: {
+    en: (p) => `Project ${p.id} is Archived and read-only; it can only be deleted.`,
+    ja: (p) => `プロジェクト ${p.id} はアーカイブ済みで読み取り専用です。削除のみ可能です。`,
+  },
+  statusMoveNotAllowed: {
+    en: (p) => `A project cannot move from ${p.from} to ${p.to}. Allowed next states: ${p.allowed}.`,
+    ja: (p) => `プロジェクトを ${p.from} から ${p.to} に変更することはできません。変更可能な状態: ${p.allowed}。`,
+  },
+  preconditionFailed: {
+    en: () => 'The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.',
+    ja: () => 'リソースは読み取り後に変更されています（If-Match が ETag と一致しません）。再度読み取ってから再試行してください。',
+  },
+  ownerRequired: {
+    en: () => 'The token carries no e-mail address, so "owner" is required.',
+    ja: () => 'トークンにメールアドレスが含まれていないため、「owner」が必要です。',
+  },
+  tooManyMembers: {
+    en: (p) => `A project has at most ${p.limit} members, including its owner.`,
+    ja: (p) => `プロジェクトのメンバーは所有者を含めて最大 ${p.limit} 人です。`,
+  },
+  databaseUnavailable: {
+    en: () => 'The database is unavailable or busy. Try again shortly.',
+    ja: () => 'データベースが利用できないか混雑しています。しばらくしてから再試行してください。',
+  },
+  notConfigured: {
+    en: () => 'The service is not configured. The operator has been told.',
+    ja: () => 'サービスが構成されていません。運用者に通知されました。',
+  },
+  internalError: {
+    en: (p) => `Something went wrong inside the service. Quote request id ${p.requestId} when reporting it.`,
+    ja: (p) => `サービス内部でエラーが発生しました。報告の際はリクエスト ID ${p.requestId} をお伝えください。`,
+  },
+} satisfies Record<string, Record<Language, Message>>;
+
+export type MessageKey = keyof typeof catalog;
+
+export function translate(key: MessageKey, language: Language, params: Params = {}): string {
+  return catalog[key][language](params);
+}

@@ -1,0 +1,57 @@
+import { z } from 'zod';
+import { email, text } from '../validation.js';
+import { pagingParameters, timestamp } from './common.js';
+
+export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
+export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
+export const MAX_MEMBERS = 500;
+
+export const projectId = z.string().regex(/^PRJ-[1-9]\d{0,14}$/);
+
+export const project = z.object({
+  id: projectId,
+  name: z.string(),
+  description: z.string(),
+  status: z.enum(PROJECT_STATUSES),
+  owner: z.email(),
+  members: z.array(z.email()),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  createdBy: z.string().describe("The creator's Entra object id (oid)"),
+});
+export type Project = z.infer<typeof project>;
+
+const name = text({ min: 1, max: 200 });
+const description = text({ min: 0, max: 10_000, multiline: true });
+const members = z.array(email()).max(MAX_MEMBERS);
+
+export const createProjectBody = z.strictObject({
+  name,
+  description: description.optional(),
+  owner: email().optional(),
+  members: members.optional(),
+});
+export type CreateProjectBody = z.infer<typeof createProjectBody>;
+
+export const updateProjectBody = z.strictObject({
+  name: name.optional(),
+  description: description.optional(),
+  owner: email().optional(),
+  members: members.optional(),
+  status: z.enum(PROJECT_STATUSES).optional(),
+});
+export type UpdateProjectBody = z.infer<typeof updateProjectBody>;
+
+export const PROJECT_SORTS = ['createdAt', '-createdAt', 'name', '-name'] as const;
+
+export const listProjectsQuery = z.strictObject({
+  status: z.enum(PROJECT_STATUSES).optional(),
+  owner: email().optional(),
+  member: email().optional(),
+  q: text({ min: 1, max: 200 })
+    .transform((value) => value.toLowerCase())
+    .optional(),
+  sort: z.enum(PROJECT_SORTS).default('-createdAt'),
+  ...pagingParameters,
+});
+export type ListProjectsQuery = z.infer<typeof listProjectsQuery>;

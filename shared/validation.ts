@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { badRequest, type ErrorDetail } from './errors.js';
+import type { Language } from './http/language.js';
+import { translate, type MessageKey } from './messages.js';
+
+const localeErrorMaps = { en: z.locales.en().localeError, ja: z.locales.ja().localeError };
+
+/** Our own checks carry a message key; everything else is worded by zod's locale for the caller's language. */
+function errorMap(language: Language): z.core.$ZodErrorMap {
+  return (issue) => {
+    const messageKey = issue.code === 'custom' ? (issue.params?.messageKey as MessageKey | undefined) : undefined;
+    return messageKey ? translate(messageKey, language) : localeErrorMaps[language](issue);
+  };
+}
+
+function toDetails(issues: readonly z.core.$ZodIssue[], prefix: string): ErrorDetail[] {
+  return issues.flatMap((issue) => {
+    const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+    // One detail per unknown field, so that each can be pointed at by its path.
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [path, key].filter(Boolean).join('.'), message: issue.message }));
+    return [{ path, message: issue.message }];
+  });
+}
+
+/** Parses input against a schema or throws a 400 listing every problem, worded in the caller's language. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, language: Language, prefix = ''): z.output<S> {
+  const result = schema.safeParse(input, { error: errorMap(language) });
+  if (result.success) return result.data;
+  throw badRequest('validationFailed', {}, toDetails(result.error.issues, prefix));
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS_OR_LINE_BREAKS = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Trimmed text whose length counts characters (code points), so a Japanese or emoji name has the
+ * same limit as a Latin one. Lone surrogates and control characters are refused.
+ */
+export function text(options: { min: number; max: number; multiline?: boolean }) {
+  const forbidden = options.multiline ? CONTROL_CHARACTERS : CONTROL_CHARACTERS_OR_LINE_BREAKS;
+  return z
+    .string()
+    .trim()
+    .check((ctx) => {
+      const value = ctx.value;
+      if (!value.isWellFormed()) {
+        ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'notWellFormedText' } });
+        return;
+      }
+      if (forbidden.test(value)) ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'noControlCharacters' } });
+      const length = [...value].length;
+      if (length < options.min) ctx.issues.push({ code: 'too_small', origin: 'string', minimum: options.min, inclusive: true, input: value });
+      if (length > options.max) ctx.issues.push({ code: 'too_big', origin: 'string', maximum: options.max, inclusive: true, input: value });
+    });
+}
+
+/** An e-mail address, compared and stored in lower case. */
+export const email = () => z.email().max(254).transform((value) => value.toLowerCase());
+
+/** A whole number in a query string: digits only, so "1e9", "0x10" and " 5" are refused rather than coerced. */
+export function integerParameter(options: { min: number; max: number; default: number }) {
+  return z
+    .string()
+    .regex(/^-?\d{1,12}$/)
+    .transform(Number)
+    .pipe(z.number().int().min(options.min).max(options.max))
+    .optional()
+    .transform((value) => value ?? options.default);
+}
