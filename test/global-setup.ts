@@ -1,0 +1,56 @@
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startStack, type LocalStack } from '../local/stack.js';
+
+const GIVEN_SETTINGS = /^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/;
+
+/** Everything a test needs to reach the stack; plain data, since tests run in other processes. */
+export interface StackInfo {
+  apiBaseUrl: string;
+  authorityHost: string;
+  caCertPem: string;
+  privateJwk: Record<string, unknown>;
+  signingKid: string;
+  cosmosEndpoint: string;
+  cosmosKey: string;
+  hostLogFile: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stack: StackInfo;
+  }
+}
+
+let stack: LocalStack | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  const hostLogFile = join(mkdtempSync(join(tmpdir(), 'lms-test-')), 'host.log');
+  writeFileSync(hostLogFile, '');
+  // The suite always runs on embedded parts, whatever the developer's shell has set.
+  const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !GIVEN_SETTINGS.test(name)));
+  stack = await startStack({
+    apiPort: 0,
+    identityProviderPort: 0,
+    settings,
+    hostOutput: 'pipe',
+    onHostOutput: (line) => appendFileSync(hostLogFile, `${line}\n`),
+  });
+  const { identityProvider, cosmos } = stack;
+  project.provide('stack', {
+    apiBaseUrl: stack.apiBaseUrl,
+    authorityHost: identityProvider!.authorityHost,
+    caCertPem: identityProvider!.caCertPem,
+    privateJwk: identityProvider!.privateJwk as Record<string, unknown>,
+    signingKid: identityProvider!.signingKid,
+    cosmosEndpoint: cosmos!.endpoint,
+    cosmosKey: cosmos!.key,
+    hostLogFile,
+  });
+}
+
+export async function teardown(): Promise<void> {
+  await stack?.stop();
+}

@@ -1,0 +1,110 @@
+import { request as httpsRequest } from 'node:https';
+import { importJWK, SignJWT, type JWTPayload } from 'jose';
+import { inject } from 'vitest';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
+
+export const stack = inject('stack');
+export const HOME_TENANT = LOCAL_HOME_TENANT_ID;
+export const OTHER_TENANT = LOCAL_OTHER_TENANT_ID;
+export const CLIENT_ID = LOCAL_CLIENT_ID;
+
+export interface TokenRequest {
+  tenant?: string;
+  roles?: string[];
+  kind?: 'user' | 'app';
+  version?: 1 | 2;
+  username?: string;
+  scope?: string;
+}
+
+/** POSTs a form to the local identity provider over HTTPS, trusting only its certificate. */
+export function postForm(url: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const payload = new URLSearchParams(form).toString();
+  return new Promise((resolve, reject) => {
+    const request = httpsRequest(url, { method: 'POST', ca: stack.caCertPem, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
+    });
+    request.on('error', reject).end(payload);
+  });
+}
+
+const tokens = new Map<string, Promise<string>>();
+
+/** A token from the identity provider's token endpoint, as a real client would get one. */
+export function token(options: TokenRequest = {}): Promise<string> {
+  const key = JSON.stringify(options);
+  let cached = tokens.get(key);
+  if (!cached) {
+    const { tenant = HOME_TENANT, roles = [], kind = 'user', version = 1, username = 'tester@contoso.test', scope } = options;
+    const resource = `api://${CLIENT_ID}`;
+    const form: Record<string, string> =
+      kind === 'app'
+        ? { grant_type: 'client_credentials', client_id: CLIENT_ID, client_secret: 'local', scope: `${resource}/.default` }
+        : { grant_type: 'password', client_id: CLIENT_ID, username, password: 'local', scope: `${resource}/${scope ?? 'access_as_user'}` };
+    Object.assign(form, { roles: roles.join(' '), token_version: String(version) });
+    cached = postForm(`${stack.authorityHost}/${tenant}/oauth2/v2.0/token`, form).then(({ status, body }) => {
+      if (status !== 200) throw new Error(`token endpoint answered ${status}: ${JSON.stringify(body)}`);
+      return body.access_token as string;
+    });
+    tokens.set(key, cached);
+  }
+  return cached;
+}
+
+/** Signs arbitrary claims with the provider's real key: for tokens the provider would never issue. */
+export async function signToken(claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
+  const key = await importJWK(stack.privateJwk, 'RS256');
+  return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: stack.signingKid, ...header }).sign(key);
+}
+
+/** Claims like the provider's v1 user tokens, valid now, for tests that change one thing. */
+export function userClaims(overrides: JWTPayload = {}): JWTPayload {
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    aud: `api://${CLIENT_ID}`,
+    iss: `https://sts.windows.net/${HOME_TENANT}/`,
+    iat: now,
+    nbf: now,
+    exp: now + 3600,
+    ver: '1.0',
+    tid: HOME_TENANT,
+    oid: '0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b4c',
+    upn: 'crafted@contoso.test',
+    scp: 'access_as_user',
+    roles: ['LMS.Admin'],
+    ...overrides,
+  };
+}
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** Calls the API over real HTTP. `body` objects are sent as JSON; strings are sent as they are. */
+export async function api<T = any>(
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${stack.apiBaseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  if (response.headers.get('content-type')?.includes('application/json') && text) parsed = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+/** An owner address no other test uses, so a test can list exactly its own projects. */
+export function uniqueEmail(label = 'owner'): string {
+  return `${label}-${Math.random().toString(36).slice(2, 10)}@contoso.test`;
+}
