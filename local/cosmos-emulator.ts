@@ -6,7 +6,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { dirname } from 'node:path';
-import { CosmosClient, type OperationInput } from '@azure/cosmos';
+import { CosmosClient, type OperationInput, type PartitionKey } from '@azure/cosmos';
 import { createHttpsServer } from '@vercel/cosmosdb-server';
 import { CONTAINERS } from '../shared/data/containers.js';
 
@@ -25,6 +25,12 @@ export interface CosmosEmulatorOptions {
 }
 
 type Snapshot = Record<string, Record<string, unknown>[]>;
+
+/** The document's partition key value(s), read from the container's key paths such as `/tenantId`. */
+function partitionKeyOf(paths: readonly string[], document: Record<string, unknown>): PartitionKey {
+  const values = paths.map((path) => document[path.slice(1)] as string);
+  return values.length === 1 ? values[0]! : values;
+}
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const server = createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true });
@@ -57,11 +63,15 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     }
     let restored = 0;
     for (const [id, documents] of Object.entries(snapshot)) {
+      const definition = Object.values(CONTAINERS).find((container) => container.id === id);
+      if (!definition) continue;
       const container = database.container(id);
       for (let start = 0; start < documents.length; start += 100) {
-        const operations: OperationInput[] = documents
-          .slice(start, start + 100)
-          .map((resourceBody) => ({ operationType: 'Upsert', resourceBody: resourceBody as never }));
+        const operations: OperationInput[] = documents.slice(start, start + 100).map((resourceBody) => ({
+          operationType: 'Upsert',
+          partitionKey: partitionKeyOf(definition.partitionKey.paths, resourceBody),
+          resourceBody: resourceBody as never,
+        }));
         await container.items.executeBulkOperations(operations);
         restored += operations.length;
       }

@@ -59,6 +59,16 @@ function toHeaders(request: IncomingMessage): Headers {
   return headers;
 }
 
+/**
+ * A handler may answer without reading the whole body (a 413, a 401). The rest must still be read
+ * off the connection, or the next request on this keep-alive socket would never be parsed.
+ */
+function discardUnreadBody(request: IncomingMessage): void {
+  request.removeAllListeners('data');
+  request.on('data', () => undefined);
+  request.resume();
+}
+
 async function writeResponse(response: InstanceType<typeof HttpResponse>, res: ServerResponse): Promise<void> {
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => (headers[name] = value));
@@ -83,7 +93,8 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   });
   const router = createRouter(httpFunctions);
 
-  const server = createServer(async (req, res) => {
+  // Azure's host accepts 32 KB of request headers; Node's default of 16 KB would refuse large tokens before the app sees them.
+  const server = createServer({ maxHeaderSize: 32 * 1024 }, async (req, res) => {
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${host}:${port}`}`);
     const found = router.find(req.method ?? 'GET', url.pathname);
     if (!found) {
@@ -106,6 +117,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     try {
       const result = await handler(new HttpRequest({ nativeRequest, params: found.params } as never), context);
       await writeResponse(result instanceof HttpResponse ? result : new HttpResponse(result ?? {}), res);
+      if (hasBody && !req.readableEnded) discardUnreadBody(req);
     } catch (error) {
       // What Azure does with a handler that throws: an empty 500, and the error in the log.
       log(name, 'error', `Unhandled error: ${error instanceof Error ? error.stack : String(error)}`);

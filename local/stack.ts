@@ -45,7 +45,6 @@ function given(settings: StackOptions['settings'], name: string): string | undef
 }
 
 export async function startStack(options: StackOptions) {
-  const root = appRoot();
   const hostEnvironment: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.settings)) if (value?.trim()) hostEnvironment[name] = value;
   const started: { close(): Promise<void> }[] = [];
@@ -97,11 +96,18 @@ export async function startStack(options: StackOptions) {
       embedded.push(`Cosmos DB ${cosmos.endpoint}${cosmos.restored ? ` (${cosmos.restored} documents restored)` : ''}`);
     }
 
-    const host = await startHost(root, options, hostEnvironment, tls.certPath);
-    started.push({ close: () => stopProcess(host.child) });
+    const host = await startHostProcess({
+      port: options.apiPort,
+      environment: hostEnvironment,
+      extraCaCerts: await trustedCertificates(options, tls.certPath),
+      hostOutput: options.hostOutput,
+      onHostOutput: options.onHostOutput,
+    });
+    started.push({ close: host.stop });
 
     return {
       apiBaseUrl: `http://localhost:${host.port}/api`,
+      caCertPath: tls.certPath,
       port: host.port,
       routes: host.routes,
       identityProvider,
@@ -125,19 +131,30 @@ interface HostReady {
   routes: { name: string; methods: string[]; template: string }[];
 }
 
-async function startHost(root: string, options: StackOptions, environment: Record<string, string>, caCertPath: string) {
+export interface HostProcessOptions {
+  port: number;
+  /** Exactly the settings the app sees, as in Azure's app settings. */
+  environment: Record<string, string>;
+  /** A PEM file with extra certificates to trust (the embedded parts' certificate). */
+  extraCaCerts?: string;
+  hostOutput: StackOptions['hostOutput'];
+  onHostOutput?: StackOptions['onHostOutput'];
+}
+
+/** Runs the app's functions in the local Functions host, as a child process like Azure's worker. */
+export async function startHostProcess(options: HostProcessOptions) {
+  const root = appRoot();
   const script = join(root, 'dist', 'local', 'functions-host.js');
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
-  const extraCaCerts = await trustedCertificates(options, caCertPath);
   const child = fork(script, [], {
     cwd: root,
     env: {
-      ...environment,
+      ...options.environment,
       PATH: process.env.PATH ?? '',
       NODE_PATH: join(root, 'local', 'functions-core'),
-      NODE_EXTRA_CA_CERTS: extraCaCerts,
+      ...(options.extraCaCerts ? { NODE_EXTRA_CA_CERTS: options.extraCaCerts } : {}),
       LOCAL_APP_ROOT: root,
-      LOCAL_PORT: String(options.apiPort),
+      LOCAL_PORT: String(options.port),
     },
     stdio: options.hostOutput === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'],
   });
@@ -155,7 +172,7 @@ async function startHost(root: string, options: StackOptions, environment: Recor
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
-  return { child, port: ready.port, routes: ready.routes };
+  return { port: ready.port, routes: ready.routes, stop: () => stopProcess(child) };
 }
 
 /** NODE_EXTRA_CA_CERTS takes one file: the local certificate, plus any the user already trusts. */

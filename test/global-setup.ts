@@ -11,6 +11,7 @@ export interface StackInfo {
   apiBaseUrl: string;
   authorityHost: string;
   caCertPem: string;
+  caCertPath: string;
   privateJwk: Record<string, unknown>;
   signingKid: string;
   cosmosEndpoint: string;
@@ -43,6 +44,7 @@ export async function setup(project: TestProject): Promise<void> {
     apiBaseUrl: stack.apiBaseUrl,
     authorityHost: identityProvider!.authorityHost,
     caCertPem: identityProvider!.caCertPem,
+    caCertPath: stack.caCertPath,
     privateJwk: identityProvider!.privateJwk as Record<string, unknown>,
     signingKid: identityProvider!.signingKid,
     cosmosEndpoint: cosmos!.endpoint,

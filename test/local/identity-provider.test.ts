@@ -19,14 +19,14 @@ import {
   type JWK,
 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../local/defaults.js';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
 import {
   readIdentityProviderInfo,
   startIdentityProvider,
   writeIdentityProviderInfo,
   type IdentityProvider,
-} from '../local/identity-provider.js';
-import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../local/token.js';
+} from '../../local/identity-provider.js';
+import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../../local/token.js';
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';

@@ -1,0 +1,46 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { startHostProcess } from '../../local/stack.js';
+import { CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
+
+/** The app as Azure runs it: only the settings given, nothing embedded to fall back on. */
+async function hostWith(environment: Record<string, string>) {
+  const lines: string[] = [];
+  const host = await startHostProcess({ port: 0, environment, extraCaCerts: stack.caCertPath, hostOutput: 'pipe', onHostOutput: (line) => lines.push(line) });
+  hosts.push(host);
+  return { url: `http://127.0.0.1:${host.port}/api`, lines };
+}
+
+const hosts: { stop(): Promise<void> }[] = [];
+afterAll(async () => {
+  for (const host of hosts) await host.stop();
+});
+
+describe('a deployment with settings missing fails closed', () => {
+  it('refuses every request, and says in the log which settings are missing, when auth is not configured', async () => {
+    const { url, lines } = await hostWith({});
+    for (const path of ['/projects', '/projects/PRJ-1001']) {
+      const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${await token({ roles: ['LMS.Admin'] })}` } });
+      expect(response.status).toBe(500);
+      expect(await response.json()).toMatchObject({ error: 'Server Error', status: 500, message: expect.stringContaining('not configured') });
+    }
+    await expect.poll(() => lines.join('\n')).toMatch(/AUTH_TENANT_ID is not set; AUTH_CLIENT_ID is not set/);
+  });
+
+  it('refuses requests when the database is not configured, instead of using any local store', async () => {
+    const { url, lines } = await hostWith({
+      AUTH_TENANT_ID: HOME_TENANT,
+      AUTH_CLIENT_ID: CLIENT_ID,
+      AUTH_AUTHORITY_HOST: stack.authorityHost,
+    });
+    const response = await fetch(`${url}/projects`, { headers: { authorization: `Bearer ${await token({ roles: ['LMS.Admin'] })}` } });
+    expect(response.status).toBe(500);
+    await expect.poll(() => lines.join('\n')).toMatch(/COSMOS_ENDPOINT is not set/);
+  });
+
+  it('refuses a malformed tenant id rather than guessing', async () => {
+    const { url, lines } = await hostWith({ AUTH_TENANT_ID: 'contoso', AUTH_CLIENT_ID: CLIENT_ID, COSMOS_ENDPOINT: stack.cosmosEndpoint });
+    const response = await fetch(`${url}/projects`, { headers: { authorization: 'Bearer x.y.z' } });
+    expect(response.status).toBe(500);
+    await expect.poll(() => lines.join('\n')).toMatch(/AUTH_TENANT_ID is not a GUID/);
+  });
+});

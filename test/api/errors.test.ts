@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import { api, stack, token, uniqueEmail } from '../support/stack.js';
+
+const admin = () => token({ roles: ['LMS.Admin'] });
+
+function expectErrorShape(body: unknown, status: number, error: string): void {
+  expect(body).toMatchObject({ error, status, message: expect.any(String), requestId: expect.any(String) });
+}
+
+describe('request bodies', () => {
+  it('refuses a body without Content-Type: application/json with 415', async () => {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1']) {
+      const response = await api('POST', '/projects', { token: await admin(), body: '{"name":"x"}', headers: { 'content-type': contentType } });
+      expect(response.status, contentType).toBe(415);
+      expectErrorShape(response.body, 415, 'Unsupported Media Type');
+    }
+  });
+
+  it('accepts application/json with a utf-8 charset', async () => {
+    const response = await api('POST', '/projects', {
+      token: await admin(),
+      body: JSON.stringify({ name: 'Charset', owner: uniqueEmail() }),
+      headers: { 'content-type': 'application/json; charset=UTF-8' },
+    });
+    expect(response.status).toBe(201);
+  });
+
+  it.each([
+    ['invalid JSON', '{"name":'],
+    ['an empty body', ''],
+    ['a JSON array', '[{"name":"x"}]'],
+    ['a JSON string', '"name"'],
+    ['a JSON number', '42'],
+    ['null', 'null'],
+    ['nesting 10,000 deep', `${'['.repeat(10_000)}${']'.repeat(10_000)}`],
+  ])('refuses %s with 400', async (_, body) => {
+    const response = await api('POST', '/projects', { token: await admin(), body, headers: { 'content-type': 'application/json' } });
+    expect(response.status).toBe(400);
+    expectErrorShape(response.body, 400, 'Bad Request');
+  });
+
+  it('refuses a body over 1 MiB with 413, from Content-Length or from what arrives', async () => {
+    const big = JSON.stringify({ name: 'x', description: 'a'.repeat(2 * 1024 * 1024) });
+    const declared = await api('POST', '/projects', { token: await admin(), body: big });
+    expect(declared.status).toBe(413);
+    expectErrorShape(declared.body, 413, 'Payload Too Large');
+
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let index = 0; index < 32; index++) controller.enqueue(new TextEncoder().encode('a'.repeat(64 * 1024)));
+        controller.close();
+      },
+    });
+    const response = await fetch(`${stack.apiBaseUrl}/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await admin()}`, 'content-type': 'application/json' },
+      body: chunked,
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(413);
+    expectErrorShape(await response.json(), 413, 'Payload Too Large');
+  });
+
+  it('treats __proto__ and constructor keys as unknown fields, without polluting anything', async () => {
+    const response = await api('POST', '/projects', {
+      token: await admin(),
+      body: '{"name":"Proto","__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}',
+    });
+    expect(response.status).toBe(400);
+    expect(response.body.details.map((detail: { path: string }) => detail.path).sort()).toEqual(['__proto__', 'constructor']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('refuses NUL bytes and lone surrogates in text', async () => {
+    for (const name of ['bad\u0000name', 'lone \ud800 surrogate']) {
+      const response = await api('POST', '/projects', { token: await admin(), body: { name, owner: uniqueEmail() } });
+      expect(response.status).toBe(400);
+      expect(response.body.details[0].path).toBe('name');
+    }
+  });
+
+  it('refuses invalid UTF-8 with 400', async () => {
+    const response = await fetch(`${stack.apiBaseUrl}/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await admin()}`, 'content-type': 'application/json' },
+      body: Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+    });
+    expect(response.status).toBe(400);
+    expect((await response.json()).message).toContain('UTF-8');
+  });
+});
+
+describe('errors in Japanese', () => {
+  it('words validation errors and their details in Japanese when Accept-Language prefers ja', async () => {
+    const english = await api('POST', '/projects', { token: await admin(), body: { name: '' } });
+    const japanese = await api('POST', '/projects', { token: await admin(), body: { name: '' }, headers: { 'Accept-Language': 'ja-JP,ja;q=0.9,en;q=0.5' } });
+    expect(japanese.status).toBe(400);
+    expect(japanese.body.error).toBe('Bad Request');
+    expect(japanese.body.message).not.toBe(english.body.message);
+    expect(japanese.body.message).toMatch(/[\u3040-\u30ff\u4e00-\u9fff]/);
+    expect(japanese.body.details[0].message).toMatch(/[\u3040-\u30ff\u4e00-\u9fff]/);
+    expect(japanese.headers.get('content-language')).toBe('ja');
+  });
+
+  it('words not-found in Japanese', async () => {
+    const response = await api('GET', '/projects/PRJ-1', { token: await admin(), headers: { 'Accept-Language': 'ja' } });
+    expect(response.status).toBe(404);
+    expect(response.body.message).toContain('プロジェクト');
+  });
+});
+
+describe('unknown routes and methods', () => {
+  it.each([
+    ['GET', '/nothing-here'],
+    ['PATCH', '/projects/PRJ-1001'],
+    ['POST', '/projects/PRJ-1001'],
+    ['DELETE', '/projects'],
+  ])('%s %s is a 404 in the contract shape', async (method, path) => {
+    const response = await api(method, path);
+    expect(response.status).toBe(404);
+    expectErrorShape(response.body, 404, 'Not Found');
+    expect(response.headers.get('cache-control')).toBe('no-store');
+  });
+});
