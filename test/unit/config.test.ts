@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { readAuthSettings, readCosmosSettings } from '../../shared/config.js';
+import { ConfigurationError } from '../../shared/errors.js';
+
+const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
+const OTHER = '9e8d7c6b-5a49-4382-8716-0f1e2d3c4b5a';
+
+describe('auth settings', () => {
+  it('derives audiences, allowed tenants and the authority host', () => {
+    const settings = readAuthSettings({ AUTH_TENANT_ID: TENANT.toUpperCase(), AUTH_CLIENT_ID: 'abc', AUTH_AUDIENCES: 'api://teams.example/abc, extra ' });
+    expect(settings).toEqual({
+      homeTenantId: TENANT,
+      allowedTenants: [TENANT],
+      clientId: 'abc',
+      audiences: ['api://abc', 'abc', 'api://teams.example/abc', 'extra'],
+      authorityHost: 'https://login.microsoftonline.com',
+      defaultRole: undefined,
+    });
+  });
+
+  it('accepts an allow-list of tenants, another authority host and a default role', () => {
+    const settings = readAuthSettings({
+      AUTH_TENANT_ID: TENANT,
+      AUTH_CLIENT_ID: 'abc',
+      AUTH_ALLOWED_TENANTS: `${TENANT},${OTHER}`,
+      AUTH_AUTHORITY_HOST: 'https://login.microsoftonline.us/',
+      AUTH_DEFAULT_ROLE: 'LMS.Reader',
+    });
+    expect(settings.allowedTenants).toEqual([TENANT, OTHER]);
+    expect(settings.authorityHost).toBe('https://login.microsoftonline.us');
+    expect(settings.defaultRole).toBe('LMS.Reader');
+  });
+
+  it('lists every problem at once instead of falling back', () => {
+    try {
+      readAuthSettings({ AUTH_ALLOWED_TENANTS: 'contoso', AUTH_DEFAULT_ROLE: 'Admin', AUTH_AUTHORITY_HOST: 'http://login.example' });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as ConfigurationError).problems).toEqual([
+        'AUTH_TENANT_ID is not set',
+        'AUTH_CLIENT_ID is not set',
+        'AUTH_ALLOWED_TENANTS has "contoso", which is not a GUID',
+        'AUTH_DEFAULT_ROLE "Admin" is not one of the app roles',
+        'AUTH_AUTHORITY_HOST must be an https URL',
+      ]);
+    }
+  });
+});
+
+describe('Cosmos settings', () => {
+  it('needs an endpoint; the key and database are optional', () => {
+    expect(() => readCosmosSettings({})).toThrow(ConfigurationError);
+    expect(readCosmosSettings({ COSMOS_ENDPOINT: 'https://acct.documents.azure.com:443/' })).toEqual({
+      endpoint: 'https://acct.documents.azure.com:443/',
+      key: undefined,
+      database: 'lms',
+    });
+    expect(readCosmosSettings({ COSMOS_ENDPOINT: 'https://x/', COSMOS_KEY: 'k', COSMOS_DATABASE: 'other' })).toMatchObject({ key: 'k', database: 'other' });
+  });
+});

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ApiError } from '../../shared/errors.js';
+import { email, integerParameter, parseOrThrow, text } from '../../shared/validation.js';
+
+function problems(schema: z.ZodType, input: unknown, language: 'en' | 'ja' = 'en') {
+  try {
+    parseOrThrow(schema, input, language);
+  } catch (error) {
+    return (error as ApiError).options.details;
+  }
+  return undefined;
+}
+
+describe('text', () => {
+  const name = text({ min: 1, max: 3 });
+
+  it('trims and counts characters rather than UTF-16 units', () => {
+    expect(name.parse('  ab ')).toBe('ab');
+    expect(name.parse('😀😀😀')).toBe('😀😀😀');
+    expect(name.safeParse('😀😀😀😀').success).toBe(false);
+    expect(name.safeParse('   ').success).toBe(false);
+  });
+
+  it('refuses control characters, and line breaks unless multiline', () => {
+    expect(name.safeParse('a\u0000').success).toBe(false);
+    expect(name.safeParse('a\nb').success).toBe(false);
+    expect(text({ min: 0, max: 10, multiline: true }).parse('a\nb\tc')).toBe('a\nb\tc');
+  });
+
+  it('refuses lone surrogates', () => {
+    expect(problems(z.object({ name }), { name: 'a\ud800' })).toEqual([{ path: 'name', message: 'Must be well-formed Unicode text.' }]);
+  });
+});
+
+describe('parseOrThrow', () => {
+  const schema = z.strictObject({ name: text({ min: 1, max: 5 }), owner: email().optional() });
+
+  it('throws a 400 with one detail per problem and per unknown field', () => {
+    const details = problems(schema, { name: 'toolong', owner: 'x', one: 1, two: 2 });
+    expect(details?.map((detail) => detail.path)).toEqual(['name', 'owner', 'one', 'two']);
+  });
+
+  it('words the details in Japanese on request', () => {
+    const [detail] = problems(schema, { name: '' }, 'ja') ?? [];
+    expect(detail?.message).toMatch(/[\u3040-\u30ff\u4e00-\u9fff]/);
+  });
+
+  it('lower-cases e-mail addresses', () => {
+    expect(parseOrThrow(schema, { name: 'a', owner: 'Kim@Contoso.TEST' }, 'en')).toEqual({ name: 'a', owner: 'kim@contoso.test' });
+  });
+});
+
+describe('integerParameter', () => {
+  const limit = z.object({ limit: integerParameter({ min: 1, max: 200, default: 50 }) });
+
+  it('defaults, and accepts plain digits within range', () => {
+    expect(limit.parse({}).limit).toBe(50);
+    expect(limit.parse({ limit: '200' }).limit).toBe(200);
+  });
+
+  it.each(['0', '201', '-1', 'abc', '1e9', '0x10', ' 5', '1.5', ''])('refuses %j', (value) => {
+    expect(limit.safeParse({ limit: value }).success).toBe(false);
+  });
+});
