@@ -108,6 +108,7 @@ export async function startStack(options: StackOptions) {
     return {
       apiBaseUrl: `http://localhost:${host.port}/api`,
       caCertPath: tls.certPath,
+      tls,
       port: host.port,
       routes: host.routes,
       identityProvider,

@@ -3,7 +3,7 @@
  * identity provider and the Cosmos emulator serve, and the helper that keeps PEM pairs on disk so a
  * restart of `npm start` keeps certificates (and so tokens) valid.
  */
-import { X509Certificate } from 'node:crypto';
+import { randomUUID, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { generate as generateCertificate } from 'selfsigned';
@@ -49,7 +49,13 @@ export async function loadOrCreatePemPair(dir: string | undefined, certFile: str
 }
 
 async function createTlsCertificate(): Promise<PemPair> {
-  const pems = await generateCertificate([{ name: 'commonName', value: 'localhost' }], {
+  // A subject of its own: TLS clients find the issuer by name, so two stacks' certificates trusted
+  // side by side must not share one.
+  const subject = [
+    { name: 'commonName', value: 'localhost' },
+    { name: 'organizationName', value: `LMS local stack ${randomUUID()}` },
+  ];
+  const pems = await generateCertificate(subject, {
     keySize: 2048,
     algorithm: 'sha256',
     notAfterDate: daysFromNow(CERTIFICATE_VALIDITY_DAYS),

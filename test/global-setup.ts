@@ -12,6 +12,8 @@ export interface StackInfo {
   authorityHost: string;
   caCertPem: string;
   caCertPath: string;
+  /** The embedded parts' TLS key pair, so a test can serve its own identity provider that clients trust. */
+  tls: { cert: string; key: string; certPath: string };
   privateJwk: Record<string, unknown>;
   signingKid: string;
   cosmosEndpoint: string;
@@ -40,11 +42,14 @@ export async function setup(project: TestProject): Promise<void> {
     onHostOutput: (line) => appendFileSync(hostLogFile, `${line}\n`),
   });
   const { identityProvider, cosmos } = stack;
+  // Test workers start after this, so they trust the embedded parts' certificate as the host does.
+  process.env.NODE_EXTRA_CA_CERTS = stack.caCertPath;
   project.provide('stack', {
     apiBaseUrl: stack.apiBaseUrl,
     authorityHost: identityProvider!.authorityHost,
     caCertPem: identityProvider!.caCertPem,
     caCertPath: stack.caCertPath,
+    tls: stack.tls,
     privateJwk: identityProvider!.privateJwk as Record<string, unknown>,
     signingKid: identityProvider!.signingKid,
     cosmosEndpoint: cosmos!.endpoint,

@@ -57,5 +57,6 @@ function describe(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
   const { code } = error as { code?: unknown };
   const where = error.stack?.split('\n').slice(1, 4).map((line) => line.trim()).join(' | ');
-  return `${error.name}${code !== undefined ? ` (${String(code)})` : ''}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}`;
+  const cause = error.cause instanceof Error ? `; caused by ${describe(error.cause)}` : '';
+  return `${error.name}${code !== undefined ? ` (${String(code)})` : ''}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}${cause}`;
 }

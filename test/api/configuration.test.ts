@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { startHostProcess } from '../../local/stack.js';
+import { startHostProcess, startStack } from '../../local/stack.js';
 import { CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
 
 /** The app as Azure runs it: only the settings given, nothing embedded to fall back on. */
@@ -42,5 +42,55 @@ describe('a deployment with settings missing fails closed', () => {
     const response = await fetch(`${url}/projects`, { headers: { authorization: 'Bearer x.y.z' } });
     expect(response.status).toBe(500);
     await expect.poll(() => lines.join('\n')).toMatch(/AUTH_TENANT_ID is not a GUID/);
+  });
+});
+
+describe('settings that are given replace the embedded parts', () => {
+  it('runs no embedded part when auth and database settings are given, and uses those instead', async () => {
+    const adminToken = await token({ roles: ['LMS.Admin'] });
+    const created = await fetch(`${stack.apiBaseUrl}/projects`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Seen through the given database' }),
+    }).then((response) => response.json() as Promise<{ id: string }>);
+
+    const lines: string[] = [];
+    const second = await startStack({
+      apiPort: 0,
+      identityProviderPort: 0,
+      settings: {
+        AUTH_TENANT_ID: HOME_TENANT,
+        AUTH_CLIENT_ID: CLIENT_ID,
+        AUTH_AUTHORITY_HOST: stack.authorityHost,
+        COSMOS_ENDPOINT: stack.cosmosEndpoint,
+        COSMOS_KEY: stack.cosmosKey,
+        NODE_EXTRA_CA_CERTS: stack.caCertPath,
+      },
+      hostOutput: 'pipe',
+      onHostOutput: (line) => lines.push(line),
+    });
+    hosts.push({ stop: second.stop });
+    expect(second.embedded).toEqual([]);
+    expect(second.identityProvider).toBeUndefined();
+    const response = await fetch(`${second.apiBaseUrl}/projects/${created.id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(response.status, lines.join('\n')).toBe(200);
+    expect(await response.json()).toMatchObject({ name: 'Seen through the given database' });
+  });
+});
+
+describe('a database that cannot be reached', () => {
+  it('is a 503 with Retry-After in the contract shape, not a 500', async () => {
+    const { url, lines } = await hostWith({
+      AUTH_TENANT_ID: HOME_TENANT,
+      AUTH_CLIENT_ID: CLIENT_ID,
+      AUTH_AUTHORITY_HOST: stack.authorityHost,
+      COSMOS_ENDPOINT: 'https://127.0.0.1:1/',
+      COSMOS_KEY: stack.cosmosKey,
+    });
+    const response = await fetch(`${url}/projects/PRJ-1001`, { headers: { authorization: `Bearer ${await token({ roles: ['LMS.Admin'] })}` } });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await response.json()).toMatchObject({ error: 'Service Unavailable', status: 503 });
+    expect(lines.join('\n')).toMatch(/database unavailable/);
   });
 });
