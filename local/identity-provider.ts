@@ -5,13 +5,30 @@
  * endpoint, so the real `jose` and `@azure/msal-node` code paths run against it over HTTPS.
  * Tokens carry the claims Entra puts in v1 and v2 access tokens.
  *
- * LOCAL DEVELOPMENT EXTENSION of the token endpoint (Entra has no such fields): optional form fields
- * - `roles`: app role values for the `roles` claim, separated by spaces or commas;
- * - `token_version`: `1` (default) or `2`;
- * - `name`: display name of the user;
- * - `oid`: object id (default: derived from tenant and user name, so a user keeps its oid across runs);
- * - `expires_in`: lifetime in seconds (default 3600).
- * Any non-empty client secret and password are accepted, and any scope name the API could expose.
+ * Grants: client_credentials, password, and On-Behalf-Of (jwt-bearer with requested_token_use=on_behalf_of).
+ * Confidential clients authenticate with any non-empty client secret, or a client assertion JWT whose shape,
+ * iss, sub, aud and lifetime are checked (its certificate signature is not: no certificate is registered).
+ * On-Behalf-Of takes an access token this provider issued to the API for a user of the tenant, and issues a
+ * v1 Microsoft Graph token (aud https://graph.microsoft.com), as Entra does for Graph whatever the endpoint;
+ * Graph is the only downstream resource this directory knows. With openid and client_info=1 (msal-node sends
+ * both) the answer also has an id_token and client_info. It has no refresh_token: this provider could not
+ * redeem one.
+ *
+ * LOCAL DEVELOPMENT EXTENSIONS (Entra has no such fields or rules):
+ * - optional form fields of the token endpoint:
+ *   - `roles`: app role values for the `roles` claim, separated by spaces or commas;
+ *   - `token_version`: `1` (default) or `2`;
+ *   - `name`: display name of the user;
+ *   - `oid`: object id (default: derived from tenant and user name, so a user keeps its oid across runs);
+ *   - `expires_in`: lifetime in seconds (default 3600); the only one that applies to On-Behalf-Of, whose
+ *     user comes from the assertion.
+ * - On-Behalf-Of failures chosen by the user name (upn or preferred_username) of the assertion, so that tests
+ *   can reach every error path of a caller:
+ *   - `needs-consent...`: invalid_grant AADSTS65001 with suberror consent_required (consent missing);
+ *   - `needs-mfa...`: interaction_required AADSTS50076 with suberror basic_action and a claims challenge
+ *     (Conditional Access asks for multi-factor authentication).
+ * Any non-empty client secret and password are accepted, and any scope name the API or Graph could expose;
+ * Graph's `.default` grants GRAPH_CONSENTED_SCOPES.
  */
 import { createHash, randomBytes, randomUUID, X509Certificate } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -21,15 +38,21 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  decodeJwt,
+  decodeProtectedHeader,
+  errors as joseErrors,
   exportJWK,
   exportPKCS8,
   exportSPKI,
   generateKeyPair,
+  importJWK,
   importPKCS8,
+  jwtVerify,
   SignJWT,
   type CryptoKey,
   type JWK,
   type JWTPayload,
+  type ProtectedHeaderParameters,
 } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
 import { z } from 'zod';
@@ -94,8 +117,8 @@ export interface IdentityProvider {
   signingKid: string;
   /** Private signing key, for tests that craft tokens the provider would never issue. */
   privateJwk: JWK;
-  /** Requests received per endpoint kind. */
-  counts: { metadata: number; jwks: number; token: number };
+  /** Requests received per endpoint kind; onBehalfOf counts the token requests of that grant, failed ones too. */
+  counts: { metadata: number; jwks: number; token: number; onBehalfOf: number };
   issueToken(options: TokenOptions): Promise<string>;
   close(): Promise<void>;
 }
@@ -113,9 +136,21 @@ export const LOCAL_IDENTITY_DATA_DIR = path.join(LOCAL_DATA_DIR, 'identity');
 export const DEFAULT_LOCAL_USERNAME = 'dev@contoso.test';
 /** The delegated scope the API exposes. */
 export const API_USER_SCOPE = 'access_as_user';
+/** The audience of the Microsoft Graph tokens On-Behalf-Of issues. */
+export const GRAPH_RESOURCE = 'https://graph.microsoft.com';
+/** Microsoft Graph's application id, the other name Entra knows Graph by. */
+export const GRAPH_APP_ID = '00000003-0000-0000-c000-000000000000';
+/** What Graph's `.default` scope grants: the delegated permissions the API is taken to have, admin-consented. */
+export const GRAPH_CONSENTED_SCOPES = ['User.Read', 'User.Read.All'];
+/** User name prefixes that make On-Behalf-Of fail (LOCAL DEVELOPMENT EXTENSION). */
+export const NEEDS_CONSENT_USER_PREFIX = 'needs-consent';
+export const NEEDS_MFA_USER_PREFIX = 'needs-mfa';
 
 const DEFAULT_TOKEN_LIFETIME_SECONDS = 3600;
 const ON_BEHALF_OF_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+// The Conditional Access policy named in the claims challenge of simulated MFA; any GUID does.
+const MFA_POLICY_ID = 'c0ffee00-1e55-4a11-8b0b-5eedfacade01';
 const OPENID_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);
 const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_REQUEST_BODY_BYTES = 64 * 1024;
@@ -148,7 +183,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     const tls = options.tls ?? await loadOrCreateTlsCertificate(options.dataDir ?? temporaryDir!);
     const signingKey = await loadOrCreateSigningKey(options.dataDir);
 
-    const counts = { metadata: 0, jwks: 0, token: 0 };
+    const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
     let authorityHost = '';
     const issueToken = (tokenOptions: TokenOptions) =>
       signAccessToken(tokenOptions, { authorityHost, clientId, signingKey });
@@ -192,7 +227,14 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
             return;
           case 'token': {
             const form = new URLSearchParams(await readBody(request));
-            const tokenResponse = await handleTokenRequest(form, request.headers.authorization, { tenantId, clientId, issueToken });
+            if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
+            const tokenResponse = await handleTokenRequest(form, request.headers.authorization, {
+              tenantId,
+              clientId,
+              authorityHost,
+              signingKey,
+              issueToken,
+            });
             sendJson(response, 200, tokenResponse, NOT_CACHEABLE);
             return;
           }

@@ -101,9 +101,13 @@ const catalog = {
     en: (p) => `Project ${p.id} does not exist.`,
     ja: (p) => `プロジェクト ${p.id} は存在しません。`,
   },
+  taskNotFound: {
+    en: (p) => `Task ${p.id} does not exist.`,
+    ja: (p) => `タスク ${p.id} は存在しません。`,
+  },
   projectArchived: {
-    en: (p) => `Project ${p.id} is Archived and read-only; it can only be deleted.`,
-    ja: (p) => `プロジェクト ${p.id} はアーカイブ済みで読み取り専用です。削除のみ可能です。`,
+    en: (p) => `Project ${p.id} is Archived: it and its tasks are read-only; the project can only be deleted.`,
+    ja: (p) => `プロジェクト ${p.id} はアーカイブ済みのため、プロジェクトとそのタスクは読み取り専用です。プロジェクトは削除のみ可能です。`,
   },
   statusMoveNotAllowed: {
     en: (p) => `A project cannot move from ${p.from} to ${p.to}. Allowed next states: ${p.allowed}.`,

@@ -3,12 +3,16 @@ import type { ContainerDefinition } from '@azure/cosmos';
 /**
  * The containers the app uses, with the partitioning and indexing they need. Deployment creates them
  * from these definitions (the local stack does too); the app itself never creates a container.
- * Every container is partitioned by tenant first, so that no query can reach another tenant's data
- * and every tenant-wide list is a single-partition query.
+ *
+ * `tenant-data` holds every document of a tenant in one logical partition (`/tenantId`): projects,
+ * tasks, recorded users, sequences and Idempotency-Key records, told apart by `type`. A request
+ * can therefore never reach another tenant's data, every list is a single-partition query, a
+ * project and its tasks can change together in one transactional batch, and point reads by id
+ * cost one request. The price is Cosmos's 20 GB limit per logical partition, per tenant.
  */
 export const CONTAINERS = {
-  projects: {
-    id: 'projects',
+  tenantData: {
+    id: 'tenant-data',
     partitionKey: { paths: ['/tenantId'] },
     // Records such as Idempotency-Key results carry their own `ttl`.
     defaultTtl: -1,
@@ -20,7 +24,9 @@ export const CONTAINERS = {
       compositeIndexes: [
         [{ path: '/type', order: 'ascending' }, { path: '/createdAt', order: 'descending' }],
         [{ path: '/type', order: 'ascending' }, { path: '/nameSort', order: 'ascending' }],
-        [{ path: '/status', order: 'ascending' }, { path: '/createdAt', order: 'descending' }],
+        [{ path: '/projectId', order: 'ascending' }, { path: '/createdAt', order: 'descending' }],
+        [{ path: '/projectId', order: 'ascending' }, { path: '/dueDate', order: 'ascending' }],
+        [{ path: '/projectId', order: 'ascending' }, { path: '/priorityRank', order: 'descending' }],
       ],
     },
   },

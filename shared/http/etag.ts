@@ -1,8 +1,13 @@
+import { createHash } from 'node:crypto';
 import { ApiError } from '../errors.js';
 
-/** Cosmos's `_etag` as an HTTP strong entity tag. */
-export function entityTag(cosmosEtag: string): string {
-  return `"${cosmosEtag.replace(/"/g, '')}"`;
+/**
+ * A strong entity tag computed from the representation the API shows. Internal bookkeeping that
+ * rewrites a stored document (a task added to a project, say) leaves it unchanged, so clients'
+ * If-Match only fails when what they read has really changed.
+ */
+export function entityTag(representation: unknown): string {
+  return `"${createHash('sha256').update(JSON.stringify(representation)).digest('base64url').slice(0, 27)}"`;
 }
 
 /** `*` (any current version) or the opaque tags a client accepts, or undefined without the header. */
@@ -18,20 +23,19 @@ export function parseIfMatch(header: string | null): IfMatch {
     const match = LIST_MEMBER.exec(member);
     if (!match) throw new ApiError(400, 'invalidIfMatch');
     // If-Match uses strong comparison (RFC 9110 13.1.1): a weak tag never matches.
-    if (!match[1]) tags.push(match[2]!);
+    if (!match[1]) tags.push(`"${match[2]!}"`);
   }
   return tags;
 }
 
-export function satisfies(condition: IfMatch, cosmosEtag: string): boolean {
+export function satisfies(condition: IfMatch, tag: string): boolean {
   if (condition === undefined || condition === '*') return true;
-  return condition.includes(cosmosEtag.replace(/"/g, ''));
+  return condition.includes(tag);
 }
 
-/** If-None-Match on a read: true when the client's copy is current (answer 304). */
-export function isNotModified(header: string | null, cosmosEtag: string): boolean {
+/** If-None-Match on a read: true when the client's copy is current (answer 304). Weak comparison. */
+export function isNotModified(header: string | null, tag: string): boolean {
   if (header === null) return false;
   if (header.trim() === '*') return true;
-  const current = cosmosEtag.replace(/"/g, '');
-  return header.split(',').some((member) => /^\s*(?:W\/)?"([^"]*)"\s*$/.exec(member)?.[1] === current);
+  return header.split(',').some((member) => /^\s*(?:W\/)?("[^"]*")\s*$/.exec(member)?.[1] === tag);
 }

@@ -1,4 +1,6 @@
 import type { HttpResponseInit } from '@azure/functions';
+import type { HttpRequest } from '@azure/functions';
+import { entityTag, isNotModified } from './etag.js';
 import type { Language } from './language.js';
 
 /** Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed. */
@@ -26,4 +28,24 @@ export function nextPageLink(requestUrl: string, cursor: string | undefined): Re
   const url = new URL(requestUrl);
   url.searchParams.set('cursor', cursor);
   return { Link: `<${url.href}>; rel="next"` };
+}
+
+/** A single resource, with the ETag of exactly what is sent. */
+export function resource(status: number, representation: unknown, headers: Record<string, string> = {}): HttpResponseInit {
+  return json(status, representation, { ETag: entityTag(representation), ...headers });
+}
+
+/** 201 for a create, or for an Idempotency-Key replay of one, with the new resource's Location. */
+export function created(requestUrl: string, result: { representation: { id: string }; replayed: boolean }): HttpResponseInit {
+  return resource(201, result.representation, {
+    Location: `${new URL(requestUrl).pathname}/${result.representation.id}`,
+    ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}),
+  });
+}
+
+/** A read: 304 when the client's If-None-Match names the current version, else 200 with the resource. */
+export function notModifiedOr(request: HttpRequest, representation: unknown): HttpResponseInit {
+  const tag = entityTag(representation);
+  if (isNotModified(request.headers.get('if-none-match'), tag)) return { status: 304, headers: { ETag: tag } };
+  return resource(200, representation);
 }

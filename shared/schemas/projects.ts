@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { email, text } from '../validation.js';
+import { atLeastOneField, email, text } from '../validation.js';
 import { pagingParameters, timestamp } from './common.js';
 
 export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
@@ -33,13 +33,15 @@ export const createProjectBody = z.strictObject({
 });
 export type CreateProjectBody = z.infer<typeof createProjectBody>;
 
-export const updateProjectBody = z.strictObject({
-  name: name.optional(),
-  description: description.optional(),
-  owner: email().optional(),
-  members: members.optional(),
-  status: z.enum(PROJECT_STATUSES).optional(),
-});
+export const updateProjectBody = atLeastOneField(
+  z.strictObject({
+    name: name.optional(),
+    description: description.optional(),
+    owner: email().optional(),
+    members: members.optional(),
+    status: z.enum(PROJECT_STATUSES).optional(),
+  }),
+);
 export type UpdateProjectBody = z.infer<typeof updateProjectBody>;
 
 export const PROJECT_SORTS = ['createdAt', '-createdAt', 'name', '-name'] as const;

@@ -3,16 +3,18 @@ import { ApiError } from '../../shared/errors.js';
 import { entityTag, isNotModified, parseIfMatch, satisfies } from '../../shared/http/etag.js';
 
 describe('entity tags', () => {
-  it('quotes a Cosmos etag whether or not it is quoted already', () => {
-    expect(entityTag('abc')).toBe('"abc"');
-    expect(entityTag('"abc"')).toBe('"abc"');
+  it('are strong, quoted, and follow the representation only', () => {
+    const tag = entityTag({ id: 'PRJ-1', name: 'A' });
+    expect(tag).toMatch(/^"[\w-]{27}"$/);
+    expect(entityTag({ id: 'PRJ-1', name: 'A' })).toBe(tag);
+    expect(entityTag({ id: 'PRJ-1', name: 'B' })).not.toBe(tag);
   });
 
   it('parses If-Match lists, star, and drops weak tags (strong comparison)', () => {
     expect(parseIfMatch(null)).toBeUndefined();
     expect(parseIfMatch('*')).toBe('*');
-    expect(parseIfMatch('"a", "b"')).toEqual(['a', 'b']);
-    expect(parseIfMatch('W/"a", "b"')).toEqual(['b']);
+    expect(parseIfMatch('"a", "b"')).toEqual(['"a"', '"b"']);
+    expect(parseIfMatch('W/"a", "b"')).toEqual(['"b"']);
   });
 
   it('refuses a malformed If-Match with a 400', () => {
@@ -21,18 +23,19 @@ describe('entity tags', () => {
     }
   });
 
-  it('compares against the stored version', () => {
+  it('compares against the current tag', () => {
     expect(satisfies(undefined, '"x"')).toBe(true);
     expect(satisfies('*', '"x"')).toBe(true);
-    expect(satisfies(['x'], '"x"')).toBe(true);
-    expect(satisfies(['y'], '"x"')).toBe(false);
+    expect(satisfies(['"x"'], '"x"')).toBe(true);
+    expect(satisfies(['"y"'], '"x"')).toBe(false);
     expect(satisfies([], '"x"')).toBe(false);
   });
 
   it('answers If-None-Match, weak tags included', () => {
-    expect(isNotModified('"x"', 'x')).toBe(true);
-    expect(isNotModified('W/"x"', 'x')).toBe(true);
-    expect(isNotModified('"y"', 'x')).toBe(false);
-    expect(isNotModified(null, 'x')).toBe(false);
+    expect(isNotModified('"x"', '"x"')).toBe(true);
+    expect(isNotModified('W/"x"', '"x"')).toBe(true);
+    expect(isNotModified('"y", "x"', '"x"')).toBe(true);
+    expect(isNotModified('"y"', '"x"')).toBe(false);
+    expect(isNotModified(null, '"x"')).toBe(false);
   });
 });

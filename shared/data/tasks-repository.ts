@@ -1,0 +1,151 @@
+import type { SqlParameter } from '@azure/cosmos';
+import type { Principal } from '../auth/principal.js';
+import { conflict, notFound, preconditionFailed } from '../errors.js';
+import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
+import { taskId, TASK_PRIORITIES, type CreateTaskBody, type ListTasksQuery, type Task, type TaskPriority, type UpdateTaskBody } from '../schemas/tasks.js';
+import { cosmosStatus } from './cosmos.js';
+import type { IdempotentRequest } from './idempotency.js';
+import { queryPage, type Page } from './paging.js';
+import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
+import { createDocument, readDocument, tenantData, unchangedSince, updateDocument, type Created } from './tenant-data.js';
+
+interface TaskDocument extends Task {
+  tenantId: string;
+  type: 'task';
+  /** 1 (Low) to 4 (Urgent): sorting by priority follows the rank, not the spelling. */
+  priorityRank: number;
+  _etag: string;
+}
+
+function toTask(document: Task): Task {
+  const { id, projectId, title, description, status, priority, assignee, dueDate, createdAt, updatedAt, createdBy } = document;
+  return { id, projectId, title, description, status, priority, assignee, dueDate, createdAt, updatedAt, createdBy };
+}
+
+const rank = (priority: TaskPriority): number => TASK_PRIORITIES.indexOf(priority) + 1;
+const missing = (id: string) => notFound('taskNotFound', { id: id.slice(0, 100) });
+
+/** A project whose tasks may change: present (404 otherwise) and not Archived (409). */
+async function writableProject(tenantId: string, projectId: string): Promise<ProjectDocument> {
+  const project = await readProjectDocument(tenantId, projectId);
+  if (project.status === 'Archived') throw conflict('projectArchived', { id: projectId });
+  return project;
+}
+
+async function readTaskDocument(tenantId: string, id: string): Promise<TaskDocument> {
+  // A malformed id cannot name a task: answer without asking the database.
+  const document = taskId.safeParse(id).success ? await readDocument<TaskDocument>(tenantId, id, 'task') : undefined;
+  if (!document) throw missing(id);
+  return document;
+}
+
+/**
+ * Creates a task in a project that exists and is not Archived. The project's current version
+ * guards the create in the same transactional batch, so a task can never be added to a project
+ * that a concurrent request is archiving or deleting.
+ */
+export async function createTask(principal: Principal, input: CreateTaskBody, idempotent: IdempotentRequest | undefined): Promise<Created<Task>> {
+  return createDocument<Omit<TaskDocument, '_etag'>, Task>({
+    principal,
+    idempotent,
+    sequence: 'tasks',
+    represent: toTask,
+    async prepare(number) {
+      const project = await writableProject(principal.tenantId, input.projectId);
+      const now = new Date().toISOString();
+      const priority = input.priority ?? 'Medium';
+      const document: Omit<TaskDocument, '_etag'> = {
+        id: `TSK-${number}`,
+        tenantId: principal.tenantId,
+        type: 'task',
+        projectId: input.projectId,
+        title: input.title,
+        description: input.description ?? '',
+        status: input.status ?? 'Todo',
+        priority,
+        priorityRank: rank(priority),
+        assignee: input.assignee ?? null,
+        dueDate: input.dueDate ?? null,
+        createdAt: now,
+        updatedAt: now,
+        createdBy: principal.objectId,
+      };
+      return { document, guard: unchangedSince(project) };
+    },
+  });
+}
+
+export async function getTask(principal: Principal, id: string): Promise<Task> {
+  return toTask(await readTaskDocument(principal.tenantId, id));
+}
+
+const SORT_CLAUSES: Record<ListTasksQuery['sort'], string> = {
+  createdAt: 'c.createdAt ASC',
+  '-createdAt': 'c.createdAt DESC',
+  dueDate: 'c.dueDate ASC',
+  '-dueDate': 'c.dueDate DESC',
+  priority: 'c.priorityRank ASC',
+  '-priority': 'c.priorityRank DESC',
+};
+
+/** Tasks of the tenant; with `projectId`, of that project only. Every list reads the tenant's one partition. */
+export async function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
+  const conditions = ['c.tenantId = @tenantId', "c.type = 'task'"];
+  const parameters: SqlParameter[] = [{ name: '@tenantId', value: principal.tenantId }];
+  // Every value reaches Cosmos as a parameter, never as query text.
+  const filters: [keyof ListTasksQuery, string][] = [
+    ['projectId', 'c.projectId = @projectId'],
+    ['status', 'c.status = @status'],
+    ['assignee', 'c.assignee = @assignee'],
+    // Strictly before; a task with no due date is never due before anything.
+    ['dueBefore', 'IS_STRING(c.dueDate) AND c.dueDate < @dueBefore'],
+  ];
+  for (const [name, condition] of filters) {
+    const value = query[name];
+    if (value === undefined) continue;
+    conditions.push(condition);
+    parameters.push({ name: `@${name}`, value });
+  }
+  const sql = `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${SORT_CLAUSES[query.sort]}`;
+  const scope = JSON.stringify(['tasks', principal.tenantId, query.projectId, query.status, query.assignee, query.dueBefore, query.sort]);
+  const page = await queryPage<TaskDocument>(await tenantData(), principal.tenantId, { query: sql, parameters }, { limit: query.limit, cursor: query.cursor, scope });
+  return { items: page.items.map(toTask), nextCursor: page.nextCursor };
+}
+
+/** Applies the given fields. The tasks of an Archived project are read-only, like the project. */
+export async function updateTask(principal: Principal, id: string, changes: UpdateTaskBody, ifMatch: IfMatch): Promise<Task> {
+  const updated = await updateDocument<TaskDocument>({
+    ifMatch,
+    read: () => readTaskDocument(principal.tenantId, id),
+    represent: toTask,
+    async change(current) {
+      await writableProject(principal.tenantId, current.projectId);
+      const priority = changes.priority ?? current.priority;
+      return {
+        ...current,
+        ...changes,
+        priority,
+        priorityRank: rank(priority),
+        updatedAt: new Date().toISOString(),
+      };
+    },
+  });
+  return toTask(updated);
+}
+
+export async function deleteTask(principal: Principal, id: string, ifMatch: IfMatch): Promise<void> {
+  const { tenantId } = principal;
+  const current = await readTaskDocument(tenantId, id);
+  if (!satisfies(ifMatch, entityTag(toTask(current)))) throw preconditionFailed();
+  await writableProject(tenantId, current.projectId);
+  // With If-Match the delete must hit the version the client named; without it the last write wins.
+  const condition = Array.isArray(ifMatch) ? { accessCondition: { type: 'IfMatch', condition: current._etag } } : {};
+  try {
+    await (await tenantData()).item(id, tenantId).delete(condition);
+  } catch (error) {
+    const status = cosmosStatus(error);
+    if (status === 404) throw missing(id);
+    if (status === 412) throw preconditionFailed();
+    throw error;
+  }
+}

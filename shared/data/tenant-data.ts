@@ -1,0 +1,112 @@
+import type { Container, JSONObject, OperationInput, OperationResponse } from '@azure/cosmos';
+import type { Principal } from '../auth/principal.js';
+import { preconditionFailed } from '../errors.js';
+import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
+import { container, cosmosStatus } from './cosmos.js';
+import { recordedResult, recordResultOperation, type IdempotentRequest } from './idempotency.js';
+import { nextInSequence } from './sequence.js';
+
+/** What every document of the tenant-data container has. */
+export interface StoredDocument {
+  id: string;
+  tenantId: string;
+  type: string;
+  _etag: string;
+}
+
+export const tenantData = (): Promise<Container> => container('tenantData');
+
+/** The document of that type with that id in the tenant's partition, if there is one. */
+export async function readDocument<D extends StoredDocument>(tenantId: string, id: string, type: D['type']): Promise<D | undefined> {
+  const { resource } = await (await tenantData()).item(id, tenantId).read<D>();
+  return resource?.type === type ? resource : undefined;
+}
+
+/** Cosmos wants the documents it stores as JSON objects; ours are plain data. */
+export const asJson = (document: object): JSONObject => document as unknown as JSONObject;
+
+const MAX_WRITE_ATTEMPTS = 5;
+
+/**
+ * Read-modify-write under optimistic concurrency. The client's If-Match is compared with the tag of
+ * what it could have read; Cosmos's own etag guards the write underneath, so a concurrent change is
+ * never lost: on a clash the document is read again and, if the client's version still stands
+ * (or it sent no If-Match), the change is applied again.
+ */
+export async function updateDocument<D extends StoredDocument>(options: {
+  ifMatch: IfMatch;
+  read(): Promise<D>;
+  represent(document: D): unknown;
+  change(current: D): D | Promise<D>;
+}): Promise<D> {
+  const documents = await tenantData();
+  for (let attempt = 1; ; attempt++) {
+    const current = await options.read();
+    if (!satisfies(options.ifMatch, entityTag(options.represent(current)))) throw preconditionFailed();
+    const next = await options.change(current);
+    try {
+      const { resource } = await documents.item(current.id, current.tenantId).replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
+      return resource as unknown as D;
+    } catch (error) {
+      if (cosmosStatus(error) !== 412 || attempt >= MAX_WRITE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/** A batch operation that fails unless the document is still at the version read: a guard for invariants across documents. */
+export function unchangedSince(document: StoredDocument): OperationInput {
+  return { operationType: 'Replace', id: document.id, resourceBody: asJson(document), ifMatch: document._etag };
+}
+
+export interface Created<R> {
+  representation: R;
+  replayed: boolean;
+}
+
+/**
+ * Creates a document whose id comes from a per-tenant sequence, honouring an Idempotency-Key.
+ * `prepare` builds the document for the number it is given and may return a guard: a batch
+ * operation that must succeed for the create to happen (it is retried with a fresh `prepare`
+ * when the guarded document changed). The guard goes first and the Idempotency-Key record second,
+ * so that either failing stops the create, and a failed guard leaves no record behind, even where
+ * batches are not transactional.
+ */
+export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R>(options: {
+  principal: Principal;
+  idempotent: IdempotentRequest | undefined;
+  sequence: string;
+  prepare(number: number): Promise<{ document: D; guard?: OperationInput }>;
+  represent(document: D): R;
+}): Promise<Created<R>> {
+  const documents = await tenantData();
+  const { tenantId } = options.principal;
+  if (options.idempotent) {
+    const replay = await recordedResult<R>(documents, tenantId, options.idempotent);
+    if (replay) return { representation: replay, replayed: true };
+  }
+  const number = await nextInSequence(documents, tenantId, options.sequence);
+  for (let attempt = 1; ; attempt++) {
+    const { document, guard } = await options.prepare(number);
+    const representation = options.represent(document);
+    const create: OperationInput = { operationType: 'Create', resourceBody: asJson(document) };
+    if (!options.idempotent && !guard) {
+      await documents.items.create(document);
+      return { representation, replayed: false };
+    }
+    const record = options.idempotent ? recordResultOperation(tenantId, options.idempotent, representation) : undefined;
+    const operations = [guard, record, create].filter((operation): operation is OperationInput => operation !== undefined);
+    const { result = [] } = await documents.items.batch(operations, tenantId);
+    const outcome = (operation: OperationInput | undefined): OperationResponse | undefined => (operation ? result[operations.indexOf(operation)] : undefined);
+    if (outcome(record)?.statusCode === 409) {
+      // A concurrent request with the same key won the race: answer with its result.
+      const replay = await recordedResult<R>(documents, tenantId, options.idempotent!);
+      if (replay) return { representation: replay, replayed: true };
+    }
+    const guardStatus = outcome(guard)?.statusCode;
+    if ((guardStatus === 412 || guardStatus === 404) && attempt < MAX_WRITE_ATTEMPTS) continue;
+    if (outcome(create)?.statusCode !== 201) {
+      throw new Error(`${options.sequence} batch failed: ${result.map((operation) => operation.statusCode).join(',')}`);
+    }
+    return { representation, replayed: false };
+  }
+}

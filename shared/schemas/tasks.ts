@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { atLeastOneField, email, text } from '../validation.js';
+import { pagingParameters, timestamp } from './common.js';
+import { projectId } from './projects.js';
+
+export const TASK_STATUSES = ['Todo', 'InProgress', 'Blocked', 'Done'] as const;
+/** In rank order: sorting by priority follows this, not the spelling. */
+export const TASK_PRIORITIES = ['Low', 'Medium', 'High', 'Urgent'] as const;
+export type TaskPriority = (typeof TASK_PRIORITIES)[number];
+
+export const taskId = z.string().regex(/^TSK-[1-9]\d{0,14}$/);
+
+/** A calendar date that exists: `2026-02-30` is refused, not rolled over. */
+export const calendarDate = z.iso.date();
+
+export const task = z.object({
+  id: taskId,
+  projectId,
+  title: z.string(),
+  description: z.string(),
+  status: z.enum(TASK_STATUSES),
+  priority: z.enum(TASK_PRIORITIES),
+  assignee: z.email().nullable(),
+  dueDate: calendarDate.nullable(),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  createdBy: z.string().describe("The creator's Entra object id (oid)"),
+});
+export type Task = z.infer<typeof task>;
+
+const title = text({ min: 1, max: 200 });
+const description = text({ min: 0, max: 10_000, multiline: true });
+
+export const createTaskBody = z.strictObject({
+  projectId,
+  title,
+  description: description.optional(),
+  status: z.enum(TASK_STATUSES).optional(),
+  priority: z.enum(TASK_PRIORITIES).optional(),
+  assignee: email().nullable().optional(),
+  dueDate: calendarDate.nullable().optional(),
+});
+export type CreateTaskBody = z.infer<typeof createTaskBody>;
+
+export const updateTaskBody = atLeastOneField(
+  z.strictObject({
+    title: title.optional(),
+    description: description.optional(),
+    status: z.enum(TASK_STATUSES).optional(),
+    priority: z.enum(TASK_PRIORITIES).optional(),
+    assignee: email().nullable().optional(),
+    dueDate: calendarDate.nullable().optional(),
+  }),
+);
+export type UpdateTaskBody = z.infer<typeof updateTaskBody>;
+
+export const TASK_SORTS = ['createdAt', '-createdAt', 'dueDate', '-dueDate', 'priority', '-priority'] as const;
+
+export const listTasksQuery = z.strictObject({
+  projectId: projectId.optional(),
+  status: z.enum(TASK_STATUSES).optional(),
+  assignee: email().optional(),
+  dueBefore: calendarDate.optional(),
+  sort: z.enum(TASK_SORTS).default('-createdAt'),
+  ...pagingParameters,
+});
+export type ListTasksQuery = z.infer<typeof listTasksQuery>;
