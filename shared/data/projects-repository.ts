@@ -129,10 +129,11 @@ export async function updateProject(principal: Principal, id: string, changes: U
 }
 
 /**
- * Deletes a project and its tasks. The project is first marked as deleting, which hides it and,
- * by changing its version, makes every task create racing with the delete fail its guard; then
- * its tasks go, in batches; then the project itself. A delete that stopped half way is finished
- * by the next DELETE, and no task is ever left behind a project that is gone.
+ * Deletes a project and its tasks. The project is first marked as deleting, which hides it from
+ * readers and from new task creates; then its tasks go, in batches; then the project itself; then
+ * one last sweep. A task create is guarded by the project's existence in its transactional batch,
+ * so a create that raced the delete either committed before the project went (and the last sweep
+ * removes it) or fails. A delete that stopped half way is finished by the next DELETE.
  */
 export async function deleteProject(principal: Principal, id: string, ifMatch: IfMatch): Promise<void> {
   const { tenantId } = principal;
@@ -159,6 +160,8 @@ export async function deleteProject(principal: Principal, id: string, ifMatch: I
     // A concurrent DELETE finished first: the project is gone either way.
     if (cosmosStatus(error) !== 404) throw error;
   }
+  // Now that no create can pass its guard, remove what slipped in while the first sweep ran.
+  await deleteTasksOfProject(documents, tenantId, id);
 }
 
 const BATCH_LIMIT = 100;
@@ -174,7 +177,7 @@ async function deleteTasksOfProject(documents: Container, tenantId: string, id: 
   };
   const { resources: tasks } = await documents.items.query<{ id: string }>(query, { partitionKey: tenantId }).fetchAll();
   for (let start = 0; start < tasks.length; start += BATCH_LIMIT) {
-    const operations = tasks.slice(start, start + BATCH_LIMIT).map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId }));
+    const operations = tasks.slice(start, start + BATCH_LIMIT).map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId }));
     const { result = [] } = await documents.items.batch(operations, tenantId);
     // A task already gone (a concurrent delete) is fine; anything else must not be passed over.
     const failed = result.find((operation) => operation.statusCode >= 400 && operation.statusCode !== 404);

@@ -7,7 +7,7 @@ import { cosmosStatus } from './cosmos.js';
 import type { IdempotentRequest } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
 import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
-import { createDocument, readDocument, tenantData, unchangedSince, updateDocument, type Created } from './tenant-data.js';
+import { createDocument, readDocument, tenantData, stillExists, updateDocument, type Created } from './tenant-data.js';
 
 interface TaskDocument extends Task {
   tenantId: string;
@@ -40,9 +40,9 @@ async function readTaskDocument(tenantId: string, id: string): Promise<TaskDocum
 }
 
 /**
- * Creates a task in a project that exists and is not Archived. The project's current version
- * guards the create in the same transactional batch, so a task can never be added to a project
- * that a concurrent request is archiving or deleting.
+ * Creates a task in a project that exists and is not Archived. The project's existence guards the
+ * create in the same transactional batch: once a delete has removed the project, no task can be
+ * added to it, and the delete's last sweep removes any task that was added while it ran.
  */
 export async function createTask(principal: Principal, input: CreateTaskBody, idempotent: IdempotentRequest | undefined): Promise<Created<Task>> {
   return createDocument<Omit<TaskDocument, '_etag'>, Task>({
@@ -70,7 +70,7 @@ export async function createTask(principal: Principal, input: CreateTaskBody, id
         updatedAt: now,
         createdBy: principal.objectId,
       };
-      return { document, guard: unchangedSince(project) };
+      return { document, guard: stillExists(project) };
     },
   });
 }

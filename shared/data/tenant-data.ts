@@ -53,9 +53,12 @@ export async function updateDocument<D extends StoredDocument>(options: {
   }
 }
 
-/** A batch operation that fails unless the document is still at the version read: a guard for invariants across documents. */
-export function unchangedSince(document: StoredDocument): OperationInput {
-  return { operationType: 'Replace', id: document.id, resourceBody: asJson(document), ifMatch: document._etag };
+/**
+ * A batch operation that fails unless the document still exists: a guard for an invariant across
+ * documents. A read writes nothing, so guarded creates never contend with each other.
+ */
+export function stillExists(document: StoredDocument): OperationInput {
+  return { operationType: 'Read', id: document.id, partitionKey: document.tenantId };
 }
 
 export interface Created<R> {
