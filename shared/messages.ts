@@ -105,6 +105,14 @@ const catalog = {
     en: (p) => `Task ${p.id} does not exist.`,
     ja: (p) => `タスク ${p.id} は存在しません。`,
   },
+  userNotFound: {
+    en: (p) => `User ${p.id} has not called the API yet.`,
+    ja: (p) => `ユーザー ${p.id} はまだ API を呼び出していません。`,
+  },
+  usersOnly: {
+    en: () => 'This operation needs a user: an app-only token has no user behind it.',
+    ja: () => 'この操作にはユーザーが必要です。アプリ専用トークンにはユーザーがいません。',
+  },
   projectArchived: {
     en: (p) => `Project ${p.id} is Archived: it and its tasks are read-only; the project can only be deleted.`,
     ja: (p) => `プロジェクト ${p.id} はアーカイブ済みのため、プロジェクトとそのタスクは読み取り専用です。プロジェクトは削除のみ可能です。`,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { authenticate, authorize } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { Permission } from '../auth/roles.js';
+import { recordCaller } from '../data/users-repository.js';
 import { badRequest } from '../errors.js';
 import { parseOrThrow } from '../validation.js';
 import { readJsonObject } from './body.js';
@@ -54,8 +55,9 @@ export async function respond(request: HttpRequest, context: InvocationContext, 
 }
 
 /**
- * Wraps an endpoint: verify the token, check the role, validate query and body, then handle.
- * Authentication comes first so that an anonymous caller learns nothing about the API's rules.
+ * Wraps an endpoint: verify the token, record the caller, check the role, validate query and
+ * body, then handle. Authentication comes first so that an anonymous caller learns nothing about
+ * the API's rules.
  */
 export function endpoint<QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined>(
   definition: EndpointDefinition<QS, BS>,
@@ -63,6 +65,7 @@ export function endpoint<QS extends Schema | undefined = undefined, BS extends S
   const handler: HttpHandler = (request, context) =>
     respond(request, context, async (language) => {
       const principal = await authenticate(request);
+      await recordCaller(principal);
       authorize(principal, definition.permission);
       const query = parseOrThrow(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language, 'query');
       const body = definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined;

@@ -1,0 +1,15 @@
+import { app } from '@azure/functions';
+import { getCurrentUser } from '../shared/data/users-repository.js';
+import { ApiError } from '../shared/errors.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { resource } from '../shared/http/responses.js';
+
+export const usersMe = endpoint({
+  permission: 'users:read',
+  async handle({ principal }) {
+    if (principal.kind !== 'user') throw new ApiError(403, 'usersOnly');
+    return resource(200, await getCurrentUser(principal));
+  },
+});
+
+app.http('users-me', { methods: ['GET'], route: 'users/me', authLevel: 'anonymous', handler: usersMe });
