@@ -100,6 +100,8 @@ export interface TokenOptions {
   audience?: string;
   /** Application the token is issued to (appid/azp). Default: the API's own client id. */
   clientAppId?: string;
+  /** How that application authenticated (appidacr/azpacr): '0' public client, '1' secret, '2' certificate. Default: '0' for users, '1' for apps. */
+  clientAuthentication?: '0' | '1' | '2';
   /** Default 3600. */
   expiresInSeconds?: number;
   /** Added last, so they can override any claim. */
@@ -149,6 +151,8 @@ export const NEEDS_MFA_USER_PREFIX = 'needs-mfa';
 const DEFAULT_TOKEN_LIFETIME_SECONDS = 3600;
 const ON_BEHALF_OF_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+// Allowed for the nbf of client assertions, whose clients' clocks may run ahead.
+const CLIENT_ASSERTION_CLOCK_SKEW_SECONDS = 300;
 // The Conditional Access policy named in the claims challenge of simulated MFA; any GUID does.
 const MFA_POLICY_ID = 'c0ffee00-1e55-4a11-8b0b-5eedfacade01';
 const OPENID_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);
@@ -317,7 +321,10 @@ function parseJsonOrUndefined(text: string): unknown {
 
 interface TokenEndpointContext {
   tenantId: string;
+  /** The API's client id. */
   clientId: string;
+  authorityHost: string;
+  signingKey: SigningKey;
   issueToken(options: TokenOptions): Promise<string>;
 }
 
@@ -327,6 +334,8 @@ interface TokenResponse {
   expires_in: number;
   ext_expires_in: number;
   access_token: string;
+  id_token?: string;
+  client_info?: string;
 }
 
 async function handleTokenRequest(
@@ -351,17 +360,19 @@ async function handleTokenRequest(
   let grantedScope: string;
   switch (grantType) {
     case 'client_credentials': {
-      if (!client.secret) {
-        throw new EntraError(401, 'invalid_client', 7000218,
-          "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.");
-      }
+      const clientAuthentication = authenticateClient(client, context);
       const scope = requiredParameter(form, 'scope');
       const requested = requestedApiScopes(scope, context);
       if (requested.names.length !== 1 || requested.names[0] !== '.default') {
         throw new EntraError(400, 'invalid_scope', 1002012,
           `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`);
       }
-      tokenOptions = { ...sharedTokenOptions, kind: 'app', audience: audienceFor(requested.resource, extension.version) };
+      tokenOptions = {
+        ...sharedTokenOptions,
+        kind: 'app',
+        audience: audienceFor(requested.resource, extension.version),
+        clientAuthentication,
+      };
       grantedScope = `${requested.resource}/.default`;
       break;
     }
@@ -383,7 +394,7 @@ async function handleTokenRequest(
       break;
     }
     case ON_BEHALF_OF_GRANT_TYPE:
-    // On-Behalf-Of is not implemented yet; until it is, it gets the answer for any grant Entra does not support.
+      return onBehalfOf(form, client, lifetime, context);
     default:
       throw new EntraError(400, 'unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grantType}'.`);
   }
@@ -402,32 +413,222 @@ function audienceFor(resource: string, version: 1 | 2 | undefined): string | und
   return (version ?? 1) === 1 ? resource : undefined;
 }
 
-function requestedApiScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
+/** Scopes of the one resource a token request may name, without the OpenID Connect scopes. */
+function requestedScopes(scopeParameter: string): { resource: string; names: string[] } {
   const scopes = scopeParameter.split(/\s+/).filter((scope) => scope && !OPENID_SCOPES.has(scope));
-  const invalidScope = () =>
-    new EntraError(400, 'invalid_scope', 70011,
-      `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`);
   const parsed = scopes.map((scope) => {
     const separator = scope.lastIndexOf('/');
-    if (separator <= 0 || separator === scope.length - 1) throw invalidScope();
+    if (separator <= 0 || separator === scope.length - 1) throw invalidScope(scopeParameter);
     return { resource: scope.slice(0, separator), name: scope.slice(separator + 1) };
   });
   const resource = parsed[0]?.resource;
-  if (resource === undefined) throw invalidScope();
+  if (resource === undefined) throw invalidScope(scopeParameter);
   if (parsed.some((scope) => scope.resource !== resource)) {
     throw new EntraError(400, 'invalid_scope', 28000,
       `Provided value for the input parameter scope is not valid because it contains more than one resource. Scope ${scopeParameter} is not valid.`);
   }
-  const apiResources = [`api://${context.clientId}`, context.clientId];
-  if (!apiResources.includes(resource.toLowerCase())) {
-    throw new EntraError(400, 'invalid_resource', 500011,
-      `The resource principal named ${resource} was not found in the tenant named ${context.tenantId}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`);
-  }
   return { resource, names: parsed.map((scope) => scope.name) };
 }
 
-/** Client id and secret from the form (client_secret_post) or the Authorization header (client_secret_basic). */
-function clientCredentials(form: URLSearchParams, authorizationHeader: string | undefined): { id: string; secret?: string } {
+function requestedApiScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
+  const requested = requestedScopes(scopeParameter);
+  if (!apiAudiences(context.clientId).includes(requested.resource.toLowerCase())) {
+    throw unknownResource(requested.resource, context.tenantId);
+  }
+  return requested;
+}
+
+function apiAudiences(clientId: string): string[] {
+  return [`api://${clientId}`, clientId];
+}
+
+function invalidScope(scopeParameter: string): EntraError {
+  return new EntraError(400, 'invalid_scope', 70011,
+    `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`);
+}
+
+function unknownResource(resource: string, tenantId: string): EntraError {
+  return new EntraError(400, 'invalid_resource', 500011,
+    `The resource principal named ${resource} was not found in the tenant named ${tenantId}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`);
+}
+
+// ---------------------------------------------------------------- On-Behalf-Of
+
+interface AssertedUser {
+  oid: string;
+  username: string;
+  name: string | undefined;
+}
+
+/**
+ * Exchanges a user's access token to the API (the assertion) for a Microsoft Graph token of the same user,
+ * issued to the API, as Entra's v2 token endpoint does.
+ */
+async function onBehalfOf(
+  form: URLSearchParams,
+  client: ClientCredentials,
+  lifetime: number,
+  context: TokenEndpointContext,
+): Promise<TokenResponse> {
+  const clientAuthentication = authenticateClient(client, context);
+  if (requiredParameter(form, 'requested_token_use') !== 'on_behalf_of') {
+    throw new EntraError(400, 'invalid_request', 9002313,
+      "Invalid request. Request is malformed or invalid. - The 'requested_token_use' parameter must be 'on_behalf_of'.");
+  }
+  const scopeParameter = requiredParameter(form, 'scope');
+  const user = await verifyUserAssertion(requiredParameter(form, 'assertion'), client.id, context);
+  const scopes = requestedGraphScopes(scopeParameter, context);
+  const simulatedFailure = simulatedOnBehalfOfFailure(user.username, client.id);
+  if (simulatedFailure) throw simulatedFailure;
+
+  const accessToken = await context.issueToken({
+    tenantId: context.tenantId,
+    kind: 'user',
+    // Graph accepts only v1 tokens, so Entra issues v1 tokens for Graph whichever endpoint is asked.
+    version: 1,
+    username: user.username,
+    name: user.name,
+    oid: user.oid,
+    scopes: scopes.names,
+    audience: GRAPH_RESOURCE,
+    clientAppId: client.id,
+    clientAuthentication,
+    expiresInSeconds: lifetime,
+  });
+  const openIdRequested = scopeParameter.split(/\s+/).includes('openid');
+  return {
+    token_type: 'Bearer',
+    scope: scopes.names.map((name) => `${scopes.resource}/${name}`).join(' '),
+    expires_in: lifetime,
+    ext_expires_in: lifetime,
+    access_token: accessToken,
+    ...(openIdRequested ? { id_token: await signIdToken(user, client.id, context) } : {}),
+    ...(form.get('client_info') === '1' ? { client_info: clientInfo(user.oid, context.tenantId) } : {}),
+  };
+}
+
+/** The user of an assertion, once it is known to be a user's access token to the API from this provider and tenant. */
+async function verifyUserAssertion(assertion: string, presentingClientId: string, context: TokenEndpointContext): Promise<AssertedUser> {
+  const malformed = () => new EntraError(400, 'invalid_grant', 50027, 'JWT token is invalid or malformed.');
+  // Entra's code for an assertion that is invalid for any other reason.
+  const invalid = (description: string) => new EntraError(400, 'invalid_grant', 50013, description);
+
+  let header: ProtectedHeaderParameters;
+  let claims: JWTPayload;
+  try {
+    header = decodeProtectedHeader(assertion);
+    claims = decodeJwt(assertion);
+  } catch {
+    throw malformed();
+  }
+  const thumbprint = header.x5t ?? header.kid ?? '';
+  if (header.kid !== context.signingKey.kid) {
+    throw invalid(`Assertion failed signature validation. [Reason - The key was not found., Thumbprint of key used by client: '${thumbprint}']`);
+  }
+  try {
+    await jwtVerify(assertion, context.signingKey.publicKey, { algorithms: ['RS256'] });
+  } catch (error) {
+    if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+      throw invalid(`Assertion failed signature validation. [Reason - The provided signature value did not match the expected signature value., Thumbprint of key used by client: '${thumbprint}']`);
+    }
+    if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JWTExpired) {
+      if (error.claim === 'exp' || error.claim === 'nbf') {
+        throw new EntraError(400, 'invalid_grant', 500133,
+          `Assertion is not within its valid time range. Ensure that the access token is not expired before using it for user assertion, or request a new token. Current time: ${entraTime(Date.now())}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`);
+      }
+    }
+    throw malformed();
+  }
+
+  const issuers = [v1Issuer(context.tenantId), v2Issuer(context.authorityHost, context.tenantId)];
+  if (claims.tid !== context.tenantId || !issuers.includes(String(claims.iss))) {
+    throw invalid(`Assertion is invalid: its issuer '${String(claims.iss)}' is not '${issuers.join("' or '")}', the issuers of tenant '${context.tenantId}'.`);
+  }
+  // The assertion must be for the API, and the API must be the client presenting it.
+  const audience = typeof claims.aud === 'string' ? claims.aud.toLowerCase() : undefined;
+  if (presentingClientId.toLowerCase() !== context.clientId || !audience || !apiAudiences(context.clientId).includes(audience)) {
+    throw new EntraError(400, 'invalid_grant', 500131,
+      `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion was '${String(claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token for the expected audience (the application that made the OBO request) and this application should use that token as the assertion.`);
+  }
+  // An app-only token has no user to act for; Entra answers such assertions with its InvalidAssertion code too.
+  if (typeof claims.scp !== 'string' || claims.idtyp === 'app') {
+    throw invalid("Assertion is not a user token: it has no 'scp' claim (an app-only token). The On-Behalf-Of flow needs a delegated access token of a signed-in user.");
+  }
+  const username = claims.upn ?? claims.preferred_username ?? claims.unique_name;
+  if (typeof claims.oid !== 'string' || typeof username !== 'string') {
+    throw invalid("Assertion is not a user token: it has no 'oid' and user name claims.");
+  }
+  return { oid: claims.oid, username, name: typeof claims.name === 'string' ? claims.name : undefined };
+}
+
+function requestedGraphScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
+  const requested = requestedScopes(scopeParameter);
+  const resource = requested.resource.toLowerCase().replace(/\/$/, '');
+  if (resource !== GRAPH_RESOURCE && resource !== GRAPH_APP_ID) throw unknownResource(requested.resource, context.tenantId);
+  if (!requested.names.includes('.default')) return requested;
+  if (requested.names.length > 1) throw invalidScope(scopeParameter);
+  return { resource: requested.resource, names: GRAPH_CONSENTED_SCOPES };
+}
+
+/** The failures LOCAL DEVELOPMENT EXTENSION users get, in Entra's words. */
+function simulatedOnBehalfOfFailure(username: string, clientId: string): EntraError | undefined {
+  const name = username.toLowerCase();
+  if (name.startsWith(NEEDS_CONSENT_USER_PREFIX)) {
+    return new EntraError(400, 'invalid_grant', 65001,
+      `The user or administrator has not consented to use the application with ID '${clientId}' named 'Local API'. Send an interactive authorization request for this user and resource.`,
+      { suberror: 'consent_required' });
+  }
+  if (name.startsWith(NEEDS_MFA_USER_PREFIX)) {
+    return new EntraError(400, 'interaction_required', 50076,
+      `Due to a configuration change made by your administrator, or because you moved to a new location, you must use multi-factor authentication to access '${GRAPH_APP_ID}'.`,
+      {
+        suberror: 'basic_action',
+        claims: JSON.stringify({ access_token: { capolids: { essential: true, values: [MFA_POLICY_ID] } } }),
+      });
+  }
+  return undefined;
+}
+
+/** Entra's v2 id token of the user for the client, which msal-node turns into the result's account. */
+async function signIdToken(user: AssertedUser, clientAppId: string, context: TokenEndpointContext): Promise<string> {
+  const issuedAt = Math.floor(Date.now() / 1000);
+  return signJwt({
+    aud: clientAppId,
+    iss: v2Issuer(context.authorityHost, context.tenantId),
+    iat: issuedAt,
+    nbf: issuedAt,
+    exp: issuedAt + DEFAULT_TOKEN_LIFETIME_SECONDS,
+    aio: opaqueId(48),
+    name: user.name ?? user.username.split('@')[0],
+    oid: user.oid,
+    preferred_username: user.username,
+    sub: pairwiseSubject(context.tenantId, user.oid, clientAppId),
+    tid: context.tenantId,
+    uti: opaqueId(16),
+    ver: '2.0',
+  }, context.signingKey);
+}
+
+/** What Entra answers to client_info=1: the account's home object and tenant ids. */
+function clientInfo(oid: string, tenantId: string): string {
+  return Buffer.from(JSON.stringify({ uid: oid, utid: tenantId })).toString('base64url');
+}
+
+/** Entra's time format in error descriptions: ISO 8601 with seven fractional digits. */
+function entraTime(milliseconds: number): string {
+  return new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
+}
+
+// ---------------------------------------------------------------- client authentication
+
+interface ClientCredentials {
+  id: string;
+  secret?: string;
+  assertion?: { type: string | null; jwt: string };
+}
+
+/** Client id and credential from the form (client_secret_post, private_key_jwt) or the Authorization header (client_secret_basic). */
+function clientCredentials(form: URLSearchParams, authorizationHeader: string | undefined): ClientCredentials {
   const basic = /^Basic\s+(.+)$/i.exec(authorizationHeader ?? '');
   if (basic) {
     const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
@@ -436,7 +637,12 @@ function clientCredentials(form: URLSearchParams, authorizationHeader: string | 
       return { id: formDecode(decoded.slice(0, separator)), secret: formDecode(decoded.slice(separator + 1)) || undefined };
     }
   }
-  return { id: requiredParameter(form, 'client_id'), secret: form.get('client_secret') || undefined };
+  const assertion = form.get('client_assertion');
+  return {
+    id: requiredParameter(form, 'client_id'),
+    secret: form.get('client_secret') || undefined,
+    ...(assertion ? { assertion: { type: form.get('client_assertion_type'), jwt: assertion } } : {}),
+  };
 }
 
 /** RFC 6749 2.3.1 has clients form-urlencode both parts of Basic credentials; some send them raw. */
@@ -445,6 +651,53 @@ function formDecode(value: string): string {
     return decodeURIComponent(value.replace(/\+/g, ' '));
   } catch {
     return value;
+  }
+}
+
+/** Checks a confidential client's credential; returns how it authenticated, as appidacr says: 1 secret, 2 certificate. */
+function authenticateClient(client: ClientCredentials, context: TokenEndpointContext): '1' | '2' {
+  if (client.secret) return '1';
+  if (client.assertion) {
+    checkClientAssertion(client.id, client.assertion, context);
+    return '2';
+  }
+  throw new EntraError(401, 'invalid_client', 7000218,
+    "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.");
+}
+
+/** A certificate credential (RFC 7523) as Entra wants it, except the signature: no certificate is registered here. */
+function checkClientAssertion(clientId: string, assertion: { type: string | null; jwt: string }, context: TokenEndpointContext): void {
+  if (assertion.type !== CLIENT_ASSERTION_TYPE) {
+    throw new EntraError(400, 'invalid_request', 9002313,
+      `Invalid request. Request is malformed or invalid. - The 'client_assertion_type' parameter must be '${CLIENT_ASSERTION_TYPE}'.`);
+  }
+  let header: ProtectedHeaderParameters;
+  let claims: JWTPayload;
+  try {
+    header = decodeProtectedHeader(assertion.jwt);
+    claims = decodeJwt(assertion.jwt);
+  } catch {
+    throw new EntraError(401, 'invalid_client', 50027, 'JWT token is invalid or malformed.');
+  }
+  const thumbprint = header.x5t ?? header['x5t#S256'];
+  if ((header.alg !== 'RS256' && header.alg !== 'PS256') || typeof thumbprint !== 'string') {
+    throw new EntraError(401, 'invalid_client', 700027,
+      `Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used by client: '${String(thumbprint ?? '')}']`);
+  }
+  if (claims.iss !== clientId || claims.sub !== clientId) {
+    throw new EntraError(401, 'invalid_client', 700021,
+      "Client assertion application identifier doesn't match 'client_id' parameter. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.");
+  }
+  const base = `${context.authorityHost}/${context.tenantId}`;
+  const audiences = [`${base}/oauth2/v2.0/token`, `${base}/oauth2/token`, v2Issuer(context.authorityHost, context.tenantId)];
+  if (typeof claims.aud !== 'string' || !audiences.includes(claims.aud.toLowerCase())) {
+    throw new EntraError(401, 'invalid_client', 700023,
+      'Client assertion audience claim does not match Realm issuer. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.');
+  }
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof claims.exp !== 'number' || claims.exp <= now || (claims.nbf ?? 0) > now + CLIENT_ASSERTION_CLOCK_SKEW_SECONDS) {
+    throw new EntraError(401, 'invalid_client', 700024,
+      `Client assertion is not within its valid time range. Current time: ${entraTime(now * 1000)}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`);
   }
 }
 
@@ -504,6 +757,8 @@ interface SigningKey {
   certificateDerBase64: string;
   privateKey: CryptoKey;
   privateJwk: JWK;
+  /** Verifies the tokens the provider issued (On-Behalf-Of assertions). */
+  publicKey: CryptoKey;
   publicJwk: JWK;
 }
 
@@ -536,34 +791,49 @@ async function signAccessToken(options: TokenOptions, context: SigningContext): 
     ? appClaims(options, version, tenantId, clientAppId)
     : userClaims(options, version, tenantId, clientAppId);
 
-  return new SignJWT({ ...common, ...subject, ...options.extraClaims })
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: context.signingKey.kid, x5t: context.signingKey.x5t })
-    .sign(context.signingKey.privateKey);
+  return signJwt({ ...common, ...subject, ...options.extraClaims }, context.signingKey);
+}
+
+function signJwt(payload: JWTPayload, signingKey: SigningKey): Promise<string> {
+  return new SignJWT(payload)
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: signingKey.kid, x5t: signingKey.x5t })
+    .sign(signingKey.privateKey);
 }
 
 function appClaims(options: TokenOptions, version: 1 | 2, tenantId: string, clientAppId: string): JWTPayload {
   // The oid of an app-only token is the object id of the client's service principal in the tenant.
   const oid = options.oid ?? deterministicUuid('service-principal', tenantId, clientAppId.toLowerCase());
+  const clientAuthentication = options.clientAuthentication ?? '1';
   const client = version === 1
-    ? { appid: clientAppId, appidacr: '1', idp: v1Issuer(tenantId) }
-    : { azp: clientAppId, azpacr: '1' };
+    ? { appid: clientAppId, appidacr: clientAuthentication, idp: v1Issuer(tenantId) }
+    : { azp: clientAppId, azpacr: clientAuthentication };
   return { ...client, idtyp: 'app', oid, sub: oid };
 }
 
 function userClaims(options: TokenOptions, version: 1 | 2, tenantId: string, clientAppId: string): JWTPayload {
   const username = options.username ?? DEFAULT_LOCAL_USERNAME;
-  const oid = options.oid ?? deterministicUuid('user', tenantId, username.toLowerCase());
+  const oid = options.oid ?? localUserObjectId(tenantId, username);
   const scopes = options.scopes ?? [API_USER_SCOPE];
+  const clientAuthentication = options.clientAuthentication ?? '0';
   const common = {
     name: options.name ?? username.split('@')[0],
     oid,
-    // Entra's sub is pairwise: the same user has a different sub in each application.
-    sub: createHash('sha256').update(`${tenantId}\n${oid}\n${clientAppId.toLowerCase()}`).digest('base64url'),
+    sub: pairwiseSubject(tenantId, oid, clientAppId),
     ...(scopes.length > 0 ? { scp: scopes.join(' ') } : {}),
   };
   return version === 1
-    ? { ...common, acr: '1', amr: ['pwd'], appid: clientAppId, appidacr: '0', unique_name: username, upn: username }
-    : { ...common, azp: clientAppId, azpacr: '0', preferred_username: username };
+    ? { ...common, acr: '1', amr: ['pwd'], appid: clientAppId, appidacr: clientAuthentication, unique_name: username, upn: username }
+    : { ...common, azp: clientAppId, azpacr: clientAuthentication, preferred_username: username };
+}
+
+/** The object id the provider gives a user name in a tenant, unless a token request names another. */
+export function localUserObjectId(tenantId: string, username: string): string {
+  return deterministicUuid('user', tenantId.toLowerCase(), username.toLowerCase());
+}
+
+/** Entra's sub is pairwise: the same user has a different sub in each application. */
+function pairwiseSubject(tenantId: string, oid: string, clientAppId: string): string {
+  return createHash('sha256').update(`${tenantId}\n${oid}\n${clientAppId.toLowerCase()}`).digest('base64url');
 }
 
 function v1Issuer(tenantId: string): string {
@@ -592,7 +862,7 @@ function opaqueId(bytes: number): string {
 function openIdConfiguration(authorityHost: string, tenantId: string, version: 1 | 2): Record<string, unknown> {
   const base = `${authorityHost}/${tenantId}`;
   const common = {
-    token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+    token_endpoint_auth_methods_supported: ['client_secret_post', 'private_key_jwt', 'client_secret_basic'],
     response_modes_supported: ['query', 'fragment', 'form_post'],
     subject_types_supported: ['pairwise'],
     id_token_signing_alg_values_supported: ['RS256'],
@@ -670,13 +940,15 @@ async function loadOrCreateSigningKey(dataDir: string | undefined): Promise<Sign
   const x5t = createHash('sha1').update(certificateDer).digest('base64url');
   const privateKey = await importPKCS8(pems.key, 'RS256', { extractable: true });
   const privateJwk: JWK = { ...(await exportJWK(privateKey)), kid: x5t, use: 'sig', alg: 'RS256' };
+  const publicJwk: JWK = { kty: privateJwk.kty, n: privateJwk.n, e: privateJwk.e };
   return {
     kid: x5t,
     x5t,
     certificateDerBase64: certificateDer.toString('base64'),
     privateKey,
     privateJwk,
-    publicJwk: { kty: privateJwk.kty, n: privateJwk.n, e: privateJwk.e },
+    publicKey: await importJWK(publicJwk, 'RS256') as CryptoKey,
+    publicJwk,
   };
 }
 
@@ -691,6 +963,8 @@ class EntraError extends Error {
     readonly error: string,
     readonly code: number,
     readonly description: string,
+    /** Members Entra adds for errors a user can resolve: suberror, and claims for a claims challenge. */
+    readonly details: { suberror?: string; claims?: string } = {},
   ) {
     super(`AADSTS${code}: ${description}`);
   }
@@ -707,6 +981,7 @@ function entraErrorBody(error: EntraError, correlationId: string): Record<string
     trace_id: traceId,
     correlation_id: correlationId,
     error_uri: `https://login.microsoftonline.com/error?code=${error.code}`,
+    ...error.details,
   };
 }
 

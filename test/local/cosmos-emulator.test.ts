@@ -20,7 +20,7 @@ describe('the embedded Cosmos DB', () => {
   it('creates the containers the app needs and keeps their data across a restart', async () => {
     const first = await start();
     expect(first.restored).toBe(0);
-    const projects = first.client.database('lms').container('projects');
+    const projects = first.client.database('lms').container('tenant-data');
     await projects.items.create({ id: 'PRJ-1001', tenantId: 't1', type: 'project', name: 'Kept' });
     await projects.items.create({ id: 'PRJ-1001', tenantId: 't2', type: 'project', name: 'Other tenant' });
     await first.close();
@@ -28,9 +28,9 @@ describe('the embedded Cosmos DB', () => {
     const second = await start();
     try {
       expect(second.restored).toBe(2);
-      const { resource } = await second.client.database('lms').container('projects').item('PRJ-1001', 't1').read();
+      const { resource } = await second.client.database('lms').container('tenant-data').item('PRJ-1001', 't1').read();
       expect(resource).toMatchObject({ name: 'Kept', tenantId: 't1' });
-      const { resource: other } = await second.client.database('lms').container('projects').item('PRJ-1001', 't2').read();
+      const { resource: other } = await second.client.database('lms').container('tenant-data').item('PRJ-1001', 't2').read();
       expect(other).toMatchObject({ name: 'Other tenant' });
     } finally {
       await second.close();

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -11,13 +11,16 @@ import { promisify } from 'node:util';
 import {
   createLocalJWKSet,
   decodeJwt,
-  decodeProtectedHeader,
+  generateKeyPair,
   importJWK,
   jwtVerify,
   SignJWT,
   type JSONWebKeySet,
   type JWK,
+  type JWTHeaderParameters,
+  type JWTPayload,
 } from 'jose';
+import { generate as generateCertificate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
 import {
@@ -25,6 +28,7 @@ import {
   startIdentityProvider,
   writeIdentityProviderInfo,
   type IdentityProvider,
+  type TokenOptions,
 } from '../../local/identity-provider.js';
 import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../../local/token.js';
 
@@ -32,6 +36,24 @@ const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';
 const V1_ISSUER = `https://sts.windows.net/${LOCAL_HOME_TENANT_ID}/`;
 const V1_AUDIENCE = `api://${LOCAL_CLIENT_ID}`;
+const ON_BEHALF_OF_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+interface OnBehalfOfCase {
+  name: string;
+  credential: 'secret' | 'certificate';
+  assertion: string;
+}
+
+/** What the msal-node child process reports for one case. */
+interface OnBehalfOfResult {
+  accessToken?: string;
+  fromCache?: boolean;
+  scopes?: string[];
+  tokenType?: string;
+  account?: { username: string; homeAccountId: string; tenantId: string } | null;
+  error?: { name: string; errorCode: string; subError: string; errorNo: number; claims?: string; message: string };
+}
 
 interface JsonResponse {
   status: number;
@@ -74,6 +96,18 @@ function expectEntraError(response: JsonResponse, status: number, error: string,
     correlation_id: expect.any(String),
     error_uri: `https://login.microsoftonline.com/error?code=${code}`,
   });
+}
+
+/** The token with the first character of its signature changed. */
+function tamperSignature(token: string): string {
+  const signatureStart = token.lastIndexOf('.') + 1;
+  const replacement = token[signatureStart] === 'A' ? 'B' : 'A';
+  return `${token.slice(0, signatureStart)}${replacement}${token.slice(signatureStart + 1)}`;
+}
+
+async function signedByAnotherKey(payload: JWTPayload): Promise<string> {
+  const { privateKey } = await generateKeyPair('RS256');
+  return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: 'unknown-key' }).sign(privateKey);
 }
 
 function capture(): { write(text: string): void; text: () => string } {
@@ -317,7 +351,7 @@ describe('local identity provider', () => {
       ['a scope without resource', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'openid profile' }, 400, 'invalid_scope', 70011],
       ['a missing password', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` }, 400, 'invalid_request', 900144],
       ['a missing grant type', { client_id: LOCAL_CLIENT_ID }, 400, 'invalid_request', 900144],
-      ['the On-Behalf-Of grant, not implemented yet', { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', client_id: LOCAL_CLIENT_ID, client_secret: 's', assertion: 'x', requested_token_use: 'on_behalf_of', scope: `api://${LOCAL_CLIENT_ID}/.default` }, 400, 'unsupported_grant_type', 70003],
+      ['an unsupported grant type', { grant_type: 'authorization_code', client_id: LOCAL_CLIENT_ID, client_secret: 's', code: 'x' }, 400, 'unsupported_grant_type', 70003],
       ['an invalid token_version', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/.default`, token_version: '3' }, 400, 'invalid_request', 9002313],
     ])('rejects %s with an Entra error', async (_case, form, status, error, code) => {
       expectEntraError(await post(form), status, error, code);
@@ -333,6 +367,134 @@ describe('local identity provider', () => {
 
     it('rejects GET with Entra AADSTS900561', async () => {
       expectEntraError(await requestJson(tokenUrl(), provider.caCertPem), 400, 'invalid_request', 900561);
+    });
+  });
+
+  describe('On-Behalf-Of grant', () => {
+    const graphAudience = 'https://graph.microsoft.com';
+    const graphScope = `${graphAudience}/User.Read.All`;
+    const userAssertion = (options: Partial<TokenOptions> = {}) =>
+      provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', username: 'ada@contoso.test', name: 'Ada', ...options });
+    const oboForm = (assertion: string, fields: Record<string, string> = {}): Record<string, string> => ({
+      grant_type: ON_BEHALF_OF_GRANT_TYPE,
+      client_id: LOCAL_CLIENT_ID,
+      client_secret: 's',
+      assertion,
+      requested_token_use: 'on_behalf_of',
+      scope: graphScope,
+      ...fields,
+    });
+    /** A client assertion as msal-node builds it from a certificate; the provider does not check its signature. */
+    const clientAssertion = async (claims: JWTPayload = {}, header: Record<string, unknown> = { alg: 'PS256', 'x5t#S256': 'dGh1bWJwcmludA' }) => {
+      const { privateKey } = await generateKeyPair('PS256');
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({ aud: tokenUrl(), iss: LOCAL_CLIENT_ID, sub: LOCAL_CLIENT_ID, nbf: now, exp: now + 600, jti: 'j', ...claims })
+        .setProtectedHeader(header as JWTHeaderParameters)
+        .sign(privateKey);
+    };
+    const withClientAssertion = async (assertion: string, clientAssertionJwt: string): Promise<Record<string, string>> => {
+      const { client_secret: _secret, ...form } = oboForm(assertion);
+      return { ...form, client_assertion_type: CLIENT_ASSERTION_TYPE, client_assertion: clientAssertionJwt };
+    };
+
+    it('exchanges a user token to the API for a v1 Graph token of the same user, with id_token and client_info on request', async () => {
+      const before = { token: provider.counts.token, onBehalfOf: provider.counts.onBehalfOf };
+      const assertion = await userAssertion();
+      const response = await post(oboForm(assertion, { scope: `${graphScope} openid profile offline_access`, client_info: '1' }));
+
+      expect(response.status).toBe(200);
+      expect(response.headers['cache-control']).toMatch(/no-store/);
+      expect(response.body).toMatchObject({ token_type: 'Bearer', scope: graphScope, expires_in: 3600, ext_expires_in: 3600 });
+      expect(response.body).not.toHaveProperty('refresh_token');
+      const user = decodeJwt(assertion);
+      const { payload } = await jwtVerify(response.body.access_token as string, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: graphAudience });
+      expect(payload).toMatchObject({
+        ver: '1.0',
+        scp: 'User.Read.All',
+        oid: user.oid,
+        tid: LOCAL_HOME_TENANT_ID,
+        name: 'Ada',
+        upn: 'ada@contoso.test',
+        appid: LOCAL_CLIENT_ID,
+        appidacr: '1',
+      });
+      expect(payload).not.toHaveProperty('roles');
+
+      const { payload: idToken } = await jwtVerify(response.body.id_token as string, createLocalJWKSet(jwks), {
+        issuer: `${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/v2.0`,
+        audience: LOCAL_CLIENT_ID,
+      });
+      expect(idToken).toMatchObject({ ver: '2.0', oid: user.oid, tid: LOCAL_HOME_TENANT_ID, preferred_username: 'ada@contoso.test', name: 'Ada' });
+      expect(JSON.parse(Buffer.from(response.body.client_info as string, 'base64url').toString('utf8')))
+        .toEqual({ uid: user.oid, utid: LOCAL_HOME_TENANT_ID });
+      expect(provider.counts).toMatchObject({ token: before.token + 1, onBehalfOf: before.onBehalfOf + 1 });
+    });
+
+    it('takes v2 assertions, grants the consented Graph permissions for .default, and adds no id_token without openid', async () => {
+      const assertion = await userAssertion({ version: 2, username: 'grace@contoso.test' });
+      const response = await post(oboForm(assertion, { scope: `${graphAudience}/.default` }));
+      expect(response.body).toMatchObject({ scope: `${graphAudience}/User.Read ${graphAudience}/User.Read.All` });
+      expect(response.body).not.toHaveProperty('id_token');
+      expect(response.body).not.toHaveProperty('client_info');
+      expect(decodeJwt(response.body.access_token as string)).toMatchObject({
+        aud: graphAudience,
+        scp: 'User.Read User.Read.All',
+        upn: 'grace@contoso.test',
+        oid: decodeJwt(assertion).oid,
+      });
+    });
+
+    it('authenticates the client with a certificate assertion (appidacr 2)', async () => {
+      const response = await post(await withClientAssertion(await userAssertion(), await clientAssertion()));
+      expect(response.status).toBe(200);
+      expect(decodeJwt(response.body.access_token as string).appidacr).toBe('2');
+    });
+
+    it.each([
+      ['a client assertion of another type', async () => ({ ...(await withClientAssertion(await userAssertion(), await clientAssertion())), client_assertion_type: 'urn:other' }), 400, 'invalid_request', 9002313],
+      ['a malformed client assertion', async () => withClientAssertion(await userAssertion(), 'not-a-jwt'), 401, 'invalid_client', 50027],
+      ['a client assertion without certificate thumbprint', async () => withClientAssertion(await userAssertion(), await clientAssertion({}, { alg: 'PS256' })), 401, 'invalid_client', 700027],
+      ['a client assertion of another client', async () => withClientAssertion(await userAssertion(), await clientAssertion({ iss: 'someone-else', sub: 'someone-else' })), 401, 'invalid_client', 700021],
+      ['a client assertion for another audience', async () => withClientAssertion(await userAssertion(), await clientAssertion({ aud: 'https://login.microsoftonline.com/x/oauth2/v2.0/token' })), 401, 'invalid_client', 700023],
+      ['an expired client assertion', async () => withClientAssertion(await userAssertion(), await clientAssertion({ exp: Math.floor(Date.now() / 1000) - 10 })), 401, 'invalid_client', 700024],
+    ])('rejects %s', async (_case, form, status, error, code) => {
+      expectEntraError(await post(await form()), status, error, code);
+    });
+
+    it.each([
+      ['no client credential', async () => ({ ...oboForm(await userAssertion()), client_secret: '' }), 401, 'invalid_client', 7000218],
+      ['no requested_token_use', async () => ({ ...oboForm(await userAssertion()), requested_token_use: '' }), 400, 'invalid_request', 900144],
+      ['another requested_token_use', async () => oboForm(await userAssertion(), { requested_token_use: 'something_else' }), 400, 'invalid_request', 9002313],
+      ['no assertion', async () => oboForm(''), 400, 'invalid_request', 900144],
+      ['a malformed assertion', async () => oboForm('not.a.jwt'), 400, 'invalid_grant', 50027],
+      ['an assertion with a tampered signature', async () => oboForm(tamperSignature(await userAssertion())), 400, 'invalid_grant', 50013],
+      ['an assertion signed by an unknown key', async () => oboForm(await signedByAnotherKey(decodeJwt(await userAssertion()))), 400, 'invalid_grant', 50013],
+      ['an expired assertion', async () => oboForm(await userAssertion({ expiresInSeconds: -60 })), 400, 'invalid_grant', 500133],
+      ["another tenant's assertion", async () => oboForm(await userAssertion({ tenantId: LOCAL_OTHER_TENANT_ID })), 400, 'invalid_grant', 50013],
+      ['an assertion for another audience', async () => oboForm(await userAssertion({ audience: graphAudience })), 400, 'invalid_grant', 500131],
+      ['an assertion presented by another client', async () => oboForm(await userAssertion(), { client_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' }), 400, 'invalid_grant', 500131],
+      ['an app-only assertion', async () => oboForm(await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', roles: ['LMS.Admin'] })), 400, 'invalid_grant', 50013],
+      ['a scope of a resource the tenant does not know', async () => oboForm(await userAssertion(), { scope: 'https://vault.azure.net/user_impersonation' }), 400, 'invalid_resource', 500011],
+      ['.default with other scopes', async () => oboForm(await userAssertion(), { scope: `${graphAudience}/.default ${graphScope}` }), 400, 'invalid_scope', 70011],
+    ])('rejects %s', async (_case, form, status, error, code) => {
+      const response = await post(await form());
+      expectEntraError(response, status, error, code);
+      expect(response.body).not.toHaveProperty('suberror');
+    });
+
+    it('answers users named needs-consent with consent_required, as Entra does', async () => {
+      const response = await post(oboForm(await userAssertion({ username: 'needs-consent@contoso.test' })));
+      expectEntraError(response, 400, 'invalid_grant', 65001);
+      expect(response.body).toMatchObject({ suberror: 'consent_required' });
+      expect(response.body.error_description).toContain(`has not consented to use the application with ID '${LOCAL_CLIENT_ID}'`);
+    });
+
+    it('answers users named needs-mfa with interaction_required and a claims challenge, as Entra does', async () => {
+      const response = await post(oboForm(await userAssertion({ username: 'Needs-MFA.alice@contoso.test', version: 2 })));
+      expectEntraError(response, 400, 'interaction_required', 50076);
+      expect(response.body).toMatchObject({ suberror: 'basic_action' });
+      const claims = JSON.parse(response.body.claims as string) as unknown;
+      expect(claims).toEqual({ access_token: { capolids: { essential: true, values: [expect.stringMatching(/^[0-9a-f-]{36}$/)] } } });
     });
   });
 
@@ -368,6 +530,101 @@ describe('local identity provider', () => {
       expect(output.tokenType).toBe('Bearer');
       expect(output.payload).toMatchObject({ tid: LOCAL_HOME_TENANT_ID, idtyp: 'app', appid: LOCAL_CLIENT_ID });
       expect(provider.counts.jwks).toBe(jwksFetchesBefore + 1);
+    }, 30_000);
+
+    it('msal-node acquireTokenOnBehalfOf gets Graph tokens and raises the errors Entra would cause', async () => {
+      const graphScopes = ['https://graph.microsoft.com/User.Read.All'];
+      const assertionFor = (username: string, options: Partial<TokenOptions> = {}) =>
+        provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', username, ...options });
+      const adaAssertion = await assertionFor('ada@contoso.test', { name: 'Ada' });
+      const cases: OnBehalfOfCase[] = [
+        { name: 'success', credential: 'secret', assertion: adaAssertion },
+        { name: 'cached', credential: 'secret', assertion: adaAssertion },
+        { name: 'certificate', credential: 'certificate', assertion: await assertionFor('grace@contoso.test', { version: 2 }) },
+        { name: 'consent', credential: 'secret', assertion: await assertionFor('needs-consent@contoso.test') },
+        { name: 'mfa', credential: 'secret', assertion: await assertionFor('needs-mfa@contoso.test') },
+        { name: 'badSignature', credential: 'secret', assertion: tamperSignature(await assertionFor('ada@contoso.test')) },
+        { name: 'expired', credential: 'secret', assertion: await assertionFor('ada@contoso.test', { expiresInSeconds: -60 }) },
+        { name: 'appOnly', credential: 'secret', assertion: await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app' }) },
+      ];
+      const certificate = await generateCertificate([{ name: 'commonName', value: 'Local API client' }], { keySize: 2048, algorithm: 'sha256' });
+      const onBehalfOfBefore = provider.counts.onBehalfOf;
+      const script = `
+        import { ConfidentialClientApplication, InteractionRequiredAuthError, ServerError } from '@azure/msal-node';
+        const { authorityHost, tenantId, clientId, certificate, scopes, cases } = JSON.parse(process.argv[1]);
+        const auth = { clientId, authority: authorityHost + '/' + tenantId, knownAuthorities: [new URL(authorityHost).host] };
+        const apps = {
+          secret: new ConfidentialClientApplication({ auth: { ...auth, clientSecret: 'local' } }),
+          certificate: new ConfidentialClientApplication({ auth: { ...auth, clientCertificate: certificate } }),
+        };
+        const results = {};
+        for (const { name, credential, assertion } of cases) {
+          try {
+            const result = await apps[credential].acquireTokenOnBehalfOf({ oboAssertion: assertion, scopes });
+            const { accessToken, fromCache, scopes: grantedScopes, account, tokenType } = result;
+            results[name] = { accessToken, fromCache, scopes: grantedScopes, tokenType,
+              account: account && { username: account.username, homeAccountId: account.homeAccountId, tenantId: account.tenantId } };
+          } catch (error) {
+            const { name: errorName, errorCode, subError, errorNo, claims, message } = error;
+            results[name] = { error: { name: errorName, errorCode, subError, errorNo, claims, message,
+              interactionRequired: error instanceof InteractionRequiredAuthError, serverError: error instanceof ServerError } };
+          }
+        }
+        console.log(JSON.stringify(results));
+      `;
+      const input = JSON.stringify({
+        authorityHost: provider.authorityHost,
+        tenantId: LOCAL_HOME_TENANT_ID,
+        clientId: LOCAL_CLIENT_ID,
+        certificate: {
+          thumbprintSha256: createHash('sha256').update(new X509Certificate(certificate.cert).raw).digest('hex'),
+          privateKey: certificate.private,
+        },
+        scopes: graphScopes,
+        cases,
+      });
+      const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, input], {
+        cwd: projectRoot,
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: provider.caCertPath },
+      });
+      const results = JSON.parse(stdout) as Record<string, OnBehalfOfResult>;
+
+      const ada = decodeJwt(adaAssertion);
+      const success = results.success!;
+      expect(success).toMatchObject({
+        fromCache: false,
+        tokenType: 'Bearer',
+        scopes: graphScopes,
+        account: { username: 'ada@contoso.test', homeAccountId: `${ada.oid}.${LOCAL_HOME_TENANT_ID}`, tenantId: LOCAL_HOME_TENANT_ID },
+      });
+      const { payload } = await jwtVerify(success.accessToken!, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: 'https://graph.microsoft.com' });
+      expect(payload).toMatchObject({ scp: 'User.Read.All', oid: ada.oid, tid: LOCAL_HOME_TENANT_ID, name: 'Ada', upn: 'ada@contoso.test', appid: LOCAL_CLIENT_ID });
+      // The same assertion and scopes again: msal-node answers from its cache, so the response was one it can store.
+      // (msal-node 7 gives cache hits of On-Behalf-Of no account: it does not find the cached id token.)
+      expect(results.cached).toMatchObject({ fromCache: true, accessToken: success.accessToken, account: null });
+      expect(decodeJwt(results.certificate!.accessToken!)).toMatchObject({ upn: 'grace@contoso.test', appidacr: '2' });
+
+      expect(results.consent!.error).toMatchObject({
+        name: 'InteractionRequiredAuthError',
+        interactionRequired: true,
+        errorCode: 'invalid_grant',
+        subError: 'consent_required',
+        errorNo: 65001,
+        message: expect.stringContaining('AADSTS65001'),
+      });
+      expect(results.mfa!.error).toMatchObject({
+        name: 'InteractionRequiredAuthError',
+        interactionRequired: true,
+        errorCode: 'interaction_required',
+        subError: 'basic_action',
+        errorNo: 50076,
+      });
+      expect(JSON.parse(results.mfa!.error!.claims!)).toMatchObject({ access_token: { capolids: { essential: true } } });
+      for (const [name, code] of [['badSignature', 50013], ['expired', 500133], ['appOnly', 50013]] as const) {
+        expect(results[name]!.error, name).toMatchObject({ name: 'ServerError', serverError: true, interactionRequired: false, errorCode: 'invalid_grant', errorNo: code });
+      }
+      // Every case but the cached one reached the provider.
+      expect(provider.counts.onBehalfOf).toBe(onBehalfOfBefore + cases.length - 1);
     }, 30_000);
   });
 
