@@ -1,5 +1,6 @@
 import { app } from '@azure/functions';
 import { listRecordedUsers } from '../shared/data/users-repository.js';
+import { listDirectoryUsers } from '../shared/graph/directory-users.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { json, nextPageLink } from '../shared/http/responses.js';
 import { listUsersQuery } from '../shared/schemas/users.js';
@@ -8,7 +9,7 @@ export const usersList = endpoint({
   permission: 'users:read',
   query: listUsersQuery,
   async handle({ principal, query, request }) {
-    const page = await listRecordedUsers(principal, query);
+    const page = query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query);
     return json(200, page.items, nextPageLink(request.url, page.nextCursor));
   },
 });

@@ -11,7 +11,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
-import { startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
+import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
+import { DEFAULT_LOCAL_USERNAME, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
@@ -42,6 +43,13 @@ export function appRoot(): string {
 function given(settings: StackOptions['settings'], name: string): string | undefined {
   const value = settings[name]?.trim();
   return value ? value : undefined;
+}
+
+/** Who is in each local tenant's directory: the default token user and a few dozen colleagues. */
+function localDirectory() {
+  return Object.fromEntries(
+    [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID].map((tenant) => [tenant, [directoryUser(tenant, DEFAULT_LOCAL_USERNAME, 'Dev User'), ...generateDirectoryUsers(tenant, 30)]]),
+  );
 }
 
 export async function startStack(options: StackOptions) {
@@ -82,6 +90,19 @@ export async function startStack(options: StackOptions) {
       }
     }
 
+    // Microsoft Graph can only be played locally for tokens of the local identity provider.
+    let graph: GraphStandIn | undefined;
+    if (identityProvider && !given(options.settings, 'GRAPH_BASE_URL')) {
+      graph = await startGraphStandIn({ identityProvider, users: localDirectory() });
+      started.push(graph);
+      hostEnvironment.GRAPH_BASE_URL = graph.baseUrl;
+      embedded.push(`Microsoft Graph ${graph.baseUrl}`);
+    }
+    if (identityProvider && !given(options.settings, 'AUTH_CLIENT_SECRET') && !given(options.settings, 'AUTH_CLIENT_CERTIFICATE_PATH')) {
+      // The local identity provider takes any secret; On-Behalf-Of needs one to send.
+      hostEnvironment.AUTH_CLIENT_SECRET = 'local-development-secret';
+    }
+
     let cosmos: CosmosEmulator | undefined;
     if (!given(options.settings, 'COSMOS_ENDPOINT')) {
       cosmos = await startCosmosEmulator({
@@ -112,6 +133,7 @@ export async function startStack(options: StackOptions) {
       port: host.port,
       routes: host.routes,
       identityProvider,
+      graph,
       cosmos,
       embedded,
       async stop(): Promise<void> {

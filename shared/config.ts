@@ -60,6 +60,39 @@ function readAuthSettings(env: NodeJS.ProcessEnv): AuthSettings {
   };
 }
 
+/** The confidential client's credential for On-Behalf-Of: a client secret or a certificate file. */
+export type OnBehalfOfCredential = { secret: string } | { certificatePath: string };
+
+function readOnBehalfOfCredential(env: NodeJS.ProcessEnv): OnBehalfOfCredential {
+  const secret = env.AUTH_CLIENT_SECRET?.trim();
+  const certificatePath = env.AUTH_CLIENT_CERTIFICATE_PATH?.trim();
+  if (secret && certificatePath) throw new ConfigurationError(['set AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH, not both']);
+  if (secret) return { secret };
+  if (certificatePath) return { certificatePath };
+  throw new ConfigurationError(['AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH is not set (needed for On-Behalf-Of)']);
+}
+
+export interface GraphSettings {
+  baseUrl: string;
+  /** The resource whose delegated permissions are asked for, e.g. https://graph.microsoft.com. */
+  resource: string;
+}
+
+function readGraphSettings(env: NodeJS.ProcessEnv): GraphSettings {
+  const problems: string[] = [];
+  const value = env.GRAPH_BASE_URL?.trim() || 'https://graph.microsoft.com';
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push('GRAPH_BASE_URL is not a URL');
+  }
+  if (problems.length || !url) throw new ConfigurationError(problems);
+  // A national cloud's Graph is its own resource; a plain-HTTP stand-in on this machine plays the global one.
+  const resource = url.protocol === 'https:' ? url.origin : 'https://graph.microsoft.com';
+  return { baseUrl: url.href.replace(/\/$/, ''), resource };
+}
+
 function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
   const endpoint = env.COSMOS_ENDPOINT?.trim();
   if (!endpoint) throw new ConfigurationError(['COSMOS_ENDPOINT is not set']);
@@ -84,4 +117,6 @@ function memoized<T>(read: (env: NodeJS.ProcessEnv) => T): () => T {
 
 export const authSettings = memoized(readAuthSettings);
 export const cosmosSettings = memoized(readCosmosSettings);
-export { readAuthSettings, readCosmosSettings };
+export const onBehalfOfCredential = memoized(readOnBehalfOfCredential);
+export const graphSettings = memoized(readGraphSettings);
+export { readAuthSettings, readCosmosSettings, readGraphSettings };

@@ -28,9 +28,9 @@ export class ApiError extends Error {
     readonly status: number,
     readonly messageKey: MessageKey,
     readonly params: Record<string, string | number> = {},
-    readonly options: { details?: ErrorDetail[]; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+    readonly options: { details?: ErrorDetail[]; headers?: Record<string, string>; extra?: Record<string, unknown>; cause?: unknown } = {},
   ) {
-    super(messageKey);
+    super(messageKey, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ApiError';
   }
 }

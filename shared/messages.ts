@@ -105,6 +105,26 @@ const catalog = {
     en: (p) => `Task ${p.id} does not exist.`,
     ja: (p) => `タスク ${p.id} は存在しません。`,
   },
+  consentRequired: {
+    en: () => 'Consent is missing: an administrator of your organisation must grant this API access to the directory on your behalf.',
+    ja: () => '同意がありません。組織の管理者が、この API にあなたの代理でディレクトリへアクセスすることを許可する必要があります。',
+  },
+  interactionRequired: {
+    en: () => 'Your organisation requires you to sign in again (for example with multi-factor authentication). Get a new token with the claims in WWW-Authenticate.',
+    ja: () => '組織のポリシーにより再サインイン（多要素認証など）が必要です。WWW-Authenticate の claims を使って新しいトークンを取得してください。',
+  },
+  directoryUnavailable: {
+    en: () => 'Microsoft Graph cannot be reached or is busy. Try again shortly.',
+    ja: () => 'Microsoft Graph に接続できないか、混雑しています。しばらくしてから再試行してください。',
+  },
+  directoryAccessDenied: {
+    en: () => 'Microsoft Graph refused to list the directory for you: the User.Read.All permission is missing.',
+    ja: () => 'Microsoft Graph がディレクトリの一覧を拒否しました。User.Read.All のアクセス許可がありません。',
+  },
+  roleFilterNeedsRecordedUsers: {
+    en: () => 'The role filter applies to recorded users only; the directory does not know the API\'s roles.',
+    ja: () => 'role フィルターは記録済みユーザーにのみ使用できます。ディレクトリは API のロールを知りません。',
+  },
   userNotFound: {
     en: (p) => `User ${p.id} has not called the API yet.`,
     ja: (p) => `ユーザー ${p.id} はまだ API を呼び出していません。`,

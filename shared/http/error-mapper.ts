@@ -30,6 +30,8 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
   const headers = responseHeaders(requestId, language);
 
   if (error instanceof ApiError) {
+    // A 5xx the API chose to send (a dependency failed) still deserves a line in the log.
+    if (error.status >= 500) context.warn(`${error.messageKey} (request ${requestId}): ${describe(error.cause)}`);
     const jsonBody = { ...body(error.status, error.messageKey, language, requestId, error.params), ...error.options.extra };
     if (error.options.details) Object.assign(jsonBody, { details: error.options.details });
     return { status: error.status, jsonBody, headers: { ...headers, ...error.options.headers } };

@@ -1,0 +1,116 @@
+import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { ConfidentialClientApplication, Configuration } from '@azure/msal-node';
+import { authSettings, onBehalfOfCredential } from '../config.js';
+import { ApiError, DependencyUnavailableError } from '../errors.js';
+import type { Principal } from './principal.js';
+
+const CACHE_LIMIT = 500;
+// A token this close to expiry is not handed out: the downstream call could outlive it.
+const EXPIRY_MARGIN_MS = 60_000;
+const SERVER_ERROR_CODES_FOR_A_BAD_ASSERTION = new Set(['invalid_grant', 'invalid_request']);
+
+let client: Promise<ConfidentialClientApplication> | undefined;
+
+/** A certificate credential from a PEM file holding the private key and its certificate (chain). */
+function certificateCredential(path: string) {
+  const pem = readFileSync(path, 'utf8');
+  const certificates = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+  if (!certificates[0]) throw new Error(`${path} holds no certificate`);
+  const certificate = new X509Certificate(certificates[0]);
+  return {
+    thumbprintSha256: createHash('sha256').update(certificate.raw).digest('hex'),
+    privateKey: createPrivateKey(pem).export({ type: 'pkcs8', format: 'pem' }).toString(),
+    x5c: certificates.join('\n'),
+  };
+}
+
+/** One confidential client per process; msal-node loads only when a request first needs it. */
+async function confidentialClient(): Promise<ConfidentialClientApplication> {
+  if (!client) {
+    client = (async () => {
+      const { authorityHost, clientId, homeTenantId } = authSettings();
+      const credential = onBehalfOfCredential();
+      const { ConfidentialClientApplication } = await import('@azure/msal-node');
+      const configuration: Configuration = {
+        auth: {
+          clientId,
+          authority: `${authorityHost}/${homeTenantId}`,
+          // Trusted as configured, so sovereign clouds and other identity providers work the same way.
+          knownAuthorities: [new URL(authorityHost).host],
+          ...('secret' in credential ? { clientSecret: credential.secret } : { clientCertificate: certificateCredential(credential.certificatePath) }),
+        },
+      };
+      return new ConfidentialClientApplication(configuration);
+    })();
+    client.catch(() => (client = undefined));
+  }
+  return client;
+}
+
+/** Tokens already exchanged, per caller token and scopes; the oldest go first when it is full. */
+const exchanged = new Map<string, { accessToken: string; expiresAt: number }>();
+
+function remember(key: string, accessToken: string, expiresAt: number): void {
+  exchanged.delete(key);
+  exchanged.set(key, { accessToken, expiresAt });
+  if (exchanged.size > CACHE_LIMIT) exchanged.delete(exchanged.keys().next().value!);
+}
+
+interface MsalFailure {
+  errorCode?: string;
+  subError?: string;
+  claims?: string;
+  name?: string;
+}
+
+/** Turns msal-node's failures into the contract's answers. */
+function translate(error: unknown): Error {
+  const { errorCode = '', subError = '', claims, name } = (error ?? {}) as MsalFailure;
+  if (subError === 'consent_required' || errorCode === 'consent_required') return new ApiError(403, 'consentRequired');
+  if (name === 'InteractionRequiredAuthError' || errorCode === 'interaction_required') {
+    const challenge = claims ? Buffer.from(claims).toString('base64') : '';
+    return new ApiError(401, 'interactionRequired', {}, {
+      headers: { 'WWW-Authenticate': `Bearer error="insufficient_claims"${challenge ? `, claims="${challenge}"` : ''}` },
+      ...(claims ? { extra: { claims } } : {}),
+    });
+  }
+  if (name === 'ServerError' && SERVER_ERROR_CODES_FOR_A_BAD_ASSERTION.has(errorCode)) {
+    return new ApiError(401, 'tokenInvalid', {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+  }
+  if (name === 'ClientAuthError' || errorCode === 'network_error' || errorCode === 'endpoints_resolution_error' || /temporarily_unavailable|server_error/.test(errorCode)) {
+    return new DependencyUnavailableError('identityProvider', error);
+  }
+  // invalid_client and the like: the app's own credential or registration is wrong.
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * Exchanges the caller's token for a token to a downstream API (Microsoft Graph) on the caller's
+ * behalf. Only a user can delegate: an app-only token gets a 403.
+ */
+export async function onBehalfOf(principal: Principal, scopes: string[]): Promise<string> {
+  if (principal.kind !== 'user') throw new ApiError(403, 'usersOnly');
+  const key = createHash('sha256').update(principal.tenantId).update('\n').update(principal.accessToken).update('\n').update(scopes.join(' ')).digest('base64url');
+  const cached = exchanged.get(key);
+  if (cached && cached.expiresAt - EXPIRY_MARGIN_MS > Date.now()) return cached.accessToken;
+
+  const application = await confidentialClient();
+  let result;
+  try {
+    result = await application.acquireTokenOnBehalfOf({
+      oboAssertion: principal.accessToken,
+      scopes,
+      authority: `${authSettings().authorityHost}/${principal.tenantId}`,
+      skipCache: true,
+    });
+  } catch (error) {
+    throw translate(error);
+  } finally {
+    // Our own cache above is the bounded one; msal's would keep every caller's token forever.
+    application.clearCache();
+  }
+  if (!result?.accessToken) throw new DependencyUnavailableError('identityProvider');
+  remember(key, result.accessToken, result.expiresOn?.getTime() ?? Date.now());
+  return result.accessToken;
+}
