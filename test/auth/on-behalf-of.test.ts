@@ -1,12 +1,18 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decodeJwt } from 'jose';
+import { generate } from 'selfsigned';
 import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import { CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
 
 /** The module under test, loaded afresh with these settings (settings are read once per process). */
-async function onBehalfOfWith(authorityHost: string) {
+async function onBehalfOfWith(authorityHost: string, credential: Record<string, string> = { AUTH_CLIENT_SECRET: 'local' }) {
   vi.resetModules();
-  Object.assign(process.env, { AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: authorityHost, AUTH_CLIENT_SECRET: 'local' });
+  delete process.env.AUTH_CLIENT_SECRET;
+  delete process.env.AUTH_CLIENT_CERTIFICATE_PATH;
+  Object.assign(process.env, { AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: authorityHost, ...credential });
   return (await import('../../shared/auth/on-behalf-of.js')).onBehalfOf;
 }
 
@@ -24,6 +30,21 @@ describe('On-Behalf-Of with msal-node', () => {
     expect(claims).toMatchObject({ aud: 'https://graph.microsoft.com', oid: principal.objectId, tid: HOME_TENANT, scp: 'User.Read.All' });
     // The provider stamps each token it issues with a unique id: the same string means no new exchange.
     expect(await onBehalfOf(principal, ['https://graph.microsoft.com/User.Read.All'])).toBe(first);
+  });
+
+  it('signs in with a certificate when one is configured instead of a secret', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'obo-certificate-'));
+    try {
+      const pems = await generate([{ name: 'commonName', value: 'LMS API client credential' }], { keySize: 2048, algorithm: 'sha256' });
+      const certificatePath = join(folder, 'credential.pem');
+      await writeFile(certificatePath, `${pems.private}\n${pems.cert}`);
+      const onBehalfOf = await onBehalfOfWith(stack.authorityHost, { AUTH_CLIENT_CERTIFICATE_PATH: certificatePath });
+      const principal = await caller('certificate-user@contoso.test');
+      // appidacr 2: the client proved itself with a certificate (1 would be a secret).
+      expect(decodeJwt(await onBehalfOf(principal, ['https://graph.microsoft.com/User.Read.All'])).appidacr).toBe('2');
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   it('refuses app-only callers with a 403 before asking anyone', async () => {
