@@ -93,6 +93,21 @@ function readGraphSettings(env: NodeJS.ProcessEnv): GraphSettings {
   return { baseUrl: url.href.replace(/\/$/, ''), resource };
 }
 
+export interface QueueSettings {
+  /** A storage connection string, or (identity-based connection) the queue service URI. */
+  connection: { connectionString: string } | { serviceUri: string };
+  ragQueueName: string;
+}
+
+function readQueueSettings(env: NodeJS.ProcessEnv): QueueSettings {
+  const connectionString = env.AzureWebJobsStorage?.trim();
+  const serviceUri = env.AzureWebJobsStorage__queueServiceUri?.trim();
+  const ragQueueName = env.RAG_QUEUE_NAME?.trim() || 'rag-index-jobs';
+  if (connectionString) return { connection: { connectionString }, ragQueueName };
+  if (serviceUri) return { connection: { serviceUri }, ragQueueName };
+  throw new ConfigurationError(['AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set']);
+}
+
 function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
   const endpoint = env.COSMOS_ENDPOINT?.trim();
   if (!endpoint) throw new ConfigurationError(['COSMOS_ENDPOINT is not set']);
@@ -119,4 +134,5 @@ export const authSettings = memoized(readAuthSettings);
 export const cosmosSettings = memoized(readCosmosSettings);
 export const onBehalfOfCredential = memoized(readOnBehalfOfCredential);
 export const graphSettings = memoized(readGraphSettings);
+export const queueSettings = memoized(readQueueSettings);
 export { readAuthSettings, readCosmosSettings, readGraphSettings };

@@ -33,10 +33,6 @@ const catalog = {
     en: () => 'The request body must contain at least one field to change.',
     ja: () => 'リクエスト本文には変更するフィールドが 1 つ以上必要です。',
   },
-  unknownQueryParameter: {
-    en: (p) => `Unknown query parameter "${p.name}".`,
-    ja: (p) => `不明なクエリパラメーター「${p.name}」です。`,
-  },
   repeatedQueryParameter: {
     en: (p) => `The query parameter "${p.name}" may appear only once.`,
     ja: (p) => `クエリパラメーター「${p.name}」は 1 回だけ指定できます。`,
@@ -124,6 +120,18 @@ const catalog = {
   roleFilterNeedsRecordedUsers: {
     en: () => 'The role filter applies to recorded users only; the directory does not know the API\'s roles.',
     ja: () => 'role フィルターは記録済みユーザーにのみ使用できます。ディレクトリは API のロールを知りません。',
+  },
+  ragJobNotFound: {
+    en: (p) => `RAG job ${p.id} does not exist.`,
+    ja: (p) => `RAG ジョブ ${p.id} は存在しません。`,
+  },
+  ragJobActive: {
+    en: (p) => `A RAG index rebuild is already queued or running (job ${p.id}). Wait for it to finish.`,
+    ja: (p) => `RAG インデックスの再構築は既にキュー登録済みか実行中です（ジョブ ${p.id}）。完了をお待ちください。`,
+  },
+  queueUnavailable: {
+    en: () => 'The job queue cannot be reached, so the job was not started (it is marked Failed). Try again shortly.',
+    ja: () => 'ジョブキューに接続できないため、ジョブは開始されませんでした（Failed として記録されています）。しばらくしてから再試行してください。',
   },
   userNotFound: {
     en: (p) => `User ${p.id} has not called the API yet.`,

@@ -30,6 +30,20 @@ export const CONTAINERS = {
       ],
     },
   },
+  /**
+   * The RAG index: one document per chunk, partitioned by tenant like everything else. The RAG
+   * application reads it; docs/rag-index.md describes the fields and the vector and full-text
+   * policies to add on Azure once the embedding model (and so the vector size) is chosen.
+   */
+  ragChunks: {
+    id: 'rag-chunks',
+    partitionKey: { paths: ['/tenantId'] },
+    indexingPolicy: {
+      indexingMode: 'consistent',
+      includedPaths: [{ path: '/*' }],
+      excludedPaths: [{ path: '/content/?' }, { path: '/embedding/*' }, { path: '/"_etag"/?' }],
+    },
+  },
 } as const satisfies Record<string, ContainerDefinition>;
 
 export type ContainerName = keyof typeof CONTAINERS;

@@ -9,6 +9,12 @@ const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 
 // Cosmos answers these when it is overloaded or briefly unavailable; the SDK has already retried.
 const COSMOS_BUSY_STATUSES = new Set([408, 429, 449, 503]);
 
+const UNAVAILABLE_MESSAGES: Record<DependencyUnavailableError['dependency'], MessageKey> = {
+  identityProvider: 'identityProviderUnavailable',
+  database: 'databaseUnavailable',
+  queue: 'queueUnavailable',
+};
+
 let configurationReported = false;
 
 function isDatabaseOutage(error: unknown): boolean {
@@ -47,7 +53,7 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
     const dependency = error instanceof DependencyUnavailableError ? error.dependency : 'database';
     const cause = error instanceof DependencyUnavailableError ? error.cause : error;
     context.warn(`${dependency} unavailable (request ${requestId}): ${describe(cause)}`);
-    const key: MessageKey = dependency === 'identityProvider' ? 'identityProviderUnavailable' : 'databaseUnavailable';
+    const key = UNAVAILABLE_MESSAGES[dependency];
     return { status: 503, jsonBody: body(503, key, language, requestId), headers: { ...headers, 'Retry-After': String(RETRY_AFTER_SECONDS) } };
   }
   context.error(`Unexpected failure (request ${requestId}): ${describe(error)}`);

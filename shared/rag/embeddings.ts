@@ -1,0 +1,252 @@
+/**
+ * Client for an OpenAI-compatible embeddings API: OpenAI itself, Azure OpenAI, or a local stand-in.
+ *
+ * `POST <endpoint>` with `{ input: string[], model? }` answers `{ data: [{ index, embedding }], model, usage }`.
+ * Inputs go in batches, one batch at a time; a batch that is throttled (429) or finds the service
+ * unavailable (5xx, network, timeout) is retried within a bounded budget, anything else fails at once.
+ * The API key is sent only in its header: it never appears in an error or a log line.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { ConfigurationError } from '../errors.js';
+
+export interface EmbeddingsSettings {
+  /**
+   * An OpenAI-style base URL (`https://api.openai.com/v1`, requests go to `<base>/embeddings`), or a full URL
+   * ending in `/embeddings` (an Azure OpenAI deployment's, with its `api-version` query).
+   */
+  endpoint: string;
+  apiKey?: string;
+  /** Sent as `model`; OpenAI needs it, an Azure deployment already names its model. */
+  model?: string;
+}
+
+export interface EmbedderOptions {
+  /** Inputs per request. Default 16. */
+  batchSize?: number;
+  /** Attempts per request, the first included, before giving up. Default 6. */
+  maxAttempts?: number;
+  /** Longest wait between attempts, whatever Retry-After asks for. Default 20 s. */
+  maxRetryDelayMs?: number;
+  /** Per request. Default 30 s. */
+  requestTimeoutMs?: number;
+  /** Waits between attempts; tests pass one that records the waits and returns at once. */
+  sleep?: (milliseconds: number) => Promise<void>;
+  /** Default: the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface Embedder {
+  /** One vector per text, in the texts' order. */
+  embed(texts: string[]): Promise<number[][]>;
+}
+
+/** The endpoint refused the request (a 4xx other than 429) or answered with something that is not embeddings. */
+export class EmbeddingsRequestError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EmbeddingsRequestError';
+  }
+}
+
+/** The endpoint kept throttling or failing until the attempts ran out; the cause is the last failure. */
+export class EmbeddingsUnavailableError extends Error {
+  constructor(
+    readonly attempts: number,
+    message: string,
+    cause: unknown,
+  ) {
+    super(message, { cause });
+    this.name = 'EmbeddingsUnavailableError';
+  }
+}
+
+export const DEFAULT_BATCH_SIZE = 16;
+const DEFAULT_MAX_ATTEMPTS = 6;
+const DEFAULT_MAX_RETRY_DELAY_MS = 20_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const FIRST_BACKOFF_MS = 500;
+// 408 and 409 are not retried: apart from throttling, a 4xx will not get better by asking again.
+const RETRIED_STATUSES = new Set([429, 500, 502, 503, 504]);
+// Azure OpenAI and Azure AI services take the key in `api-key`; everything else as a bearer token.
+const API_KEY_HEADER_HOST_SUFFIXES = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+// ---------------------------------------------------------------- settings
+
+/** Undefined when EMBEDDINGS_ENDPOINT is not set: embeddings are optional. */
+export function readEmbeddingsSettings(env: NodeJS.ProcessEnv): EmbeddingsSettings | undefined {
+  const endpoint = env.EMBEDDINGS_ENDPOINT?.trim();
+  if (!endpoint) return undefined;
+  const problems: string[] = [];
+  let url: URL | undefined;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    problems.push('EMBEDDINGS_ENDPOINT is not a URL');
+  }
+  // The key would travel in the clear; plain HTTP is for a stand-in on this machine.
+  if (url && url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    problems.push('EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)');
+  }
+  // Azure answers a bare 404 without it, which says nothing about why.
+  if (url && url.pathname.includes('/openai/deployments/') && !url.searchParams.has('api-version')) {
+    problems.push('EMBEDDINGS_ENDPOINT names an Azure OpenAI deployment but has no api-version query (e.g. ?api-version=2024-10-21)');
+  }
+  if (problems.length) throw new ConfigurationError(problems);
+  return {
+    endpoint,
+    apiKey: env.EMBEDDINGS_API_KEY?.trim() || undefined,
+    model: env.EMBEDDINGS_MODEL?.trim() || undefined,
+  };
+}
+
+let settingsRead: { settings: EmbeddingsSettings | undefined } | undefined;
+/** The settings from process.env, read once they are good; bad settings fail every time they are asked for. */
+export const embeddingsSettings = () => (settingsRead ??= { settings: readEmbeddingsSettings(process.env) }).settings;
+
+// ---------------------------------------------------------------- client
+
+export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOptions = {}): Embedder {
+  const url = embeddingsUrl(settings.endpoint);
+  // Errors name the endpoint without its query, which is no place for secrets but is not ours to print.
+  const where = `${url.origin}${url.pathname}`;
+  const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const maxRetryDelayMs = options.maxRetryDelayMs ?? DEFAULT_MAX_RETRY_DELAY_MS;
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const sleep = options.sleep ?? ((milliseconds: number) => delay(milliseconds));
+  const send = options.fetch ?? fetch;
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError('batchSize must be a positive integer');
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError('maxAttempts must be a positive integer');
+  const headers = { 'content-type': 'application/json', accept: 'application/json', ...authorizationHeader(url, settings.apiKey) };
+  const redact = (text: string) => redactSecrets(text, settings.apiKey);
+
+  /** The vectors, or why this attempt may succeed later; throws when it will not. */
+  async function attempt(input: string[]): Promise<{ vectors: number[][] } | TransientFailure> {
+    let response: Response;
+    try {
+      response = await send(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ input, ...(settings.model ? { model: settings.model } : {}) }),
+        signal: AbortSignal.timeout(requestTimeoutMs),
+        // A redirect would carry the key to wherever it points.
+        redirect: 'error',
+      });
+    } catch (error) {
+      return { reason: `could not be reached (${networkErrorName(error)})`, cause: error, retryAfterMs: undefined };
+    }
+    if (RETRIED_STATUSES.has(response.status)) {
+      const reason = `answered ${response.status}: ${redact(await apiErrorMessage(response))}`;
+      return { reason, cause: new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} ${reason}`), retryAfterMs: retryAfterMs(response.headers) };
+    }
+    if (!response.ok) {
+      throw new EmbeddingsRequestError(response.status,
+        `Embeddings endpoint ${where} refused the request with ${response.status}: ${redact(await apiErrorMessage(response))}`);
+    }
+    const vectors = vectorsInInputOrder(await response.json().catch(() => undefined), input.length);
+    if (!vectors) throw new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} answered with a body that is not ${input.length} embeddings`);
+    return { vectors };
+  }
+
+  async function embedBatch(input: string[]): Promise<number[][]> {
+    for (let attempts = 1; ; attempts += 1) {
+      const outcome = await attempt(input);
+      if ('vectors' in outcome) return outcome.vectors;
+      if (attempts >= maxAttempts) {
+        throw new EmbeddingsUnavailableError(attempts, `Embeddings endpoint ${where} ${outcome.reason}, after ${attempts} attempts`, outcome.cause);
+      }
+      await sleep(Math.min(outcome.retryAfterMs ?? backoffMs(attempts), maxRetryDelayMs));
+    }
+  }
+
+  return {
+    async embed(texts) {
+      const vectors: number[][] = [];
+      for (let start = 0; start < texts.length; start += batchSize) {
+        vectors.push(...(await embedBatch(texts.slice(start, start + batchSize))));
+      }
+      return vectors;
+    },
+  };
+}
+
+interface TransientFailure {
+  reason: string;
+  cause: unknown;
+  /** What the service asked for, if it said. */
+  retryAfterMs: number | undefined;
+}
+
+/** A base URL gets `/embeddings` appended; a URL already ending in it is used as is. The query stays either way. */
+function embeddingsUrl(endpoint: string): URL {
+  const url = new URL(endpoint);
+  const path = url.pathname.replace(/\/+$/, '');
+  url.pathname = path.endsWith('/embeddings') ? path : `${path}/embeddings`;
+  return url;
+}
+
+function authorizationHeader(url: URL, apiKey: string | undefined): Record<string, string> {
+  if (!apiKey) return {};
+  const host = url.hostname.toLowerCase();
+  return API_KEY_HEADER_HOST_SUFFIXES.some((suffix) => host.endsWith(suffix)) ? { 'api-key': apiKey } : { authorization: `Bearer ${apiKey}` };
+}
+
+/** `retry-after-ms` (Azure's, more precise) before `Retry-After` in seconds or as an HTTP date. */
+function retryAfterMs(headers: Headers): number | undefined {
+  const milliseconds = headers.get('retry-after-ms')?.trim();
+  if (milliseconds && /^\d+(\.\d+)?$/.test(milliseconds)) return Number(milliseconds);
+  const retryAfter = headers.get('retry-after')?.trim();
+  if (!retryAfter) return undefined;
+  if (/^\d+(\.\d+)?$/.test(retryAfter)) return Number(retryAfter) * 1000;
+  const date = Date.parse(retryAfter);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** 500 ms, 1 s, 2 s, ... each within ±25 %, so clients throttled together do not come back together. */
+function backoffMs(attempts: number): number {
+  return FIRST_BACKOFF_MS * 2 ** (attempts - 1) * (0.75 + Math.random() * 0.5);
+}
+
+/** OpenAI and Azure both say `{ error: { message } }`; anything else is quoted, briefly. */
+async function apiErrorMessage(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '');
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    if (typeof message === 'string' && message) return message;
+  } catch {
+    // Not JSON: a proxy's page, say.
+  }
+  return text.trim().slice(0, 200) || response.statusText || 'no message';
+}
+
+/** The key itself, and keys the API echoes masked (OpenAI's `sk-abc****wxyz` shows both ends). */
+function redactSecrets(text: string, apiKey: string | undefined): string {
+  const withoutKey = apiKey ? text.replaceAll(apiKey, '[redacted]') : text;
+  return withoutKey.replace(/\S*\*{4,}\S*/g, '[redacted]');
+}
+
+/** fetch fails with "fetch failed" and the socket's error as its cause: the cause says more. */
+function networkErrorName(error: unknown): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return 'timed out';
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  if (typeof cause?.code === 'string') return cause.code;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** The response's vectors ordered by their `index`, or undefined unless it holds exactly one for each input. */
+function vectorsInInputOrder(body: unknown, count: number): number[][] | undefined {
+  const data = (body as { data?: unknown } | undefined)?.data;
+  if (!Array.isArray(data) || data.length !== count) return undefined;
+  const vectors: number[][] = new Array<number[]>(count);
+  for (const item of data as unknown[]) {
+    const { index, embedding } = (item ?? {}) as { index?: unknown; embedding?: unknown };
+    if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count || vectors[index as number]) return undefined;
+    if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((value) => typeof value === 'number' && Number.isFinite(value))) return undefined;
+    vectors[index as number] = embedding as number[];
+  }
+  return vectors;
+}

@@ -1,0 +1,74 @@
+import type { SqlParameter } from '@azure/cosmos';
+import { deleteChunks, storedChunkSummaries, storedEmbeddings, writeChunks, type ChunkDocument } from '../data/rag-chunks-repository.js';
+import { tenantData } from '../data/tenant-data.js';
+import type { Project } from '../schemas/projects.js';
+import type { RagCounts, RagJob } from '../schemas/rag.js';
+import type { Task } from '../schemas/tasks.js';
+import { projectChunks, taskChunks, type Chunk } from './chunker.js';
+import { createEmbedder, embeddingsSettings, type Embedder } from './embeddings.js';
+
+type Source = (Project & { type: 'project' }) | (Task & { type: 'task' });
+
+let embedder: Embedder | null | undefined;
+
+/** The embeddings client, or null when no endpoint is configured (embeddings are optional). */
+function configuredEmbedder(): Embedder | null {
+  if (embedder === undefined) {
+    const settings = embeddingsSettings();
+    embedder = settings ? createEmbedder(settings) : null;
+  }
+  return embedder;
+}
+
+/** The tenant's projects and tasks in the job's scope, as the API shows them. */
+async function sources(tenantId: string, projectIds: readonly string[] | null): Promise<Source[]> {
+  const parameters: SqlParameter[] = [{ name: '@tenantId', value: tenantId }];
+  let scope = '';
+  if (projectIds) {
+    scope = ' AND (ARRAY_CONTAINS(@projectIds, c.id) OR ARRAY_CONTAINS(@projectIds, c.projectId))';
+    parameters.push({ name: '@projectIds', value: [...projectIds] });
+  }
+  const query = {
+    query: `SELECT * FROM c WHERE c.tenantId = @tenantId AND (c.type = 'project' OR c.type = 'task') AND NOT IS_DEFINED(c.deleting)${scope}`,
+    parameters,
+  };
+  const { resources } = await (await tenantData()).items.query<Source>(query, { partitionKey: tenantId, maxItemCount: 1000 }).fetchAll();
+  return resources;
+}
+
+/**
+ * Brings the tenant's chunk index in line with its projects and tasks. Changed and new chunks are
+ * written (a full rebuild writes every chunk), chunks whose source is gone are deleted, and all of
+ * it happens in place: readers see each chunk either as it was or as it is now, never an empty or
+ * half-built index. Running it twice does the work once: the second run finds nothing changed.
+ * Embeddings are computed only for chunks whose content changed.
+ */
+export async function rebuildIndex(tenantId: string, job: Pick<RagJob, 'mode' | 'projectIds'>): Promise<RagCounts> {
+  const [found, stored] = await Promise.all([sources(tenantId, job.projectIds), storedChunkSummaries(tenantId, job.projectIds)]);
+  const wanted: Chunk[] = found.flatMap((source) => (source.type === 'project' ? projectChunks(source) : taskChunks(source)));
+  const storedById = new Map(stored.map((summary) => [summary.id, summary]));
+  const embed = configuredEmbedder();
+
+  const changed = wanted.filter((chunk) => {
+    const existing = storedById.get(chunk.id);
+    // A chunk stored before embeddings were configured counts as changed until it has its vector.
+    return existing?.contentHash !== chunk.contentHash || (embed !== null && !existing.hasEmbedding);
+  });
+  const toWrite = job.mode === 'full' ? wanted : changed;
+  const changedIds = new Set(changed.map((chunk) => chunk.id));
+
+  const vectors = new Map<string, number[]>();
+  if (embed) {
+    const fresh = await embed.embed(changed.map((chunk) => chunk.content));
+    changed.forEach((chunk, index) => vectors.set(chunk.id, fresh[index]!));
+    const carried = toWrite.filter((chunk) => !changedIds.has(chunk.id)).map((chunk) => chunk.id);
+    for (const [id, vector] of await storedEmbeddings(tenantId, carried)) vectors.set(id, vector);
+  }
+
+  await writeChunks(toWrite.map((chunk): ChunkDocument => ({ ...chunk, tenantId, ...(vectors.has(chunk.id) ? { embedding: vectors.get(chunk.id)! } : {}) })));
+  const wantedIds = new Set(wanted.map((chunk) => chunk.id));
+  const stale = stored.filter((summary) => !wantedIds.has(summary.id)).map((summary) => summary.id);
+  await deleteChunks(tenantId, stale);
+
+  return { sources: found.length, chunks: wanted.length, written: toWrite.length, unchanged: wanted.length - toWrite.length, deleted: stale.length };
+}
