@@ -68,7 +68,7 @@ const DEFAULT_MAX_ATTEMPTS = 6;
 const DEFAULT_MAX_RETRY_DELAY_MS = 20_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const FIRST_BACKOFF_MS = 500;
-// 408 and 409 are not retried: apart from throttling, a 4xx will not get better by asking again.
+// Throttling and the server failures OpenAI and Azure say to retry; any other 4xx would fail the same way again.
 const RETRIED_STATUSES = new Set([429, 500, 502, 503, 504]);
 // Azure OpenAI and Azure AI services take the key in `api-key`; everything else as a bearer token.
 const API_KEY_HEADER_HOST_SUFFIXES = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];
@@ -111,7 +111,7 @@ export const embeddingsSettings = () => (settingsRead ??= { settings: readEmbedd
 
 export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOptions = {}): Embedder {
   const url = embeddingsUrl(settings.endpoint);
-  // Errors name the endpoint without its query, which is no place for secrets but is not ours to print.
+  // Errors name the endpoint without its query: some gateways take a key or signature there.
   const where = `${url.origin}${url.pathname}`;
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
