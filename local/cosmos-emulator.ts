@@ -8,6 +8,7 @@ import { Agent } from 'node:https';
 import { dirname } from 'node:path';
 import { CosmosClient, type OperationInput, type PartitionKey } from '@azure/cosmos';
 import { createHttpsServer } from '@vercel/cosmosdb-server';
+import { writeInBatches } from '../shared/data/batches.js';
 import { CONTAINERS } from '../shared/data/containers.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
@@ -65,16 +66,15 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     for (const [id, documents] of Object.entries(snapshot)) {
       const definition = Object.values(CONTAINERS).find((container) => container.id === id);
       if (!definition) continue;
-      const container = database.container(id);
-      for (let start = 0; start < documents.length; start += 100) {
-        const operations: OperationInput[] = documents.slice(start, start + 100).map((resourceBody) => ({
-          operationType: 'Upsert',
-          partitionKey: partitionKeyOf(definition.partitionKey.paths, resourceBody),
-          resourceBody: resourceBody as never,
-        }));
-        await container.items.executeBulkOperations(operations);
-        restored += operations.length;
+      const byPartition = new Map<string, { partitionKey: PartitionKey; operations: OperationInput[] }>();
+      for (const resourceBody of documents) {
+        const partitionKey = partitionKeyOf(definition.partitionKey.paths, resourceBody);
+        const group = byPartition.get(JSON.stringify(partitionKey)) ?? { partitionKey, operations: [] };
+        group.operations.push({ operationType: 'Upsert', partitionKey, resourceBody: resourceBody as never });
+        byPartition.set(JSON.stringify(partitionKey), group);
       }
+      for (const { partitionKey, operations } of byPartition.values()) await writeInBatches(database.container(id), partitionKey, operations);
+      restored += documents.length;
     }
     return restored;
   }

@@ -4,6 +4,7 @@ import { assertStatusMove, membersWithOwner } from '../domain/project-rules.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import type { IfMatch } from '../http/etag.js';
 import { projectId, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
+import { writeInBatches } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import type { IdempotentRequest } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
@@ -164,9 +165,7 @@ export async function deleteProject(principal: Principal, id: string, ifMatch: I
   await deleteTasksOfProject(documents, tenantId, id);
 }
 
-const BATCH_LIMIT = 100;
-
-/** Removes every task of the project, a transactional batch of up to 100 at a time. */
+/** Removes every task of the project, in transactional batches. */
 async function deleteTasksOfProject(documents: Container, tenantId: string, id: string): Promise<void> {
   const query = {
     query: "SELECT c.id FROM c WHERE c.tenantId = @tenantId AND c.type = 'task' AND c.projectId = @projectId",
@@ -176,11 +175,5 @@ async function deleteTasksOfProject(documents: Container, tenantId: string, id: 
     ],
   };
   const { resources: tasks } = await documents.items.query<{ id: string }>(query, { partitionKey: tenantId }).fetchAll();
-  for (let start = 0; start < tasks.length; start += BATCH_LIMIT) {
-    const operations = tasks.slice(start, start + BATCH_LIMIT).map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId }));
-    const { result = [] } = await documents.items.batch(operations, tenantId);
-    // A task already gone (a concurrent delete) is fine; anything else must not be passed over.
-    const failed = result.find((operation) => operation.statusCode >= 400 && operation.statusCode !== 404);
-    if (failed) throw new Error(`Deleting the tasks of ${id} failed with ${failed.statusCode}`);
-  }
+  await writeInBatches(documents, tenantId, tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId })));
 }

@@ -1,7 +1,8 @@
 import type { OperationInput, SqlParameter } from '@azure/cosmos';
 import type { Chunk } from '../rag/chunker.js';
 import { container } from './cosmos.js';
-import { asJson } from './tenant-data.js';
+import { writeInBatches } from './batches.js';
+import { asJson, FULL_SCAN_PAGE } from './tenant-data.js';
 
 /** A chunk as the index stores it. */
 export interface ChunkDocument extends Chunk {
@@ -33,7 +34,7 @@ function scope(tenantId: string, projectIds: readonly string[] | null) {
 export async function storedChunkSummaries(tenantId: string, projectIds: readonly string[] | null): Promise<StoredChunkSummary[]> {
   const { condition, parameters } = scope(tenantId, projectIds);
   const query = { query: `SELECT c.id, c.contentHash, IS_DEFINED(c.embedding) AS hasEmbedding FROM c WHERE ${condition}`, parameters };
-  const { resources } = await (await chunks()).items.query<StoredChunkSummary>(query, { partitionKey: tenantId, maxItemCount: 1000 }).fetchAll();
+  const { resources } = await (await chunks()).items.query<StoredChunkSummary>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
   return resources;
 }
 
@@ -55,20 +56,10 @@ export async function storedEmbeddings(tenantId: string, ids: readonly string[])
   return embeddings;
 }
 
-async function runBulk(operations: OperationInput[]): Promise<void> {
-  const index = await chunks();
-  for (let start = 0; start < operations.length; start += BULK_SIZE) {
-    const results = await index.items.executeBulkOperations(operations.slice(start, start + BULK_SIZE));
-    // A chunk already gone is what a delete wants; anything else failing must fail the job.
-    const failed = results.find((result) => result.error || ((result.response?.statusCode ?? 0) >= 400 && result.response?.statusCode !== 404));
-    if (failed) throw new Error(`Writing the RAG index failed: ${failed.error?.message ?? failed.response?.statusCode}`);
-  }
-}
-
-export async function writeChunks(documents: readonly ChunkDocument[]): Promise<void> {
-  await runBulk(documents.map((document) => ({ operationType: 'Upsert', partitionKey: document.tenantId, resourceBody: asJson(document) })));
+export async function writeChunks(tenantId: string, documents: readonly ChunkDocument[]): Promise<void> {
+  await writeInBatches(await chunks(), tenantId, documents.map((document): OperationInput => ({ operationType: 'Upsert', partitionKey: tenantId, resourceBody: asJson(document) })));
 }
 
 export async function deleteChunks(tenantId: string, ids: readonly string[]): Promise<void> {
-  await runBulk(ids.map((id) => ({ operationType: 'Delete', partitionKey: tenantId, id })));
+  await writeInBatches(await chunks(), tenantId, ids.map((id): OperationInput => ({ operationType: 'Delete', partitionKey: tenantId, id })));
 }

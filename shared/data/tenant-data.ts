@@ -16,6 +16,9 @@ export interface StoredDocument {
 
 export const tenantData = (): Promise<Container> => container('tenantData');
 
+/** Page size for reading a whole partition: -1 lets Cosmos fill each page (up to 4 MB), the fewest round trips. */
+export const FULL_SCAN_PAGE = -1;
+
 /** The document of that type with that id in the tenant's partition, if there is one. */
 export async function readDocument<D extends StoredDocument>(tenantId: string, id: string, type: D['type']): Promise<D | undefined> {
   const { resource } = await (await tenantData()).item(id, tenantId).read<D>();

@@ -1,6 +1,6 @@
 import type { SqlParameter } from '@azure/cosmos';
 import { deleteChunks, storedChunkSummaries, storedEmbeddings, writeChunks, type ChunkDocument } from '../data/rag-chunks-repository.js';
-import { tenantData } from '../data/tenant-data.js';
+import { FULL_SCAN_PAGE, tenantData } from '../data/tenant-data.js';
 import type { Project } from '../schemas/projects.js';
 import type { RagCounts, RagJob } from '../schemas/rag.js';
 import type { Task } from '../schemas/tasks.js';
@@ -32,7 +32,7 @@ async function sources(tenantId: string, projectIds: readonly string[] | null): 
     query: `SELECT * FROM c WHERE c.tenantId = @tenantId AND (c.type = 'project' OR c.type = 'task') AND NOT IS_DEFINED(c.deleting)${scope}`,
     parameters,
   };
-  const { resources } = await (await tenantData()).items.query<Source>(query, { partitionKey: tenantId, maxItemCount: 1000 }).fetchAll();
+  const { resources } = await (await tenantData()).items.query<Source>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
   return resources;
 }
 
@@ -65,7 +65,7 @@ export async function rebuildIndex(tenantId: string, job: Pick<RagJob, 'mode' | 
     for (const [id, vector] of await storedEmbeddings(tenantId, carried)) vectors.set(id, vector);
   }
 
-  await writeChunks(toWrite.map((chunk): ChunkDocument => ({ ...chunk, tenantId, ...(vectors.has(chunk.id) ? { embedding: vectors.get(chunk.id)! } : {}) })));
+  await writeChunks(tenantId, toWrite.map((chunk): ChunkDocument => ({ ...chunk, tenantId, ...(vectors.has(chunk.id) ? { embedding: vectors.get(chunk.id)! } : {}) })));
   const wantedIds = new Set(wanted.map((chunk) => chunk.id));
   const stale = stored.filter((summary) => !wantedIds.has(summary.id)).map((summary) => summary.id);
   await deleteChunks(tenantId, stale);
