@@ -10,6 +10,7 @@ import { CosmosClient, type OperationInput, type PartitionKey } from '@azure/cos
 import { createHttpsServer } from '@vercel/cosmosdb-server';
 import { writeInBatches } from '../shared/data/batches.js';
 import { CONTAINERS } from '../shared/data/containers.js';
+import { speedUpEmulatorQueries } from './cosmos-query-speedup.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
 export const EMULATOR_KEY = Buffer.from('local-cosmos-emulator-key').toString('base64');
@@ -34,6 +35,7 @@ function partitionKeyOf(paths: readonly string[], document: Record<string, unkno
 }
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
+  speedUpEmulatorQueries();
   const server = createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true });
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const address = server.address();

@@ -1,9 +1,11 @@
 /**
  * A local Functions host for one machine. It loads the app the way Azure's Node worker does (every
  * file of package.json's `main`, with `@azure/functions-core` supplied on NODE_PATH), then serves
- * exactly the HTTP functions those files registered: their routes, methods and handlers.
+ * exactly the HTTP functions those files registered (their routes, methods and handlers) and runs
+ * their storage queue triggers (see queue-triggers.ts).
  *
- * Run as a child process of the local stack (see stack.ts); it reports `{ ready, port }` over IPC.
+ * Run as a child process of the local stack (see stack.ts); it reports `{ ready, port, routes,
+ * queueFunctions }` over IPC.
  */
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -13,10 +15,14 @@ import { dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import functions, { type HttpHandler } from '@azure/functions';
+import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
 import { compileRoute, createRouter } from './routes.js';
 
-interface Registration {
-  metadata: { name: string; bindings: Record<string, { type: string; direction: string; route?: string; methods?: string[] }> };
+export interface Registration {
+  metadata: {
+    name: string;
+    bindings: Record<string, { name: string; type: string; direction: string; route?: string; methods?: string[]; queueName?: string; connection?: string }>;
+  };
   callback: (...args: unknown[]) => unknown;
 }
 
@@ -39,9 +45,8 @@ export async function appFiles(appRoot: string): Promise<string[]> {
   return entries.filter((entry) => matcher.test(entry)).sort().map((entry) => join(dirname(pattern), entry));
 }
 
-async function routePrefix(appRoot: string): Promise<string> {
-  const hostJson = JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as { extensions?: { http?: { routePrefix?: string } } };
-  return hostJson.extensions?.http?.routePrefix ?? 'api';
+interface HostJson {
+  extensions?: { http?: { routePrefix?: string }; queues?: Record<string, unknown> };
 }
 
 function log(functionName: string, level: string, message: string): void {
@@ -82,7 +87,8 @@ async function writeResponse(response: InstanceType<typeof HttpResponse>, res: S
 }
 
 export async function startFunctionsHost(appRoot: string, port: number, host: string) {
-  const prefix = await routePrefix(appRoot);
+  const hostJson = JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as HostJson;
+  const prefix = hostJson.extensions?.http?.routePrefix ?? 'api';
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
 
   const httpFunctions = core.registrations.flatMap(({ metadata, callback }) => {
@@ -129,20 +135,36 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   await new Promise<void>((resolveListen) => server.listen(port, host, resolveListen));
   const address = server.address();
   const actualPort = typeof address === 'object' && address ? address.port : port;
+
+  const queueTriggers = startQueueTriggers({
+    registrations: core.registrations,
+    settings: queueExtensionSettings(hostJson.extensions?.queues),
+    environment: process.env,
+    log,
+  });
   return {
     server,
     port: actualPort,
     routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),
+    queueTriggers,
   };
 }
 
+// How long a stopping host waits for queue invocations under way; their messages come back after that.
+const QUEUE_STOP_GRACE_MS = 10_000;
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isMain) {
   const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
   const host = process.env.LOCAL_HOST ?? '127.0.0.1';
-  const { server, port, routes } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
-  process.send?.({ ready: true, port, routes });
-  const stop = () => server.close(() => process.exit(0));
+  const { server, port, routes, queueTriggers } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
+  process.send?.({ ready: true, port, routes, queueFunctions: queueTriggers.functions });
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await Promise.all([queueTriggers.stop(QUEUE_STOP_GRACE_MS), new Promise((resolveClose) => server.close(resolveClose))]);
+    process.exit(0);
+  };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   process.on('disconnect', stop);

@@ -1,7 +1,8 @@
 /**
  * The whole API on one machine: the app's functions in the local Functions host, plus whatever
- * embedded part stands in for a setting that is not given (Cosmos DB, Entra ID). A setting that is
- * given is always used, so the same stack can run against real Azure resources and a real tenant.
+ * embedded part stands in for a setting that is not given (Cosmos DB, Entra ID, the storage queue).
+ * A setting that is given is always used, so the same stack can run against real Azure resources
+ * and a real tenant.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
@@ -16,6 +18,8 @@ import { DEFAULT_LOCAL_USERNAME, startIdentityProvider, writeIdentityProviderInf
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
+// The contract's default; the deployed app sets it too, as the queue trigger binds to %RAG_QUEUE_NAME%.
+const DEFAULT_RAG_QUEUE_NAME = 'rag-index-jobs';
 
 export interface StackOptions {
   apiPort: number;
@@ -117,6 +121,18 @@ export async function startStack(options: StackOptions) {
       embedded.push(`Cosmos DB ${cosmos.endpoint}${cosmos.restored ? ` (${cosmos.restored} documents restored)` : ''}`);
     }
 
+    // A storage account given by a connection string (UseDevelopmentStorage=true included) or by
+    // identity-based settings (AzureWebJobsStorage__queueServiceUri) is used as it is.
+    let azurite: AzuriteQueue | undefined;
+    const storageGiven = Object.keys(options.settings).some((name) => /^AzureWebJobsStorage(__|$)/.test(name) && given(options.settings, name));
+    if (!storageGiven) {
+      azurite = await startAzuriteQueue(options.dataDir ? { dataDir: join(options.dataDir, 'azurite') } : {});
+      started.push(azurite);
+      hostEnvironment.AzureWebJobsStorage = azurite.connectionString;
+      embedded.push(`Azurite queue ${azurite.queueEndpoint}`);
+    }
+    if (!given(options.settings, 'RAG_QUEUE_NAME')) hostEnvironment.RAG_QUEUE_NAME = DEFAULT_RAG_QUEUE_NAME;
+
     const host = await startHostProcess({
       port: options.apiPort,
       environment: hostEnvironment,
@@ -132,9 +148,13 @@ export async function startStack(options: StackOptions) {
       tls,
       port: host.port,
       routes: host.routes,
+      queueFunctions: host.queueFunctions,
+      /** The storage account the host uses, unless it is given by identity-based settings. */
+      storageConnectionString: hostEnvironment.AzureWebJobsStorage,
       identityProvider,
       graph,
       cosmos,
+      azurite,
       embedded,
       async stop(): Promise<void> {
         for (const part of started.reverse()) await part.close();
@@ -152,6 +172,7 @@ interface HostReady {
   ready: true;
   port: number;
   routes: { name: string; methods: string[]; template: string }[];
+  queueFunctions: { name: string; queue: string }[];
 }
 
 export interface HostProcessOptions {
@@ -162,6 +183,8 @@ export interface HostProcessOptions {
   extraCaCerts?: string;
   hostOutput: StackOptions['hostOutput'];
   onHostOutput?: StackOptions['onHostOutput'];
+  /** The function app to load; by default this one. */
+  appRoot?: string;
 }
 
 /** Runs the app's functions in the local Functions host, as a child process like Azure's worker. */
@@ -169,14 +192,15 @@ export async function startHostProcess(options: HostProcessOptions) {
   const root = appRoot();
   const script = join(root, 'dist', 'local', 'functions-host.js');
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
+  const functionApp = options.appRoot ?? root;
   const child = fork(script, [], {
-    cwd: root,
+    cwd: functionApp,
     env: {
       ...options.environment,
       PATH: process.env.PATH ?? '',
       NODE_PATH: join(root, 'local', 'functions-core'),
       ...(options.extraCaCerts ? { NODE_EXTRA_CA_CERTS: options.extraCaCerts } : {}),
-      LOCAL_APP_ROOT: root,
+      LOCAL_APP_ROOT: functionApp,
       LOCAL_PORT: String(options.port),
     },
     stdio: options.hostOutput === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -195,7 +219,7 @@ export async function startHostProcess(options: HostProcessOptions) {
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
-  return { port: ready.port, routes: ready.routes, stop: () => stopProcess(child) };
+  return { port: ready.port, routes: ready.routes, queueFunctions: ready.queueFunctions, stop: () => stopProcess(child) };
 }
 
 /** NODE_EXTRA_CA_CERTS takes one file: the local certificate, plus any the user already trusts. */

@@ -35,8 +35,12 @@ const stack = await startStack({
   hostOutput: 'inherit',
 });
 
-const width = Math.max(...stack.routes.map((route) => route.name.length));
-console.log(`\nFunctions:\n${stack.routes.map((route) => `  ${route.name.padEnd(width)}  [${route.methods.join(',')}] http://localhost:${stack.port}/${route.template}`).join('\n')}`);
+const width = Math.max(...[...stack.routes, ...stack.queueFunctions].map((fn) => fn.name.length));
+const functionLines = [
+  ...stack.routes.map((route) => `  ${route.name.padEnd(width)}  [${route.methods.join(',')}] http://localhost:${stack.port}/${route.template}`),
+  ...stack.queueFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [queue] ${fn.queue}`),
+];
+console.log(`\nFunctions:\n${functionLines.join('\n')}`);
 console.log(`\nEmbedded parts: ${stack.embedded.length ? stack.embedded.join('; ') : 'none (every setting is given)'}`);
 console.log(`\nThe API is at ${stack.apiBaseUrl}`);
 if (stack.identityProvider) console.log('Get a token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');

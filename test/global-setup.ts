@@ -18,6 +18,8 @@ export interface StackInfo {
   signingKid: string;
   cosmosEndpoint: string;
   cosmosKey: string;
+  /** The embedded Azurite's connection string, which the host has as AzureWebJobsStorage. */
+  storageConnectionString: string;
   hostLogFile: string;
 }
 
@@ -54,6 +56,7 @@ export async function setup(project: TestProject): Promise<void> {
     signingKid: identityProvider!.signingKid,
     cosmosEndpoint: cosmos!.endpoint,
     cosmosKey: cosmos!.key,
+    storageConnectionString: stack.storageConnectionString!,
     hostLogFile,
   });
 }

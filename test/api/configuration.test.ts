@@ -64,6 +64,7 @@ describe('settings that are given replace the embedded parts', () => {
         AUTH_AUTHORITY_HOST: stack.authorityHost,
         COSMOS_ENDPOINT: stack.cosmosEndpoint,
         COSMOS_KEY: stack.cosmosKey,
+        AzureWebJobsStorage: stack.storageConnectionString,
         NODE_EXTRA_CA_CERTS: stack.caCertPath,
       },
       hostOutput: 'pipe',
