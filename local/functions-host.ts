@@ -86,8 +86,31 @@ async function writeResponse(response: InstanceType<typeof HttpResponse>, res: S
   res.end();
 }
 
+const OVERRIDE_PREFIX = 'AzureFunctionsJobHost__';
+
+/** App settings are strings; the host binds them to the type each setting has. */
+const typed = (value: string): unknown => (/^-?\d+$/.test(value) ? Number(value) : value === 'true' ? true : value === 'false' ? false : value);
+
+/**
+ * Like Azure, an app setting `AzureFunctionsJobHost__extensions__queues__visibilityTimeout` (path
+ * segments joined by `__`, names matched without regard to case) overrides that host.json value.
+ */
+export function withAppSettingOverrides(hostJson: Record<string, unknown>, environment: NodeJS.ProcessEnv): Record<string, unknown> {
+  for (const [name, value] of Object.entries(environment)) {
+    if (value === undefined || !name.startsWith(OVERRIDE_PREFIX)) continue;
+    const path = name.slice(OVERRIDE_PREFIX.length).split('__');
+    let target = hostJson;
+    path.forEach((segment, index) => {
+      const key = Object.keys(target).find((existing) => existing.toLowerCase() === segment.toLowerCase()) ?? segment;
+      if (index === path.length - 1) target[key] = typed(value);
+      else target = (target[key] ??= {}) as Record<string, unknown>;
+    });
+  }
+  return hostJson;
+}
+
 export async function startFunctionsHost(appRoot: string, port: number, host: string) {
-  const hostJson = JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as HostJson;
+  const hostJson = withAppSettingOverrides(JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')), process.env) as HostJson;
   const prefix = hostJson.extensions?.http?.routePrefix ?? 'api';
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
 

@@ -1,0 +1,246 @@
+import { CosmosClient } from '@azure/cosmos';
+import { QueueClient } from '@azure/storage-queue';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import { startHostProcess } from '../../local/stack.js';
+import { api, CLIENT_ID, HOME_TENANT, stack, token, uniqueEmail } from '../support/stack.js';
+
+const manager = () => token({ roles: ['LMS.Manager'] });
+const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-chunks');
+const sentence = (index: number) => `Lesson ${index} walks through one more part of the material, slowly and with examples.`;
+
+async function newProject(description = 'A short course.') {
+  const response = await api('POST', '/projects', { token: await token({ roles: ['LMS.Admin'] }), body: { name: 'Indexed course', description, owner: uniqueEmail() } });
+  expect(response.status).toBe(201);
+  return response.body.id as string;
+}
+
+async function newTask(projectId: string, title: string) {
+  const response = await api('POST', '/tasks', { token: await manager(), body: { projectId, title, description: 'Prepare it.' } });
+  expect(response.status).toBe(201);
+  return response.body.id as string;
+}
+
+type Job = { jobId: string; status: string; counts: { sources: number; chunks: number; written: number; unchanged: number; deleted: number } | null; error: string | null; completedAt: string | null };
+
+/** Polls the job until it ends; the worker picks messages up within host.json's polling interval. */
+async function finished(jobId: string, baseUrl = stack.apiBaseUrl): Promise<Job> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const response = await fetch(`${baseUrl}/rag/jobs/${jobId}`, { headers: { authorization: `Bearer ${await manager()}` } });
+    const job = (await response.json()) as Job;
+    if (job.status === 'Succeeded' || job.status === 'Failed') return job;
+    if (Date.now() > deadline) throw new Error(`Job ${jobId} still ${job.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function rebuild(body: Record<string, unknown>, baseUrl = stack.apiBaseUrl): Promise<Job> {
+  const response = await fetch(`${baseUrl}/rag/index`, { method: 'POST', headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const started = (await response.json()) as Job & { status: string };
+  expect(response.status, JSON.stringify(started)).toBe(202);
+  return finished(started.jobId, baseUrl);
+}
+
+async function chunkIds(projectIds: string[]): Promise<string[]> {
+  const { resources } = await chunks.items
+    .query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.tenantId = @tenantId AND ARRAY_CONTAINS(@projectIds, c.projectId)', parameters: [{ name: '@tenantId', value: HOME_TENANT }, { name: '@projectIds', value: projectIds }] }, { partitionKey: HOME_TENANT })
+    .fetchAll();
+  return resources.map((chunk) => chunk.id).sort();
+}
+
+describe('POST /api/rag/index', () => {
+  it('answers 202 with Location and a Queued job, which then succeeds', async () => {
+    const projectId = await newProject();
+    const response = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [projectId] } });
+    expect(response.status).toBe(202);
+    expect(response.body).toMatchObject({ jobId: expect.any(String), status: 'Queued', mode: 'incremental', projectIds: [projectId], requestedAt: expect.any(String), requestedBy: expect.any(String), counts: null, error: null });
+    expect(response.headers.get('location')).toBe(`/api/rag/jobs/${response.body.jobId}`);
+    const job = await finished(response.body.jobId);
+    expect(job).toMatchObject({ status: 'Succeeded', counts: { sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: 0 }, error: null });
+  });
+
+  it('reflects created, changed and deleted projects and tasks, writing only what changed', async () => {
+    const short = await newProject();
+    const long = await newProject(Array.from({ length: 60 }, (_, index) => sentence(index)).join(' '));
+    const tasks = [await newTask(short, 'Record the intro'), await newTask(short, 'Write the quiz')];
+    const scope = { projectIds: [short, long] };
+
+    const first = await rebuild(scope);
+    const longChunks = first.counts!.chunks - 3;
+    expect(longChunks).toBeGreaterThan(1);
+    expect(first.counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 3 + longChunks, unchanged: 0, deleted: 0 });
+    expect(await chunkIds([short, long])).toEqual([`${short}-c0`, ...Array.from({ length: longChunks }, (_, index) => `${long}-c${index}`), `${tasks[0]}-c0`, `${tasks[1]}-c0`].sort());
+
+    const { resource: chunk } = await chunks.item(`${tasks[0]}-c0`, HOME_TENANT).read();
+    expect(chunk).toMatchObject({ sourceType: 'task', sourceId: tasks[0], projectId: short, title: 'Record the intro', chunkIndex: 0, contentHash: expect.any(String), updatedAt: expect.any(String) });
+    expect(chunk.content).toContain('Record the intro');
+
+    expect((await rebuild(scope)).counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 0, unchanged: 3 + longChunks, deleted: 0 });
+
+    // Renaming a project rewrites its own chunk only: its tasks' chunks do not carry its name.
+    await api('PUT', `/projects/${short}`, { token: await token({ roles: ['LMS.Admin'] }), body: { name: 'Renamed course' } });
+    expect((await rebuild(scope)).counts).toMatchObject({ written: 1, deleted: 0 });
+
+    await api('DELETE', `/tasks/${tasks[1]}`, { token: await manager() });
+    expect((await rebuild(scope)).counts).toEqual({ sources: 3, chunks: 2 + longChunks, written: 0, unchanged: 2 + longChunks, deleted: 1 });
+
+    await api('DELETE', `/projects/${long}`, { token: await token({ roles: ['LMS.Admin'] }) });
+    expect((await rebuild(scope)).counts).toEqual({ sources: 2, chunks: 2, written: 0, unchanged: 2, deleted: longChunks });
+    expect(await chunkIds([short, long])).toEqual([`${short}-c0`, `${tasks[0]}-c0`].sort());
+  });
+
+  it('rewrites every chunk in full mode', async () => {
+    const projectId = await newProject();
+    await newTask(projectId, 'One');
+    await rebuild({ projectIds: [projectId] });
+    expect((await rebuild({ mode: 'full', projectIds: [projectId] })).counts).toEqual({ sources: 2, chunks: 2, written: 2, unchanged: 0, deleted: 0 });
+  });
+
+  it('allows one active job per tenant: a second request is a 409 naming the first', async () => {
+    const projectId = await newProject();
+    const [first, second] = await Promise.all([1, 2].map(async () => api('POST', '/rag/index', { token: await manager(), body: { projectIds: [projectId] } })));
+    const statuses = [first!.status, second!.status].sort();
+    expect(statuses).toEqual([202, 409]);
+    const accepted = first!.status === 202 ? first! : second!;
+    const refused = first!.status === 409 ? first! : second!;
+    expect(refused.body).toMatchObject({ error: 'Conflict', activeJobId: accepted.body.jobId });
+    await finished(accepted.body.jobId);
+    const next = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [projectId] } });
+    expect(next.status).toBe(202);
+    await finished(next.body.jobId);
+  });
+
+  it('validates the body and the role', async () => {
+    for (const body of [{ mode: 'partial' }, { projectIds: [] }, { projectIds: ['nope'] }, { extra: 1 }]) {
+      expect((await api('POST', '/rag/index', { token: await manager(), body })).status).toBe(400);
+    }
+    expect((await api('POST', '/rag/index', { token: await token({ roles: ['LMS.Member'] }), body: {} })).status).toBe(403);
+    expect((await api('GET', '/rag/jobs', { token: await token({ roles: ['LMS.Reader'] }) })).status).toBe(403);
+  });
+
+  it('ignores a message for a job that already finished', async () => {
+    const projectId = await newProject();
+    const job = await rebuild({ projectIds: [projectId] });
+    const queue = new QueueClient(stack.storageConnectionString, 'rag-index-jobs');
+    await queue.sendMessage(Buffer.from(JSON.stringify({ jobId: job.jobId, tenantId: HOME_TENANT })).toString('base64'));
+    await expect.poll(async () => (await queue.getProperties()).approximateMessagesCount, { timeout: 15_000, interval: 200 }).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await finished(job.jobId)).toEqual(job);
+  });
+});
+
+describe('GET /api/rag/jobs', () => {
+  it('lists jobs newest first, and answers 404 for an unknown job', async () => {
+    const projectId = await newProject();
+    const older = await rebuild({ projectIds: [projectId] });
+    const newer = await rebuild({ projectIds: [projectId] });
+    const list = await api('GET', '/rag/jobs?limit=2', { token: await manager() });
+    expect(list.status).toBe(200);
+    expect(list.body.map((job: Job) => job.jobId)).toEqual([newer.jobId, older.jobId]);
+    expect(list.headers.get('link')).toContain('rel="next"');
+    expect((await api('GET', '/rag/jobs/00000000-0000-4000-8000-000000000000', { token: await manager() })).status).toBe(404);
+    expect((await api('GET', '/rag/jobs/not-a-job', { token: await manager() })).status).toBe(404);
+  });
+});
+
+describe('the RAG worker under failure', () => {
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+  });
+
+  /** The app on its own queue, so this test's worker alone receives its messages. */
+  async function hostWith(environment: Record<string, string>): Promise<string> {
+    const host = await startHostProcess({
+      port: 0,
+      environment: {
+        AUTH_TENANT_ID: HOME_TENANT,
+        AUTH_CLIENT_ID: CLIENT_ID,
+        AUTH_AUTHORITY_HOST: stack.authorityHost,
+        COSMOS_ENDPOINT: stack.cosmosEndpoint,
+        COSMOS_KEY: stack.cosmosKey,
+        AzureWebJobsStorage: stack.storageConnectionString,
+        AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
+        AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
+        ...environment,
+      },
+      extraCaCerts: stack.caCertPath,
+      hostOutput: 'pipe',
+    });
+    stops.push(host.stop);
+    return `http://127.0.0.1:${host.port}/api`;
+  }
+
+  async function embeddings(): Promise<EmbeddingsStandIn> {
+    const standIn = await startEmbeddingsStandIn({ apiKey: 'test-key' });
+    stops.push(standIn.close);
+    return standIn;
+  }
+
+  it('embeds changed chunks only, in batches', async () => {
+    const standIn = await embeddings();
+    const baseUrl = await hostWith({ RAG_QUEUE_NAME: 'rag-test-embeddings', EMBEDDINGS_ENDPOINT: standIn.url, EMBEDDINGS_API_KEY: 'test-key', EMBEDDINGS_MODEL: 'text-embedding-3-small' });
+    const projectId = await newProject();
+    const taskId = await newTask(projectId, 'Embed me');
+    await rebuild({ projectIds: [projectId] }, baseUrl);
+    expect(standIn.counts.inputs).toBe(2);
+    const { resource } = await chunks.item(`${taskId}-c0`, HOME_TENANT).read();
+    expect(resource.embedding).toHaveLength(32);
+    await rebuild({ projectIds: [projectId] }, baseUrl);
+    await rebuild({ mode: 'full', projectIds: [projectId] }, baseUrl);
+    expect(standIn.counts.inputs).toBe(2);
+    await api('PUT', `/tasks/${taskId}`, { token: await manager(), body: { title: 'Embed me again' } });
+    await rebuild({ projectIds: [projectId] }, baseUrl);
+    expect(standIn.counts.inputs).toBe(3);
+  });
+
+  it('retries a worker that failed mid-job, and the retry finishes with a correct index', async () => {
+    const standIn = await embeddings();
+    const baseUrl = await hostWith({ RAG_QUEUE_NAME: 'rag-test-retry', EMBEDDINGS_ENDPOINT: standIn.url, EMBEDDINGS_API_KEY: 'test-key', EMBEDDINGS_MODEL: 'm' });
+    const projectId = await newProject();
+    await newTask(projectId, 'Survive a failure');
+    // Enough failures to exhaust the first attempt's retries; the queue's second delivery succeeds.
+    standIn.failNext(6, 503, 0);
+    const job = await rebuild({ projectIds: [projectId] }, baseUrl);
+    expect(job).toMatchObject({ status: 'Succeeded', counts: { sources: 2, chunks: 2, written: 2, deleted: 0 } });
+    expect(standIn.counts.requests).toBeGreaterThanOrEqual(7);
+    expect(await chunkIds([projectId])).toHaveLength(2);
+  });
+
+  it('fails the job with its last error when the message is poisoned', async () => {
+    const standIn = await embeddings();
+    const baseUrl = await hostWith({
+      RAG_QUEUE_NAME: 'rag-test-poison',
+      EMBEDDINGS_ENDPOINT: standIn.url,
+      EMBEDDINGS_API_KEY: 'test-key',
+      EMBEDDINGS_MODEL: 'm',
+      AzureFunctionsJobHost__extensions__queues__maxDequeueCount: '2',
+    });
+    const projectId = await newProject();
+    standIn.failNext(1_000, 503, 0);
+    const job = await rebuild({ projectIds: [projectId] }, baseUrl);
+    expect(job.status).toBe('Failed');
+    expect(job.error).toMatch(/Gave up after the queue's last retry\. Last error: EmbeddingsUnavailableError/);
+    // The message went to the poison queue, whose handler failed the job and consumed it.
+    for (const name of ['rag-test-poison', 'rag-test-poison-poison']) {
+      expect((await new QueueClient(stack.storageConnectionString, name).getProperties()).approximateMessagesCount).toBe(0);
+    }
+  });
+
+  it('gives 503 and leaves no stuck job when the queue cannot be reached', async () => {
+    const baseUrl = await hostWith({
+      RAG_QUEUE_NAME: 'rag-test-down',
+      AzureWebJobsStorage: stack.storageConnectionString.replace(/QueueEndpoint=http:\/\/127\.0\.0\.1:\d+/, 'QueueEndpoint=http://127.0.0.1:1'),
+    });
+    const response = await fetch(`${baseUrl}/rag/index`, { method: 'POST', headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' }, body: '{}' });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await response.json()).toMatchObject({ error: 'Service Unavailable', status: 503 });
+    const [latest] = (await api('GET', '/rag/jobs?limit=1', { token: await manager() })).body as Job[];
+    expect(latest).toMatchObject({ status: 'Failed', error: 'The job could not be put on the queue.' });
+    const next = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [await newProject()] } });
+    expect(next.status).toBe(202);
+    await finished(next.body.jobId);
+  });
+});
