@@ -194,6 +194,8 @@ export async function startHostProcess(options: HostProcessOptions) {
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
   const functionApp = options.appRoot ?? root;
   const child = fork(script, [], {
+    // The app is a minified bundle: stack traces in the log should still name the source.
+    execArgv: ['--enable-source-maps'],
     cwd: functionApp,
     env: {
       ...options.environment,
