@@ -4,6 +4,7 @@
  * it survive restarts by writing a snapshot after writes and loading it at start.
  */
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
 import { dirname } from 'node:path';
 import { CosmosClient, type OperationInput, type PartitionKey } from '@azure/cosmos';
@@ -37,6 +38,17 @@ function partitionKeyOf(paths: readonly string[], document: Record<string, unkno
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   speedUpEmulatorQueries();
   const server = createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true });
+  // What the app costs the database: data requests and the request units they report, and apart from
+  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
+  const counts = { requests: 0, requestCharge: 0, queryPlans: 0 };
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (request.headers['x-ms-cosmos-is-query-plan-request']) {
+      counts.queryPlans += 1;
+      return;
+    }
+    counts.requests += 1;
+    response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
+  });
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
@@ -110,6 +122,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   }
 
   return {
+    counts,
     endpoint,
     key: EMULATOR_KEY,
     restored,

@@ -221,7 +221,7 @@ export async function startHostProcess(options: HostProcessOptions) {
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
-  return { port: ready.port, routes: ready.routes, queueFunctions: ready.queueFunctions, stop: () => stopProcess(child) };
+  return { pid: child.pid!, port: ready.port, routes: ready.routes, queueFunctions: ready.queueFunctions, stop: () => stopProcess(child) };
 }
 
 /** NODE_EXTRA_CA_CERTS takes one file: the local certificate, plus any the user already trusts. */
