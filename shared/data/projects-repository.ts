@@ -8,7 +8,7 @@ import { writeInBatches } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import type { IdempotentRequest } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
-import { createDocument, readDocument, tenantData, updateDocument, type Created } from './tenant-data.js';
+import { createDocument, FULL_SCAN_PAGE, readDocument, tenantData, updateDocument, type Created } from './tenant-data.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;
@@ -174,6 +174,6 @@ async function deleteTasksOfProject(documents: Container, tenantId: string, id: 
       { name: '@projectId', value: id },
     ],
   };
-  const { resources: tasks } = await documents.items.query<{ id: string }>(query, { partitionKey: tenantId }).fetchAll();
+  const { resources: tasks } = await documents.items.query<{ id: string }>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
   await writeInBatches(documents, tenantId, tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId })));
 }
