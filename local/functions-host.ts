@@ -8,14 +8,15 @@
  * queueFunctions }` over IPC.
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import functions, { type HttpHandler } from '@azure/functions';
 import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
+import { appFiles } from './app-files.js';
 import { compileRoute, createRouter } from './routes.js';
 
 export interface Registration {
@@ -31,19 +32,6 @@ const { HttpRequest, HttpResponse, InvocationContext } = functions;
 const require = createRequire(import.meta.url);
 // Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
 const core = require('@azure/functions-core') as { registrations: Registration[] };
-
-/** The files of package.json's `main` (a path or a `dir/*.js` pattern), as the worker resolves them. */
-export async function appFiles(appRoot: string): Promise<string[]> {
-  const { main } = JSON.parse(await readFile(join(appRoot, 'package.json'), 'utf8')) as { main?: string };
-  if (!main) throw new Error('package.json has no "main": the host would find no functions');
-  const pattern = resolve(appRoot, main);
-  const name = pattern.slice(dirname(pattern).length + 1);
-  if (!name.includes('*')) return [pattern];
-  if (dirname(pattern).includes('*')) throw new Error(`Only the file name of "main" may hold a wildcard: ${main}`);
-  const matcher = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
-  const entries = await readdir(dirname(pattern));
-  return entries.filter((entry) => matcher.test(entry)).sort().map((entry) => join(dirname(pattern), entry));
-}
 
 interface HostJson {
   extensions?: { http?: { routePrefix?: string }; queues?: Record<string, unknown> };

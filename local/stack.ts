@@ -147,6 +147,7 @@ export async function startStack(options: StackOptions) {
       caCertPath: tls.certPath,
       tls,
       port: host.port,
+      hostPid: host.pid,
       routes: host.routes,
       queueFunctions: host.queueFunctions,
       /** The storage account the host uses, unless it is given by identity-based settings. */

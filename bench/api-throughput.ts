@@ -1,0 +1,144 @@
+/**
+ * Throughput and latency of the API through the local host on the embedded store, next to the
+ * floor (bench/floor-server.ts) for the same requests; the local host's memory over 100,000
+ * requests; and the database requests and request charge of each operation.
+ */
+import { fork } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import autocannon from 'autocannon';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
+import { startStack, type LocalStack } from '../local/stack.js';
+
+const DURATION_SECONDS = 10;
+const WARM_UP_SECONDS = 2;
+const CONNECTIONS = 32;
+
+export interface Throughput {
+  endpoint: string;
+  api: { requestsPerSecond: number; p99Ms: number; errors: number };
+  floor: { requestsPerSecond: number; p99Ms: number; errors: number };
+  /** API requests per second over the floor's: the goal is at least 0.8. */
+  throughputRatio: number;
+  /** API p99 over the floor's: the goal is at most 1.5. */
+  p99Ratio: number;
+}
+
+export interface Memory {
+  requests: number;
+  rssMiB: { before: number; afterHalf: number; afterAll: number };
+}
+
+export interface OperationCost {
+  operation: string;
+  databaseRequests: number;
+  requestCharge: number;
+}
+
+interface Target {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+}
+
+async function load(baseUrl: string, target: Target, authorization: string, options: { duration?: number; amount?: number }) {
+  const result = await autocannon({
+    url: `${baseUrl}${target.path}`,
+    method: target.method,
+    connections: CONNECTIONS,
+    headers: { authorization, 'content-type': 'application/json' },
+    ...(target.body ? { body: target.body } : {}),
+    ...options,
+  });
+  const failures = result.errors + result.timeouts + result.non2xx;
+  return { requestsPerSecond: Math.round(result.requests.average), p99Ms: result.latency.p99, errors: failures };
+}
+
+async function measure(baseUrl: string, target: Target, authorization: string) {
+  await load(baseUrl, target, authorization, { duration: WARM_UP_SECONDS });
+  return load(baseUrl, target, authorization, { duration: DURATION_SECONDS });
+}
+
+async function startFloor(stack: LocalStack): Promise<{ baseUrl: string; stop(): void }> {
+  const child = fork(new URL('./floor-server.js', import.meta.url), [], {
+    env: {
+      ...process.env,
+      NODE_EXTRA_CA_CERTS: stack.caCertPath,
+      AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
+      AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
+      AUTH_AUTHORITY_HOST: stack.identityProvider!.authorityHost,
+      COSMOS_ENDPOINT: stack.cosmos!.endpoint,
+      COSMOS_KEY: stack.cosmos!.key,
+    },
+  });
+  const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (message) => resolve(message as { port: number })));
+  return { baseUrl: `http://127.0.0.1:${port}/api`, stop: () => child.kill() };
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+  return Math.round(kib / 1024);
+}
+
+export async function benchApi(): Promise<{ throughput: Throughput[]; memory: Memory; costs: OperationCost[] }> {
+  const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
+  const floor = await startFloor(stack);
+  try {
+    const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
+    const authorization = `Bearer ${token}`;
+    const api = (method: string, path: string, body?: unknown) =>
+      fetch(`${stack.apiBaseUrl}${path}`, { method, headers: { authorization, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) }).then(async (response) => ({ status: response.status, body: await response.json().catch(() => null) }));
+
+    const project = (await api('POST', '/projects', { name: 'Benchmark course', description: 'Measured.' })).body as { id: string };
+    for (let index = 0; index < 60; index++) await api('POST', '/projects', { name: `Course ${index}` });
+    for (let index = 0; index < 60; index++) await api('POST', '/tasks', { projectId: project.id, title: `Lesson ${index}` });
+
+    const cosmos = stack.cosmos!;
+    const cost = async (operation: string, run: () => Promise<unknown>): Promise<OperationCost> => {
+      const before = { ...cosmos.counts };
+      await run();
+      return { operation, databaseRequests: cosmos.counts.requests - before.requests, requestCharge: cosmos.counts.requestCharge - before.requestCharge };
+    };
+    const costs = [
+      await cost('GET /projects/{id}', () => api('GET', `/projects/${project.id}`)),
+      await cost('GET /projects?limit=50', () => api('GET', '/projects?limit=50')),
+      await cost('POST /projects', () => api('POST', '/projects', { name: 'Costed' })),
+      await cost('PUT /projects/{id}', () => api('PUT', `/projects/${project.id}`, { description: 'Costed.' })),
+      await cost('GET /tasks?projectId=…', () => api('GET', `/tasks?projectId=${project.id}`)),
+      await cost('POST /tasks', () => api('POST', '/tasks', { projectId: project.id, title: 'Costed' })),
+    ];
+
+    // Creates go last: they grow the data the reads would otherwise measure.
+    const targets: Target[] = [
+      { name: 'GET /api/projects/{id}', method: 'GET', path: `/projects/${project.id}` },
+      { name: 'GET /api/projects?limit=50', method: 'GET', path: '/projects?limit=50' },
+      { name: 'GET /api/tasks?projectId=…', method: 'GET', path: `/tasks?projectId=${project.id}` },
+      { name: 'POST /api/projects', method: 'POST', path: '/projects', body: JSON.stringify({ name: 'Load' }) },
+    ];
+    const throughput: Throughput[] = [];
+    for (const target of targets) {
+      const apiResult = await measure(stack.apiBaseUrl, target, authorization);
+      const floorResult = await measure(floor.baseUrl, target, authorization);
+      throughput.push({
+        endpoint: target.name,
+        api: apiResult,
+        floor: floorResult,
+        throughputRatio: Math.round((apiResult.requestsPerSecond / floorResult.requestsPerSecond) * 100) / 100,
+        p99Ratio: Math.round((apiResult.p99Ms / Math.max(floorResult.p99Ms, 1)) * 100) / 100,
+      });
+    }
+
+    const read: Target = targets[0]!;
+    const before = await rssMiB(stack.hostPid);
+    await load(stack.apiBaseUrl, read, authorization, { amount: 50_000 });
+    const afterHalf = await rssMiB(stack.hostPid);
+    await load(stack.apiBaseUrl, read, authorization, { amount: 50_000 });
+    const afterAll = await rssMiB(stack.hostPid);
+    return { throughput, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
+  } finally {
+    floor.stop();
+    await stack.stop();
+  }
+}
