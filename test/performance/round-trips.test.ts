@@ -57,7 +57,7 @@ describe('round trips per operation', () => {
     return cosmos.counts.requests - before;
   }
 
-  it('costs 1 to read by id, 1 for a list page, 2 to create, 3 with an Idempotency-Key, 2 to update', async () => {
+  it('costs 1 to read by id, 1 for a list page, at most 2 to create (3 with an Idempotency-Key), 2 to update', async () => {
     // Warm-up: the SDK reads the account and container once, the caller is recorded once, keys are fetched once.
     const first = await call('POST', '/projects', { name: 'Warm-up' });
     await call('GET', `/projects/${first.body.id}`);
@@ -68,8 +68,12 @@ describe('round trips per operation', () => {
     const plansBefore = cosmos.counts.queryPlans;
     expect(await cosmosRequests(() => call('GET', '/projects?limit=5'), 200)).toBe(1);
     expect(cosmos.counts.queryPlans - plansBefore).toBeLessThanOrEqual(1);
-    expect(await cosmosRequests(() => call('POST', '/projects', { name: 'Two trips' }), 201)).toBe(2);
-    expect(await cosmosRequests(() => call('POST', '/projects', { name: 'Three trips' }, { 'Idempotency-Key': 'round-trips-1' }), 201)).toBe(3);
+    // A create reserves ids in blocks: most creates cost one trip, the one that reserves a block two.
+    const creates = [];
+    for (let index = 0; index < 25; index++) creates.push(await cosmosRequests(() => call('POST', '/projects', { name: `Create ${index}` }), 201));
+    expect(Math.max(...creates)).toBe(2);
+    expect(creates.filter((trips) => trips === 1).length).toBeGreaterThanOrEqual(23);
+    expect(await cosmosRequests(() => call('POST', '/projects', { name: 'Keyed' }, { 'Idempotency-Key': 'round-trips-1' }), 201)).toBeLessThanOrEqual(3);
     expect(await cosmosRequests(() => call('PUT', `/projects/${first.body.id}`, { name: 'Renamed' }), 200)).toBe(2);
   });
 
