@@ -67,11 +67,11 @@ async function writeResponse(response: InstanceType<typeof HttpResponse>, res: S
   response.headers.forEach((value, name) => (headers[name] = value));
   const cookies = response.cookies.map((cookie) => `${cookie.name}=${cookie.value}`);
   if (cookies.length) headers['set-cookie'] = cookies;
+  // The app's responses are small JSON documents: one write with a Content-Length, as Azure's host sends them.
+  const body = response.body && response.status !== 204 && response.status !== 304 ? Buffer.from(await response.arrayBuffer()) : undefined;
+  if (body) headers['content-length'] = String(body.length);
   res.writeHead(response.status, headers);
-  if (response.body && response.status !== 204 && response.status !== 304) {
-    for await (const chunk of Readable.fromWeb(response.body as import('node:stream/web').ReadableStream)) res.write(chunk);
-  }
-  res.end();
+  res.end(body);
 }
 
 const OVERRIDE_PREFIX = 'AzureFunctionsJobHost__';
