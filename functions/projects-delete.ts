@@ -6,6 +6,12 @@ import { noContent } from '../shared/http/responses.js';
 
 export const projectsDelete = endpoint({
   permission: 'projects:delete',
+  docs: {
+    summary: 'Delete a project and its tasks',
+    success: { status: 204 },
+    honours: ['If-Match'],
+    errors: { 404: ['projectNotFound'] },
+  },
   async handle({ principal, request }) {
     await deleteProject(principal, request.params.projectId ?? '', parseIfMatch(request.headers.get('if-match')));
     return noContent();

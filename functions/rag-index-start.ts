@@ -3,11 +3,18 @@ import { createJob, finishJob } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { json } from '../shared/http/responses.js';
 import { enqueueRagJob } from '../shared/rag/queue.js';
-import { startRagIndexBody } from '../shared/schemas/rag.js';
+import { ragJob, startRagIndexBody } from '../shared/schemas/rag.js';
 
 export const ragIndexStart = endpoint({
   permission: 'rag:run',
   body: startRagIndexBody,
+  docs: {
+    summary: 'Start a RAG index rebuild',
+    description:
+      'Stores a job and queues it; follow `Location` to see it run. `incremental` (the default) writes only the chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`. When the queue cannot take the job, it is marked Failed and the answer is a 503.',
+    success: { status: 202, body: ragJob, headers: ['Location'] },
+    errors: { 409: ['ragJobActive'], 503: ['queueUnavailable'] },
+  },
   async handle({ principal, body, request }) {
     const job = await createJob(principal, body);
     try {

@@ -6,6 +6,12 @@ import { noContent } from '../shared/http/responses.js';
 
 export const tasksDelete = endpoint({
   permission: 'tasks:delete',
+  docs: {
+    summary: 'Delete a task',
+    success: { status: 204 },
+    honours: ['If-Match'],
+    errors: { 404: ['taskNotFound'], 409: ['projectArchived'] },
+  },
   async handle({ principal, request }) {
     await deleteTask(principal, request.params.taskId ?? '', parseIfMatch(request.headers.get('if-match')));
     return noContent();

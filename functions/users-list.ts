@@ -1,13 +1,27 @@
 import { app } from '@azure/functions';
+import { z } from 'zod';
 import { listRecordedUsers } from '../shared/data/users-repository.js';
 import { listDirectoryUsers } from '../shared/graph/directory-users.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { json, nextPageLink } from '../shared/http/responses.js';
-import { listUsersQuery } from '../shared/schemas/users.js';
+import { listUsersQuery, user } from '../shared/schemas/users.js';
 
 export const usersList = endpoint({
   permission: 'users:read',
   query: listUsersQuery,
+  docs: {
+    summary: 'List users',
+    description:
+      "By display name. `source=recorded` (the default): the users of your tenant who have called the API. `source=directory`: your tenant's users from Microsoft Graph, read with your own permission through On-Behalf-Of; they have no `roles`, `createdAt` or `lastSeenAt`, and `role` cannot filter them. When your organisation requires a new sign-in, the 401 carries the claims challenge in `WWW-Authenticate` and in the body's `claims`.",
+    success: { status: 200, body: z.array(user), headers: ['Link'] },
+    errors: {
+      400: ['roleFilterNeedsRecordedUsers'],
+      401: ['interactionRequired'],
+      403: ['usersOnly', 'consentRequired', 'directoryAccessDenied'],
+      502: ['directoryUnavailable'],
+      503: ['directoryUnavailable'],
+    },
+  },
   async handle({ principal, query, request }) {
     const page = query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query);
     return json(200, page.items, nextPageLink(request.url, page.nextCursor));

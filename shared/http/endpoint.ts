@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Permission } from '../auth/roles.js';
 import { recordCaller } from '../data/users-repository.js';
 import { badRequest } from '../errors.js';
+import type { OperationDocs } from '../openapi/operation.js';
 import { parseOrThrow } from '../validation.js';
 import { readJsonObject } from './body.js';
 import { errorResponse } from './error-mapper.js';
@@ -29,6 +30,8 @@ export interface EndpointDefinition<QS extends Schema | undefined, BS extends Sc
   permission: Permission;
   query?: QS;
   body?: BS;
+  /** What the API description (shared/openapi) says about the endpoint: summary, answers, errors. */
+  docs?: OperationDocs;
   handle(input: EndpointInput<Output<QS>, Output<BS>>): Promise<HttpResponseInit>;
 }
 

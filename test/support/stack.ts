@@ -101,7 +101,19 @@ export async function api<T = any>(
   const text = await response.text();
   let parsed: unknown = text;
   if (response.headers.get('content-type')?.includes('application/json') && text) parsed = JSON.parse(text);
-  return { status: response.status, headers: response.headers, body: parsed as T };
+  const received = { status: response.status, headers: response.headers, body: parsed as T };
+  await expectDocumented(method, path, received);
+  return received;
+}
+
+let description: Promise<{ problems(method: string, path: string, response: ApiResponse): string[] }> | undefined;
+
+/** Every response an API test receives must be one the OpenAPI document describes. */
+async function expectDocumented(method: string, path: string, response: ApiResponse): Promise<void> {
+  // Loaded on first use: the checker itself calls the API through this module.
+  description ??= import('../openapi/description.js').then(({ ApiDescription }) => ApiDescription.served());
+  const problems = (await description).problems(method, path, response);
+  if (problems.length > 0) throw new Error(`The response does not match the OpenAPI document:\n${problems.join('\n')}`);
 }
 
 /** An owner address no other test uses, so a test can list exactly its own projects. */

@@ -1,0 +1,370 @@
+/**
+ * Builds the OpenAPI 3.1 document from the app's HTTP registrations: routes, methods and names come
+ * from the `app.http` calls, permissions and the query and body schemas from each handler's
+ * definition (endpoint()), answers and errors from its `docs`, and every schema from zod. Nothing
+ * here lists the API a second time; it only says how each part is written in OpenAPI.
+ */
+import { z } from 'zod';
+import { PERMISSIONS, ROLES, type Permission } from '../auth/roles.js';
+import { ApiError, STATUS_NAMES } from '../errors.js';
+import { translate, type MessageKey } from '../messages.js';
+import { errorBody, pagingParameters } from '../schemas/common.js';
+import { parseOrThrow } from '../validation.js';
+import { NAMED_SCHEMAS, PATH_PARAMETERS } from './components.js';
+import type { HonouredHeader, OperationDocs } from './operation.js';
+
+type Json = Record<string, unknown>;
+type Io = 'input' | 'output';
+
+/** An HTTP function as `app.http` registered it. */
+export interface HttpRegistration {
+  name: string;
+  route: string;
+  methods: string[];
+  handler: unknown;
+}
+
+/** What a handler carries for the document: endpoint() handlers their definition, public ones only docs. */
+interface Described {
+  permission?: Permission;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  docs?: OperationDocs;
+}
+
+// Entra ID's endpoints for work and school accounts of any tenant; a single-tenant client uses its tenant id instead.
+const AUTHORITY = 'https://login.microsoftonline.com/organizations/oauth2/v2.0';
+const USER_SCOPE = 'api://{clientId}/access_as_user';
+const EXAMPLE_REQUEST_ID = '7d1e9a52-4c3b-4f6e-9a8d-2b1c0e5f4a39';
+const JSON_MEDIA_TYPE = 'application/json';
+
+const TAGS = [
+  { name: 'Projects', segments: ['projects'], description: 'Projects and their members. Deleting a project deletes its tasks.' },
+  { name: 'Tasks', segments: ['tasks'], description: "Tasks, each in one project; an Archived project's tasks are read-only." },
+  { name: 'Users', segments: ['users'], description: 'The users who have called the API, and the tenant directory through Microsoft Graph.' },
+  { name: 'RAG index', segments: ['rag'], description: 'Rebuilds of the retrieval-augmented-generation index, run as queued jobs.' },
+  { name: 'API description', segments: ['openapi.json', 'docs'], description: 'This document and its reference page. No token needed.' },
+];
+
+const REASONS: Record<number, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No Content' };
+
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const parameter = (name: string) => ({ $ref: `#/components/parameters/${name}` });
+
+const RESPONSE_HEADERS: Record<string, Json> = {
+  ETag: { description: 'Strong entity tag of the representation sent. Send it back in If-Match to change only this version.', required: true, schema: { type: 'string' } },
+  Location: { description: 'Path of the resource created (or of the job started).', required: true, schema: { type: 'string' } },
+  Link: { description: 'RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; absent on the last page.', schema: { type: 'string' } },
+  IdempotentReplayed: { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+  RetryAfter: { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
+  WWWAuthenticate: {
+    description: '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims.',
+    required: true,
+    schema: { type: 'string' },
+  },
+  XRequestId: { description: 'Identifies the request in the service log; quote it when reporting a problem.', required: true, schema: { type: 'string' } },
+};
+
+const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: Json }> = {
+  'If-Match': {
+    component: 'IfMatch',
+    definition: {
+      name: 'If-Match',
+      in: 'header',
+      description: 'Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.',
+      schema: { type: 'string' },
+      example: '"3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"',
+    },
+  },
+  'If-None-Match': {
+    component: 'IfNoneMatch',
+    definition: {
+      name: 'If-None-Match',
+      in: 'header',
+      description: 'Answer 304 without a body when the resource still has one of these ETags.',
+      schema: { type: 'string' },
+      example: '"3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"',
+    },
+  },
+  'Idempotency-Key': {
+    component: 'IdempotencyKey',
+    definition: {
+      name: 'Idempotency-Key',
+      in: 'header',
+      description:
+        'Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.',
+      schema: { type: 'string', minLength: 1, maxLength: 255 },
+      example: '8d0c7a52-onboarding',
+    },
+  },
+};
+
+/** Message parameters shown as `{name}`, so that each message reads as the rule it states. */
+const PLACEHOLDERS = new Proxy({}, { get: (_target, name) => `{${String(name)}}` }) as Record<string, string>;
+
+// A named schema carries its name as zod's `id` (what `.meta({ id })` sets), so that z.toJSONSchema moves it
+// to $defs and refers to it there; its other metadata (descriptions) stays.
+for (const [schema, { name }] of NAMED_SCHEMAS) z.globalRegistry.add(schema, { ...z.globalRegistry.get(schema), id: name });
+
+/** zod bounds every integer by Number's safe range; on every count that is noise for readers and client generators. */
+function dropSafeIntegerBounds({ jsonSchema }: { jsonSchema: { minimum?: number; maximum?: number } }): void {
+  if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+  if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+}
+
+/**
+ * The document's shared parts, gathered as operations use them: the named schemas, and the error
+ * examples (one per status and message, shared by every operation that can answer with them).
+ */
+class Components {
+  readonly schemas: Record<string, Json> = {};
+  readonly examples: Record<string, Json> = {};
+
+  /** A zod schema as JSON Schema; named schemas in it become components it refers to. */
+  schema(schema: z.ZodType, io: Io): Json {
+    const converted = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override: dropSafeIntegerBounds });
+    const { $defs = {}, ...root } = JSON.parse(JSON.stringify(converted).replaceAll('"#/$defs/', '"#/components/schemas/')) as Json & { $defs?: Record<string, Json> };
+    delete root.$schema;
+    for (const [name, definition] of Object.entries($defs)) {
+      const known = this.schemas[name];
+      if (known && JSON.stringify(known) !== JSON.stringify(definition)) throw new Error(`The schema named ${name} reads differently as ${io}: give its request and response forms their own names`);
+      this.schemas[name] = definition;
+    }
+    return root;
+  }
+
+  /** A JSON body: its schema and the example its named schema (or, for a list, its items' schema) has. */
+  jsonContent(schema: z.ZodType, io: Io): Json {
+    const list = schema instanceof z.ZodArray;
+    const named = NAMED_SCHEMAS.get(list ? (schema.element as z.ZodType) : schema);
+    if (!named) throw new Error(`A JSON body schema has no name: add it to NAMED_SCHEMAS in shared/openapi/components.ts`);
+    return { schema: this.schema(schema, io), example: list ? [named.example] : named.example };
+  }
+
+  /** References to the examples of these failures, which are added to the shared ones. */
+  errorExamples(status: number, keys: MessageKey[], messages: string[]): Json {
+    return Object.fromEntries(
+      keys.map((key, index) => {
+        const name = `${status}.${key}`;
+        const value = { error: STATUS_NAMES[status], message: messages[index], status, requestId: EXAMPLE_REQUEST_ID, ...(key === 'validationFailed' ? { details: validationDetailsExample() } : {}) };
+        this.examples[name] = { summary: messages[index], value };
+        return [key, { $ref: `#/components/examples/${name}` }];
+      }),
+    );
+  }
+}
+
+/** The number a query parameter's text is parsed into (`limit`), if it is one: OpenAPI describes such a parameter as that number. */
+function numberBehind(schema: z.ZodType): z.ZodType | undefined {
+  const def = schema._zod.def as { type: string; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType };
+  if (def.type === 'number') return schema;
+  for (const inner of [def.innerType, def.in, def.out]) {
+    const found = inner && numberBehind(inner);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function queryParameters(query: z.ZodType | undefined, components: Components): Json[] {
+  if (!(query instanceof z.ZodObject)) return [];
+  return Object.entries(query.shape as Record<string, z.ZodType>).map(([name, schema]) => {
+    const number = numberBehind(schema);
+    const { description, ...parameterSchema } = components.schema(number ?? schema, number ? 'output' : 'input');
+    const absent = schema.safeParse(undefined);
+    if (absent.success && absent.data !== undefined) parameterSchema.default = absent.data;
+    return { name, in: 'query', required: !absent.success, ...(description ? { description } : {}), schema: parameterSchema };
+  });
+}
+
+function pathParameters(route: string, components: Components): Json[] {
+  return [...route.matchAll(/\{(\w+)\}/g)].map(([, name]) => {
+    const known = PATH_PARAMETERS[name!];
+    if (!known) throw new Error(`The route parameter {${name}} has no schema: add it to PATH_PARAMETERS in shared/openapi/components.ts`);
+    return { name, in: 'path', required: true, schema: components.schema(known.schema, 'input'), example: known.example };
+  });
+}
+
+function validationDetailsExample() {
+  try {
+    parseOrThrow(z.strictObject({}), { stauts: 'Active' }, 'en', 'query');
+  } catch (error) {
+    if (error instanceof ApiError) return error.options.details;
+  }
+  throw new Error('A misspelt query parameter was not refused');
+}
+
+/** Every failure the operation can answer with, by status: those its traits bring, then its own. */
+function failures(described: Described, docs: OperationDocs): Map<number, MessageKey[]> {
+  const found = new Map<number, MessageKey[]>();
+  const add = (status: number, ...keys: MessageKey[]) => found.set(status, [...(found.get(status) ?? []), ...keys]);
+  const honours = new Set(docs.honours);
+  if (described.permission) {
+    add(400, 'validationFailed', 'repeatedQueryParameter');
+    add(401, 'tokenMissing', 'tokenInvalid', 'tokenInQuery', 'scopeMissing');
+    add(403, 'forbidden');
+  }
+  if (described.body) {
+    add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject');
+    add(413, 'bodyTooLarge');
+    add(415, 'unsupportedMediaType');
+  }
+  if (described.query instanceof z.ZodObject && described.query.shape.cursor === pagingParameters.cursor) add(400, 'invalidCursor', 'cursorForOtherQuery');
+  if (honours.has('If-Match')) {
+    add(400, 'invalidIfMatch');
+    add(412, 'preconditionFailed');
+  }
+  if (honours.has('Idempotency-Key')) {
+    add(400, 'invalidIdempotencyKey');
+    add(422, 'idempotencyKeyReused');
+  }
+  for (const [status, keys] of Object.entries(docs.errors ?? {})) add(Number(status), ...(keys ?? []));
+  add(500, 'internalError');
+  if (described.permission) {
+    add(500, 'notConfigured');
+    add(503, 'identityProviderUnavailable', 'databaseUnavailable');
+  }
+  return new Map([...found].sort(([a], [b]) => a - b));
+}
+
+function failureResponse(status: number, keys: MessageKey[], components: Components): Json {
+  const messages = keys.map((key) => translate(key, 'en', PLACEHOLDERS));
+  return {
+    description: `${STATUS_NAMES[status]}:\n\n${messages.map((message) => `- ${message}`).join('\n')}`,
+    headers: {
+      'X-Request-Id': header('XRequestId'),
+      ...(status === 401 ? { 'WWW-Authenticate': header('WWWAuthenticate') } : {}),
+      ...(status === 503 ? { 'Retry-After': header('RetryAfter') } : {}),
+    },
+    content: { [JSON_MEDIA_TYPE]: { schema: components.schema(errorBody, 'input'), examples: components.errorExamples(status, keys, messages) } },
+  };
+}
+
+function successResponses(docs: OperationDocs, components: Components): Json {
+  const { status, body, headers = [], mediaTypes = [JSON_MEDIA_TYPE] } = docs.success;
+  const honours = new Set(docs.honours);
+  const content = Object.fromEntries(
+    mediaTypes.map((mediaType) => [mediaType, mediaType === JSON_MEDIA_TYPE && body ? components.jsonContent(body, 'output') : body ? { schema: components.schema(body, 'output') } : {}]),
+  );
+  const responses: Json = {
+    [status]: {
+      description: REASONS[status],
+      headers: {
+        'X-Request-Id': header('XRequestId'),
+        ...Object.fromEntries(headers.map((name) => [name, header(name)])),
+        ...(honours.has('Idempotency-Key') ? { 'Idempotent-Replayed': header('IdempotentReplayed') } : {}),
+      },
+      ...(status === 204 ? {} : { content }),
+    },
+  };
+  if (honours.has('If-None-Match')) {
+    responses[304] = { description: 'Not Modified: If-None-Match names the current version.', headers: { 'X-Request-Id': header('XRequestId'), ETag: header('ETag') } };
+  }
+  return responses;
+}
+
+function rolesLine(permission: Permission): string {
+  return `**Roles:** ${PERMISSIONS[permission].join(', ')} (permission \`${permission}\`).`;
+}
+
+function operation(registration: HttpRegistration, components: Components): Json {
+  const described = (registration.handler as { definition?: Described }).definition ?? {};
+  const { docs, permission } = described;
+  if (!docs) throw new Error(`The function ${registration.name} has no docs: describe it in its definition (shared/openapi/operation.ts)`);
+  const parameters = [
+    ...pathParameters(registration.route, components),
+    ...queryParameters(described.query, components),
+    ...(docs.honours ?? []).map((name) => parameter(HONOURED_HEADERS[name].component)),
+  ];
+  const description = [docs.description, permission && rolesLine(permission)].filter(Boolean).join('\n\n');
+  return {
+    operationId: registration.name.replace(/-(\w)/g, (_match, letter: string) => letter.toUpperCase()),
+    summary: docs.summary,
+    ...(description ? { description } : {}),
+    tags: [tagOf(registration.route).name],
+    ...(permission ? {} : { security: [] }),
+    ...(parameters.length ? { parameters } : {}),
+    ...(described.body ? { requestBody: { required: true, content: { [JSON_MEDIA_TYPE]: components.jsonContent(described.body, 'input') } } } : {}),
+    responses: {
+      ...successResponses(docs, components),
+      ...Object.fromEntries([...failures(described, docs)].map(([status, keys]) => [status, failureResponse(status, keys, components)])),
+    },
+  };
+}
+
+function tagOf(route: string): { name: string; description?: string } {
+  const segment = route.split('/')[0] ?? '';
+  return TAGS.find((tag) => tag.segments.includes(segment)) ?? { name: segment };
+}
+
+/** A catch-all route (`{*path}`) is no operation: it answers what no operation matches. */
+function isCatchAll(route: string): boolean {
+  return route.includes('{*');
+}
+
+const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+function rolesTable(): string {
+  const rows = Object.entries(PERMISSIONS).map(([permission, roles]) => `| \`${permission}\` | ${ROLES.map((role) => ((roles as readonly string[]).includes(role) ? 'yes' : '')).join(' | ')} |`);
+  return [`| permission | ${ROLES.join(' | ')} |`, `|---|${ROLES.map(() => '---').join('|')}|`, ...rows].join('\n');
+}
+
+function overview(): string {
+  return `The REST API of the learning-management platform: projects, tasks, users and the rebuild of the RAG index.
+
+**Authentication.** Every operation except this document and its reference page needs \`Authorization: Bearer <token>\`: a Microsoft Entra ID access token for the API (audience \`api://{clientId}\`, where \`{clientId}\` is the API's application id). A user (delegated) token must carry the scope \`access_as_user\`; an app-only token (client credentials, scope \`api://{clientId}/.default\`) is authorised by the app roles in its \`roles\` claim. A token in the query string is refused.
+
+**Roles.** The \`roles\` claim decides what a caller may do:
+
+${rolesTable()}
+
+**Errors** are JSON objects \`{ error, message, status, requestId }\`, plus \`details: [{ path, message }]\` for validation errors; some carry more (\`claims\`, \`activeJobId\`). Messages are in Japanese when \`Accept-Language\` prefers \`ja\`. Unknown query parameters and unknown body fields are a 400.
+
+**Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
+
+**Changes.** Single resources carry an \`ETag\`; \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304). Creates honour \`Idempotency-Key\`.`;
+}
+
+export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {
+  const components = new Components();
+  const tagIndex = (route: string) => TAGS.findIndex((tag) => tag.name === tagOf(route).name);
+  const operations = registrations
+    .filter((registration) => !isCatchAll(registration.route))
+    .flatMap((registration) => registration.methods.map((method) => ({ registration, method: method.toUpperCase() })))
+    .sort(
+      (a, b) =>
+        tagIndex(a.registration.route) - tagIndex(b.registration.route) ||
+        a.registration.route.localeCompare(b.registration.route) ||
+        METHOD_ORDER.indexOf(a.method) - METHOD_ORDER.indexOf(b.method),
+    );
+  const paths: Record<string, Json> = {};
+  for (const { registration, method } of operations) {
+    (paths[`/${registration.route}`] ??= {})[method.toLowerCase()] = operation(registration, components);
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'LMS Platform API', version: options.version, description: overview() },
+    servers: [{ url: `/${options.routePrefix}`, description: 'The deployment that serves this document' }],
+    tags: TAGS.map(({ name, description }) => ({ name, description })),
+    security: [{ entra: [USER_SCOPE] }, { bearer: [] }],
+    paths,
+    components: {
+      schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
+      examples: Object.fromEntries(Object.entries(components.examples).sort(([a], [b]) => a.localeCompare(b))),
+      parameters: Object.fromEntries(Object.values(HONOURED_HEADERS).map(({ component, definition }) => [component, definition])),
+      headers: RESPONSE_HEADERS,
+      securitySchemes: {
+        entra: {
+          type: 'oauth2',
+          description: `Microsoft Entra ID, signing the user in. Replace \`{clientId}\` with the API's application id; a single-tenant client may use its tenant id in place of \`organizations\`.`,
+          flows: { authorizationCode: { authorizationUrl: `${AUTHORITY}/authorize`, tokenUrl: `${AUTHORITY}/token`, scopes: { [USER_SCOPE]: 'Call the API as the signed-in user' } } },
+        },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'An access token obtained any other way: an app-only token (authorised by its roles), a Teams or Office single-sign-on token, or `npm run -s token` locally.',
+        },
+      },
+    },
+  };
+}
