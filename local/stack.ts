@@ -9,8 +9,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
+import { appRootAbove } from '../shared/app-root.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
@@ -34,15 +34,7 @@ export interface StackOptions {
 }
 
 /** The folder holding the app's package.json, whether this runs from source or from dist/. */
-export function appRoot(): string {
-  let folder = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(folder, 'host.json'))) {
-    const parent = dirname(folder);
-    if (parent === folder) throw new Error('Cannot find the app root (no host.json above this file)');
-    folder = parent;
-  }
-  return folder;
-}
+export const appRoot = (): string => appRootAbove(import.meta.url);
 
 function given(settings: StackOptions['settings'], name: string): string | undefined {
   const value = settings[name]?.trim();

@@ -53,7 +53,9 @@ export function text(options: { min: number; max: number; multiline?: boolean })
       const length = [...value].length;
       if (length < options.min) ctx.issues.push({ code: 'too_small', origin: 'string', minimum: options.min, inclusive: true, input: value });
       if (length > options.max) ctx.issues.push({ code: 'too_big', origin: 'string', maximum: options.max, inclusive: true, input: value });
-    });
+    })
+    // The limits as the API description states them: JSON Schema, too, counts characters.
+    .meta({ minLength: options.min, maxLength: options.max });
 }
 
 /** An e-mail address, compared and stored in lower case. */
