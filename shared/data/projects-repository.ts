@@ -1,4 +1,4 @@
-import type { Container, OperationInput, SqlParameter } from '@azure/cosmos';
+import type { Container, OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { assertStatusMove, membersWithOwner } from '../domain/project-rules.js';
 import { ApiError, conflict, notFound } from '../errors.js';
@@ -7,8 +7,8 @@ import { projectId, type CreateProjectBody, type ListProjectsQuery, type Project
 import { writeInBatches } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import type { IdempotentRequest } from './idempotency.js';
-import { queryPage, type Page } from './paging.js';
-import { createDocument, FULL_SCAN_PAGE, readDocument, tenantData, updateDocument, type Created } from './tenant-data.js';
+import type { Page } from './paging.js';
+import { createDocument, FULL_SCAN_PAGE, listPage, readDocument, tenantData, updateDocument, type Created } from './tenant-data.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;
@@ -82,24 +82,20 @@ const SORT_CLAUSES: Record<ListProjectsQuery['sort'], string> = {
 };
 
 export async function listProjects(principal: Principal, query: ListProjectsQuery): Promise<Page<Project>> {
-  const conditions = ['c.tenantId = @tenantId', "c.type = 'project'", 'NOT IS_DEFINED(c.deleting)'];
-  const parameters: SqlParameter[] = [{ name: '@tenantId', value: principal.tenantId }];
-  // Every value reaches Cosmos as a parameter, never as query text.
-  const filters: [keyof ListProjectsQuery, string][] = [
-    ['status', 'c.status = @status'],
-    ['owner', 'c.owner = @owner'],
-    ['member', 'ARRAY_CONTAINS(c.members, @member)'],
-    ['q', 'CONTAINS(c.nameSort, @q)'],
-  ];
-  for (const [name, condition] of filters) {
-    const value = query[name];
-    if (value === undefined) continue;
-    conditions.push(condition);
-    parameters.push({ name: `@${name}`, value });
-  }
-  const sql = `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${SORT_CLAUSES[query.sort]}`;
-  const scope = JSON.stringify(['projects', principal.tenantId, query.status, query.owner, query.member, query.q, query.sort]);
-  const page = await queryPage<ProjectDocument>(await tenantData(), principal.tenantId, { query: sql, parameters }, { limit: query.limit, cursor: query.cursor, scope });
+  const page = await listPage<ProjectDocument>({
+    tenantId: principal.tenantId,
+    type: 'project',
+    always: ['NOT IS_DEFINED(c.deleting)'],
+    filters: {
+      status: ['c.status = @status', query.status],
+      owner: ['c.owner = @owner', query.owner],
+      member: ['ARRAY_CONTAINS(c.members, @member)', query.member],
+      q: ['CONTAINS(c.nameSort, @q)', query.q],
+    },
+    orderBy: SORT_CLAUSES[query.sort],
+    limit: query.limit,
+    cursor: query.cursor,
+  });
   return { items: page.items.map(toProject), nextCursor: page.nextCursor };
 }
 

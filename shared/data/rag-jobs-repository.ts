@@ -4,8 +4,8 @@ import type { Principal } from '../auth/principal.js';
 import { ApiError, notFound } from '../errors.js';
 import type { ListRagJobsQuery, RagCounts, RagJob, StartRagIndexBody } from '../schemas/rag.js';
 import { cosmosStatus } from './cosmos.js';
-import { queryPage, type Page } from './paging.js';
-import { asJson, readDocument, tenantData } from './tenant-data.js';
+import type { Page } from './paging.js';
+import { asJson, listPage, readDocument, tenantData } from './tenant-data.js';
 
 interface RagJobDocument extends Omit<RagJob, 'jobId'> {
   id: string;
@@ -98,9 +98,7 @@ export async function getJob(principal: Principal, jobId: string): Promise<RagJo
 }
 
 export async function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
-  const sql = "SELECT * FROM c WHERE c.tenantId = @tenantId AND c.type = 'ragJob' ORDER BY c.requestedAt DESC";
-  const scope = JSON.stringify(['rag-jobs', principal.tenantId]);
-  const page = await queryPage<RagJobDocument>(await tenantData(), principal.tenantId, { query: sql, parameters: [{ name: '@tenantId', value: principal.tenantId }] }, { limit: query.limit, cursor: query.cursor, scope });
+  const page = await listPage<RagJobDocument>({ tenantId: principal.tenantId, type: 'ragJob', filters: {}, orderBy: 'c.requestedAt DESC', limit: query.limit, cursor: query.cursor });
   return { items: page.items.map(toRagJob), nextCursor: page.nextCursor };
 }
 

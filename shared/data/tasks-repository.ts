@@ -1,13 +1,12 @@
-import type { SqlParameter } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { conflict, notFound, preconditionFailed } from '../errors.js';
 import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
 import { taskId, TASK_PRIORITIES, type CreateTaskBody, type ListTasksQuery, type Task, type TaskPriority, type UpdateTaskBody } from '../schemas/tasks.js';
 import { cosmosStatus } from './cosmos.js';
 import type { IdempotentRequest } from './idempotency.js';
-import { queryPage, type Page } from './paging.js';
+import type { Page } from './paging.js';
 import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
-import { createDocument, readDocument, tenantData, stillExists, updateDocument, type Created } from './tenant-data.js';
+import { createDocument, listPage, readDocument, stillExists, tenantData, updateDocument, type Created } from './tenant-data.js';
 
 interface TaskDocument extends Task {
   tenantId: string;
@@ -90,25 +89,20 @@ const SORT_CLAUSES: Record<ListTasksQuery['sort'], string> = {
 
 /** Tasks of the tenant; with `projectId`, of that project only. Every list reads the tenant's one partition. */
 export async function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
-  const conditions = ['c.tenantId = @tenantId', "c.type = 'task'"];
-  const parameters: SqlParameter[] = [{ name: '@tenantId', value: principal.tenantId }];
-  // Every value reaches Cosmos as a parameter, never as query text.
-  const filters: [keyof ListTasksQuery, string][] = [
-    ['projectId', 'c.projectId = @projectId'],
-    ['status', 'c.status = @status'],
-    ['assignee', 'c.assignee = @assignee'],
-    // Strictly before; a task with no due date is never due before anything.
-    ['dueBefore', 'IS_STRING(c.dueDate) AND c.dueDate < @dueBefore'],
-  ];
-  for (const [name, condition] of filters) {
-    const value = query[name];
-    if (value === undefined) continue;
-    conditions.push(condition);
-    parameters.push({ name: `@${name}`, value });
-  }
-  const sql = `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${SORT_CLAUSES[query.sort]}`;
-  const scope = JSON.stringify(['tasks', principal.tenantId, query.projectId, query.status, query.assignee, query.dueBefore, query.sort]);
-  const page = await queryPage<TaskDocument>(await tenantData(), principal.tenantId, { query: sql, parameters }, { limit: query.limit, cursor: query.cursor, scope });
+  const page = await listPage<TaskDocument>({
+    tenantId: principal.tenantId,
+    type: 'task',
+    filters: {
+      projectId: ['c.projectId = @projectId', query.projectId],
+      status: ['c.status = @status', query.status],
+      assignee: ['c.assignee = @assignee', query.assignee],
+      // Strictly before; a task with no due date is never due before anything.
+      dueBefore: ['IS_STRING(c.dueDate) AND c.dueDate < @dueBefore', query.dueBefore],
+    },
+    orderBy: SORT_CLAUSES[query.sort],
+    limit: query.limit,
+    cursor: query.cursor,
+  });
   return { items: page.items.map(toTask), nextCursor: page.nextCursor };
 }
 

@@ -1,9 +1,10 @@
-import type { Container, JSONObject, OperationInput, OperationResponse } from '@azure/cosmos';
+import type { Container, JSONObject, JSONValue, OperationInput, OperationResponse, SqlParameter } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { preconditionFailed } from '../errors.js';
 import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
 import { container, cosmosStatus } from './cosmos.js';
 import { recordedResult, recordResultOperation, type IdempotentRequest } from './idempotency.js';
+import { queryPage, type Page } from './paging.js';
 import { nextInSequence } from './sequence.js';
 
 /** What every document of the tenant-data container has. */
@@ -115,4 +116,38 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R>
     }
     return { representation, replayed: false };
   }
+}
+
+/** A filter of a list: its condition (naming its value `@<filter name>`) and the value, if the caller gave one. */
+export type ListFilter = [condition: string, value: JSONValue | undefined];
+
+/**
+ * One page of the documents of one type in the tenant's partition. Each filter given adds its
+ * condition; every value reaches Cosmos as a parameter, never as query text. The cursor is bound
+ * to the tenant, the type, the filters and the order.
+ */
+export async function listPage<D>(options: {
+  tenantId: string;
+  type: string;
+  /** Conditions every document listed must meet, whatever the filters. */
+  always?: string[];
+  filters: Record<string, ListFilter>;
+  orderBy: string;
+  limit: number;
+  cursor: string | undefined;
+}): Promise<Page<D>> {
+  const { tenantId, type } = options;
+  const conditions = ['c.tenantId = @tenantId', 'c.type = @type', ...(options.always ?? [])];
+  const parameters: SqlParameter[] = [
+    { name: '@tenantId', value: tenantId },
+    { name: '@type', value: type },
+  ];
+  for (const [name, [condition, value]] of Object.entries(options.filters)) {
+    if (value === undefined) continue;
+    conditions.push(condition);
+    parameters.push({ name: `@${name}`, value });
+  }
+  const query = { query: `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${options.orderBy}`, parameters };
+  const scope = JSON.stringify([tenantId, type, options.orderBy, parameters]);
+  return queryPage<D>(await tenantData(), tenantId, query, { limit: options.limit, cursor: options.cursor, scope });
 }

@@ -1,10 +1,9 @@
-import type { SqlParameter } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { notFound } from '../errors.js';
 import type { ListUsersQuery, User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';
-import { queryPage, type Page } from './paging.js';
-import { readDocument, tenantData } from './tenant-data.js';
+import type { Page } from './paging.js';
+import { listPage, readDocument, tenantData } from './tenant-data.js';
 
 interface UserDocument extends User {
   tenantId: string;
@@ -77,18 +76,16 @@ export async function getCurrentUser(principal: Principal): Promise<User> {
 
 /** The users of the tenant who have called the API, by name. */
 export async function listRecordedUsers(principal: Principal, query: ListUsersQuery): Promise<Page<User>> {
-  const conditions = ['c.tenantId = @tenantId', "c.type = 'user'"];
-  const parameters: SqlParameter[] = [{ name: '@tenantId', value: principal.tenantId }];
-  if (query.q !== undefined) {
-    conditions.push('(STARTSWITH(c.nameSort, @q) OR STARTSWITH(c.email, @q))');
-    parameters.push({ name: '@q', value: query.q });
-  }
-  if (query.role !== undefined) {
-    conditions.push('ARRAY_CONTAINS(c.roles, @role)');
-    parameters.push({ name: '@role', value: query.role });
-  }
-  const sql = `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY c.nameSort ASC`;
-  const scope = JSON.stringify(['users', principal.tenantId, query.q, query.role]);
-  const page = await queryPage<UserDocument>(await tenantData(), principal.tenantId, { query: sql, parameters }, { limit: query.limit, cursor: query.cursor, scope });
+  const page = await listPage<UserDocument>({
+    tenantId: principal.tenantId,
+    type: 'user',
+    filters: {
+      q: ['(STARTSWITH(c.nameSort, @q) OR STARTSWITH(c.email, @q))', query.q],
+      role: ['ARRAY_CONTAINS(c.roles, @role)', query.role],
+    },
+    orderBy: 'c.nameSort ASC',
+    limit: query.limit,
+    cursor: query.cursor,
+  });
   return { items: page.items.map(toUser), nextCursor: page.nextCursor };
 }
