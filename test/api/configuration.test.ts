@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHostProcess, startStack } from '../../local/stack.js';
-import { CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
+import { CLIENT_ID, HOME_TENANT, stack, stackAppSettings, token } from '../support/stack.js';
 
 /** The app as Azure runs it: only the settings given, nothing embedded to fall back on. */
 async function hostWith(environment: Record<string, string>) {
@@ -59,11 +59,7 @@ describe('settings that are given replace the embedded parts', () => {
       apiPort: 0,
       identityProviderPort: 0,
       settings: {
-        AUTH_TENANT_ID: HOME_TENANT,
-        AUTH_CLIENT_ID: CLIENT_ID,
-        AUTH_AUTHORITY_HOST: stack.authorityHost,
-        COSMOS_ENDPOINT: stack.cosmosEndpoint,
-        COSMOS_KEY: stack.cosmosKey,
+        ...stackAppSettings,
         AzureWebJobsStorage: stack.storageConnectionString,
         NODE_EXTRA_CA_CERTS: stack.caCertPath,
       },

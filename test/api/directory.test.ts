@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph-stand-in.js';
 import { startHostProcess } from '../../local/stack.js';
-import { api, CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
+import { api, HOME_TENANT, stack, stackAppSettings, token } from '../support/stack.js';
 
 const reader = (username = 'tester@contoso.test') => token({ roles: ['LMS.Reader'], username });
 
@@ -80,12 +80,8 @@ describe('when Microsoft Graph fails', () => {
     const host = await startHostProcess({
       port: 0,
       environment: {
-        AUTH_TENANT_ID: HOME_TENANT,
-        AUTH_CLIENT_ID: CLIENT_ID,
-        AUTH_AUTHORITY_HOST: stack.authorityHost,
+        ...stackAppSettings,
         AUTH_CLIENT_SECRET: 'local',
-        COSMOS_ENDPOINT: stack.cosmosEndpoint,
-        COSMOS_KEY: stack.cosmosKey,
         GRAPH_BASE_URL: graphBaseUrl,
       },
       extraCaCerts: stack.caCertPath,

@@ -3,7 +3,7 @@ import { QueueClient } from '@azure/storage-queue';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startHostProcess } from '../../local/stack.js';
-import { api, CLIENT_ID, HOME_TENANT, stack, token, uniqueEmail } from '../support/stack.js';
+import { api, HOME_TENANT, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
 
 const manager = () => token({ roles: ['LMS.Manager'] });
 const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-chunks');
@@ -155,11 +155,7 @@ describe('the RAG worker under failure', () => {
     const host = await startHostProcess({
       port: 0,
       environment: {
-        AUTH_TENANT_ID: HOME_TENANT,
-        AUTH_CLIENT_ID: CLIENT_ID,
-        AUTH_AUTHORITY_HOST: stack.authorityHost,
-        COSMOS_ENDPOINT: stack.cosmosEndpoint,
-        COSMOS_KEY: stack.cosmosKey,
+        ...stackAppSettings,
         AzureWebJobsStorage: stack.storageConnectionString,
         AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
         AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',

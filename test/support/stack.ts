@@ -8,6 +8,15 @@ export const HOME_TENANT = LOCAL_HOME_TENANT_ID;
 export const OTHER_TENANT = LOCAL_OTHER_TENANT_ID;
 export const CLIENT_ID = LOCAL_CLIENT_ID;
 
+/** The app settings that point an app a test starts itself at this stack's identity provider and database. */
+export const stackAppSettings = {
+  AUTH_TENANT_ID: HOME_TENANT,
+  AUTH_CLIENT_ID: CLIENT_ID,
+  AUTH_AUTHORITY_HOST: stack.authorityHost,
+  COSMOS_ENDPOINT: stack.cosmosEndpoint,
+  COSMOS_KEY: stack.cosmosKey,
+};
+
 export interface TokenRequest {
   tenant?: string;
   roles?: string[];
