@@ -228,7 +228,8 @@ async function trustedCertificates(options: StackOptions, caCertPath: string): P
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
+  // Exited, or killed by a signal (then exitCode stays null).
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');

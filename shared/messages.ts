@@ -9,6 +9,14 @@ const catalog = {
     en: () => 'The request is not valid. See details.',
     ja: () => 'リクエストが正しくありません。details を確認してください。',
   },
+  unknownField: {
+    en: () => 'Unknown field.',
+    ja: () => '不明なフィールドです。',
+  },
+  moreProblems: {
+    en: (p) => `…and ${p.count} more problems.`,
+    ja: (p) => `…ほかに ${p.count} 件の問題があります。`,
+  },
   invalidJson: {
     en: () => 'The request body is not valid JSON.',
     ja: () => 'リクエスト本文が正しい JSON ではありません。',

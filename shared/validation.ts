@@ -13,20 +13,25 @@ function errorMap(language: Language): z.core.$ZodErrorMap {
   };
 }
 
-function toDetails(issues: readonly z.core.$ZodIssue[], prefix: string): ErrorDetail[] {
-  return issues.flatMap((issue) => {
+/** Enough details to fix a request; a body with thousands of problems gets the first ones and a count. */
+const MAX_DETAILS = 100;
+
+function toDetails(issues: readonly z.core.$ZodIssue[], prefix: string, language: Language): ErrorDetail[] {
+  const details = issues.flatMap((issue) => {
     const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
-    // One detail per unknown field, so that each can be pointed at by its path.
-    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [path, key].filter(Boolean).join('.'), message: issue.message }));
+    // One short detail per unknown field, so that each can be pointed at by its path.
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [path, key].filter(Boolean).join('.'), message: translate('unknownField', language) }));
     return [{ path, message: issue.message }];
   });
+  if (details.length <= MAX_DETAILS) return details;
+  return [...details.slice(0, MAX_DETAILS), { path: '', message: translate('moreProblems', language, { count: details.length - MAX_DETAILS }) }];
 }
 
 /** Parses input against a schema or throws a 400 listing every problem, worded in the caller's language. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, language: Language, prefix = ''): z.output<S> {
   const result = schema.safeParse(input, { error: errorMap(language) });
   if (result.success) return result.data;
-  throw badRequest('validationFailed', {}, toDetails(result.error.issues, prefix));
+  throw badRequest('validationFailed', {}, toDetails(result.error.issues, prefix, language));
 }
 
 // eslint-disable-next-line no-control-regex

@@ -1,4 +1,4 @@
-import { CosmosClient, type Container } from '@azure/cosmos';
+import { CosmosClient, type Container, type CosmosClientOptions } from '@azure/cosmos';
 import { cosmosSettings } from '../config.js';
 import { CONTAINERS, type ContainerName } from './containers.js';
 
@@ -6,11 +6,13 @@ let client: Promise<CosmosClient> | undefined;
 
 async function createClient(): Promise<CosmosClient> {
   const { endpoint, key } = cosmosSettings();
-  const options = {
+  const options: CosmosClientOptions = {
     endpoint,
-    connectionPolicy: { requestTimeout: 10_000 },
-    // Throttling (429) is retried for a bounded time, then reported to the caller as 503.
-    retryOptions: { maxRetryAttemptCount: 5, fixedRetryIntervalInMilliseconds: 0, maxWaitTimeInSeconds: 5 },
+    connectionPolicy: {
+      requestTimeout: 10_000,
+      // Throttling (429) is retried for a bounded time, then reported to the caller as 503.
+      retryOptions: { maxRetryAttemptCount: 5, fixedRetryIntervalInMilliseconds: 0, maxWaitTimeInSeconds: 5 },
+    },
   };
   if (key) return new CosmosClient({ ...options, key });
   // Without a key the app signs in as its managed identity; the identity library loads only then.

@@ -1,6 +1,7 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Container, JSONObject, JSONValue, OperationInput, OperationResponse, SqlParameter } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
-import { preconditionFailed } from '../errors.js';
+import { DependencyUnavailableError, preconditionFailed } from '../errors.js';
 import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
 import { container, cosmosStatus } from './cosmos.js';
 import { recordedResult, recordResultOperation, type IdempotentRequest } from './idempotency.js';
@@ -30,12 +31,16 @@ export async function readDocument<D extends StoredDocument>(tenantId: string, i
 export const asJson = (document: object): JSONObject => document as unknown as JSONObject;
 
 const MAX_WRITE_ATTEMPTS = 5;
+/** Read-modify-write under contention: attempts, and the most a retry waits (with jitter), before a 503. */
+const MAX_UPDATE_ATTEMPTS = 25;
+const MAX_UPDATE_BACKOFF_MS = 50;
 
 /**
  * Read-modify-write under optimistic concurrency. The client's If-Match is compared with the tag of
  * what it could have read; Cosmos's own etag guards the write underneath, so a concurrent change is
  * never lost: on a clash the document is read again and, if the client's version still stands
- * (or it sent no If-Match), the change is applied again.
+ * (or it sent no If-Match), the change is applied again, after a short random wait. Contention that
+ * outlasts the attempts is a 503, never a raw database error.
  */
 export async function updateDocument<D extends StoredDocument>(options: {
   ifMatch: IfMatch;
@@ -52,7 +57,11 @@ export async function updateDocument<D extends StoredDocument>(options: {
       const { resource } = await documents.item(current.id, current.tenantId).replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
       return resource as unknown as D;
     } catch (error) {
-      if (cosmosStatus(error) !== 412 || attempt >= MAX_WRITE_ATTEMPTS) throw error;
+      // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
+      const status = cosmosStatus(error);
+      if (status !== 412 && status !== 404) throw error;
+      if (attempt >= MAX_UPDATE_ATTEMPTS) throw new DependencyUnavailableError('database', error);
+      await delay(Math.random() * Math.min(MAX_UPDATE_BACKOFF_MS, 5 * attempt));
     }
   }
 }

@@ -38,7 +38,8 @@ export interface EndpointDefinition<QS extends Schema | undefined, BS extends Sc
 export type Endpoint = HttpHandler & { readonly definition: EndpointDefinition<Schema | undefined, Schema | undefined> };
 
 function queryObject(request: HttpRequest): Record<string, string> {
-  const query: Record<string, string> = {};
+  // No prototype: a parameter named __proto__ must stay a parameter (and be refused as unknown).
+  const query: Record<string, string> = Object.create(null);
   for (const [name, value] of request.query) {
     if (Object.hasOwn(query, name)) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
     query[name] = value;
