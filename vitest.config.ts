@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // The hostile suite ends the run with the number of attack cases it tried.
+    reporters: ['default', './test/hostile/hostile-cases-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
