@@ -10,8 +10,8 @@ const catalog = {
     ja: () => 'リクエストが正しくありません。details を確認してください。',
   },
   unknownField: {
-    en: () => 'Unknown field.',
-    ja: () => '不明なフィールドです。',
+    en: (p) => `Unknown field "${p.name}".`,
+    ja: (p) => `不明なフィールド「${p.name}」です。`,
   },
   moreProblems: {
     en: (p) => `…and ${p.count} more problems.`,

@@ -20,7 +20,7 @@ function toDetails(issues: readonly z.core.$ZodIssue[], prefix: string, language
   const details = issues.flatMap((issue) => {
     const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
     // One short detail per unknown field, so that each can be pointed at by its path.
-    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [path, key].filter(Boolean).join('.'), message: translate('unknownField', language) }));
+    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [path, key].filter(Boolean).join('.'), message: translate('unknownField', language, { name: key.slice(0, 100) }) }));
     return [{ path, message: issue.message }];
   });
   if (details.length <= MAX_DETAILS) return details;
