@@ -186,8 +186,11 @@ export function sendEndlessBody(baseUrl: string, method: string, path: string, o
   return new Promise((resolve, reject) => {
     let bytesSent = 0;
     let answered = false;
-    // A fresh connection: it is destroyed afterwards, its body never finished.
-    const request = httpRequest({ host: url.hostname, port: url.port, method, path: `${url.pathname}${path}`, headers, agent: false }, (response) => {
+    // A fresh keep-alive connection, destroyed afterwards with its body never finished. Keep-alive
+    // matters: with `Connection: close` the server would close the socket after answering, and a
+    // client still writing could see EPIPE before it reads the answer.
+    const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    const request = httpRequest({ host: url.hostname, port: url.port, method, path: `${url.pathname}${path}`, headers, agent }, (response) => {
       answered = true;
       const chunks: Buffer[] = [];
       response.on('data', (data: Buffer) => chunks.push(data));
@@ -195,6 +198,7 @@ export function sendEndlessBody(baseUrl: string, method: string, path: string, o
         const text = Buffer.concat(chunks).toString('utf8');
         const result: StreamedAnswer = { status: response.statusCode ?? 0, headers: response.headers, text, body: text ? JSON.parse(text) : text, bytesSent, answeredBeforeTheEnd: !request.writableEnded };
         request.destroy();
+        agent.destroy();
         try {
           checkResponse(result, `${method} ${path} with an endless body`);
           resolve(result);
