@@ -12,7 +12,7 @@ import { createServer as createNetServer, type AddressInfo, type Server } from '
 import { expect, it } from 'vitest';
 import { startHostProcess } from '../../local/stack.js';
 import { STATUS_NAMES } from '../../shared/errors.js';
-import { CLIENT_ID, HOME_TENANT, OTHER_TENANT, stack } from './stack.js';
+import { HOME_TENANT, OTHER_TENANT, stack, stackAppSettings } from './stack.js';
 
 declare module 'vitest' {
   interface TaskMeta {
@@ -335,13 +335,9 @@ export interface OwnHost {
 /** The settings of a host that trusts the shared identity provider and uses the shared database. */
 export function sharedStackSettings(): Record<string, string> {
   return {
-    AUTH_TENANT_ID: HOME_TENANT,
+    ...stackAppSettings,
     AUTH_ALLOWED_TENANTS: `${HOME_TENANT},${OTHER_TENANT}`,
-    AUTH_CLIENT_ID: CLIENT_ID,
-    AUTH_AUTHORITY_HOST: stack.authorityHost,
     AUTH_CLIENT_SECRET: rememberSecret(`hostile-client-secret-${randomUUID()}`),
-    COSMOS_ENDPOINT: stack.cosmosEndpoint,
-    COSMOS_KEY: stack.cosmosKey,
     AzureWebJobsStorage: stack.storageConnectionString,
     RAG_QUEUE_NAME: `hostile-${randomUUID().slice(0, 8)}`,
   };
