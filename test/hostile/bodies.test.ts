@@ -70,6 +70,22 @@ async function listedIds(path: string, bearer: Promise<string>, filter: (item: a
   return response.body.filter(filter).map((item: { id?: string; jobId?: string }) => item.id ?? item.jobId);
 }
 
+/** The fields a project or task body can carry, each refused in the ways its kind allows. */
+const PROJECT_FIELDS: WriteEndpoint['fields'] = [
+      { name: 'name', kind: 'text', max: 200 },
+      { name: 'description', kind: 'multiline', max: 10_000 },
+      { name: 'owner', kind: 'email', max: 254 },
+      { name: 'members', kind: 'emails', max: 500 },
+];
+const TASK_FIELDS: WriteEndpoint['fields'] = [
+      { name: 'title', kind: 'text', max: 200 },
+      { name: 'description', kind: 'multiline', max: 10_000 },
+      { name: 'status', kind: 'enum', max: 10 },
+      { name: 'priority', kind: 'enum', max: 6 },
+      { name: 'assignee', kind: 'email', max: 254, nullable: true },
+      { name: 'dueDate', kind: 'date', max: 10, nullable: true },
+];
+
 const ENDPOINTS: WriteEndpoint[] = [
   {
     label: 'POST /api/projects',
@@ -77,12 +93,7 @@ const ENDPOINTS: WriteEndpoint[] = [
     path: () => '/projects',
     token: () => token({ roles: ['LMS.Admin'], username: BODY_CALLER }),
     validBody: () => ({ name: 'Hostile body' }),
-    fields: [
-      { name: 'name', kind: 'text', max: 200 },
-      { name: 'description', kind: 'multiline', max: 10_000 },
-      { name: 'owner', kind: 'email', max: 254 },
-      { name: 'members', kind: 'emails', max: 500 },
-    ],
+    fields: PROJECT_FIELDS,
     // A create without an owner belongs to the caller; every create with another owner is refused below.
     stored: () => listedIds(`/projects?owner=${encodeURIComponent(BODY_CALLER)}&limit=200`, admin()),
   },
@@ -92,13 +103,7 @@ const ENDPOINTS: WriteEndpoint[] = [
     path: () => `/projects/${projectToUpdate}`,
     token: admin,
     validBody: () => ({ description: 'Changed by a hostile body' }),
-    fields: [
-      { name: 'name', kind: 'text', max: 200 },
-      { name: 'description', kind: 'multiline', max: 10_000 },
-      { name: 'owner', kind: 'email', max: 254 },
-      { name: 'members', kind: 'emails', max: 500 },
-      { name: 'status', kind: 'enum', max: 9 },
-    ],
+    fields: [...PROJECT_FIELDS, { name: 'status', kind: 'enum', max: 9 }],
     stored: () => resourceState(`/projects/${projectToUpdate}`),
   },
   {
@@ -107,15 +112,7 @@ const ENDPOINTS: WriteEndpoint[] = [
     path: () => '/tasks',
     token: () => token({ roles: ['LMS.Member'] }),
     validBody: () => ({ projectId: projectForTasks, title: 'Hostile body' }),
-    fields: [
-      { name: 'projectId', kind: 'projectId', max: 19 },
-      { name: 'title', kind: 'text', max: 200 },
-      { name: 'description', kind: 'multiline', max: 10_000 },
-      { name: 'status', kind: 'enum', max: 10 },
-      { name: 'priority', kind: 'enum', max: 6 },
-      { name: 'assignee', kind: 'email', max: 254, nullable: true },
-      { name: 'dueDate', kind: 'date', max: 10, nullable: true },
-    ],
+    fields: [{ name: 'projectId', kind: 'projectId', max: 19 }, ...TASK_FIELDS],
     stored: () => listedIds(`/tasks?projectId=${projectForTasks}&limit=200`, admin()),
   },
   {
@@ -124,14 +121,7 @@ const ENDPOINTS: WriteEndpoint[] = [
     path: () => `/tasks/${taskToUpdate}`,
     token: () => token({ roles: ['LMS.Member'] }),
     validBody: () => ({ description: 'Changed by a hostile body' }),
-    fields: [
-      { name: 'title', kind: 'text', max: 200 },
-      { name: 'description', kind: 'multiline', max: 10_000 },
-      { name: 'status', kind: 'enum', max: 10 },
-      { name: 'priority', kind: 'enum', max: 6 },
-      { name: 'assignee', kind: 'email', max: 254, nullable: true },
-      { name: 'dueDate', kind: 'date', max: 10, nullable: true },
-    ],
+    fields: TASK_FIELDS,
     stored: () => resourceState(`/tasks/${taskToUpdate}`),
   },
   {
