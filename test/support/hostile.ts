@@ -329,6 +329,8 @@ export interface OwnHost {
   lines: string[];
   /** The host's process id, found by the unique tag in its environment (Linux /proc). */
   pid(): Promise<number>;
+  /** A failed expectation's message: the answer, and what the host logged for its request. */
+  explain(response: HostileResponse): string;
   stop(): Promise<void>;
 }
 
@@ -362,6 +364,11 @@ export async function startOwnHost(environment: Record<string, string>, port = 0
     port: host.port,
     lines,
     pid: () => processWithTag(tag),
+    explain(response) {
+      const requestId: unknown = response.body?.requestId;
+      const logged = typeof requestId === 'string' ? lines.filter((line) => line.includes(requestId)) : [];
+      return [`${response.status} ${response.text.slice(0, 200)}`, ...logged].join('\n');
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
