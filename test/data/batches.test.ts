@@ -12,7 +12,8 @@ async function seed(partition: string, count: number): Promise<string[]> {
 }
 
 async function remaining(partition: string): Promise<number> {
-  const { resources } = await documents.items.query({ query: 'SELECT VALUE COUNT(1) FROM c' }, { partitionKey: partition }).fetchAll();
+  const query = { query: 'SELECT VALUE COUNT(1) FROM c WHERE c.tenantId = @partition', parameters: [{ name: '@partition', value: partition }] };
+  const { resources } = await documents.items.query(query, { partitionKey: partition }).fetchAll();
   return resources[0] as number;
 }
 
