@@ -12,6 +12,7 @@ import { createHttpsServer } from '@vercel/cosmosdb-server';
 import { writeInBatches } from '../shared/data/batches.js';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { speedUpEmulatorQueries } from './cosmos-query-speedup.js';
+import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
 export const EMULATOR_KEY = Buffer.from('local-cosmos-emulator-key').toString('base64');
@@ -37,7 +38,7 @@ function partitionKeyOf(paths: readonly string[], document: Record<string, unkno
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   speedUpEmulatorQueries();
-  const server = createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true });
+  const server = keepIdleConnectionsOpen(createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true }));
   // What the app costs the database: data requests and the request units they report, and apart from
   // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
   const counts = { requests: 0, requestCharge: 0, queryPlans: 0 };

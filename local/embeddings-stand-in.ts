@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 /** A status answered with the service's error body, or 'drop': the connection is closed without an answer. */
 export type EmbeddingsFailure = number | 'drop';
@@ -93,12 +94,12 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
   const received: ReceivedEmbeddingsRequest[] = [];
   let failures: { remaining: number; status: EmbeddingsFailure; retryAfterSeconds: number | undefined } | undefined;
 
-  const server = http.createServer((request, response) => {
+  const server = keepIdleConnectionsOpen(http.createServer((request, response) => {
     handleRequest(request, response).catch((error: unknown) => {
       console.error('embeddings stand-in: request failed', error);
       if (!response.headersSent) sendJson(response, 500, errorBody(FAILURES[500]!.message, 'server_error'));
     });
-  });
+  }));
 
   async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     counts.requests += 1;

@@ -29,6 +29,7 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
+import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 export interface GraphUser {
   id: string;
@@ -107,12 +108,14 @@ export async function startGraphStandIn(options: GraphStandInOptions): Promise<G
   let failure: GraphFailure | undefined;
   let baseUrl = '';
 
-  const server = http.createServer((request, response) => {
-    handleRequest(request, response).catch((error: unknown) => {
-      console.error('graph stand-in: request failed', error);
-      if (!response.headersSent) sendGraphError(response, new GraphError(500, FAILURES[500].code, FAILURES[500].message), request);
-    });
-  });
+  const server = keepIdleConnectionsOpen(
+    http.createServer((request, response) => {
+      handleRequest(request, response).catch((error: unknown) => {
+        console.error('graph stand-in: request failed', error);
+        if (!response.headersSent) sendGraphError(response, new GraphError(500, FAILURES[500].code, FAILURES[500].message), request);
+      });
+    }),
+  );
 
   async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     counts.requests += 1;

@@ -58,6 +58,7 @@ import { generate as generateCertificate } from 'selfsigned';
 import { z } from 'zod';
 import { LOCAL_DATA_DIR } from './defaults.js';
 import { CERTIFICATE_VALIDITY_DAYS, daysFromNow, isFileMissing, loadOrCreatePemPair, loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
+import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 export type { TlsCertificate };
 
@@ -192,12 +193,14 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     const issueToken = (tokenOptions: TokenOptions) =>
       signAccessToken(tokenOptions, { authorityHost, clientId, signingKey });
 
-    const server = https.createServer({ cert: tls.cert, key: tls.key }, (request, response) => {
-      handleRequest(request, response).catch((error: unknown) => {
-        console.error('identity provider: request failed', error);
-        if (!response.headersSent) sendJson(response, 500, { error: 'server_error', error_description: String(error) });
-      });
-    });
+    const server = keepIdleConnectionsOpen(
+      https.createServer({ cert: tls.cert, key: tls.key }, (request, response) => {
+        handleRequest(request, response).catch((error: unknown) => {
+          console.error('identity provider: request failed', error);
+          if (!response.headersSent) sendJson(response, 500, { error: 'server_error', error_description: String(error) });
+        });
+      }),
+    );
 
     async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
       const url = new URL(request.url ?? '/', authorityHost);

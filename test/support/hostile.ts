@@ -10,6 +10,7 @@ import { Agent as HttpAgent, createServer as createHttpServer, request as httpRe
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { expect, it } from 'vitest';
+import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
 import { startHostProcess } from '../../local/stack.js';
 import { STATUS_NAMES } from '../../shared/errors.js';
 import { HOME_TENANT, OTHER_TENANT, stack, stackAppSettings } from './stack.js';
@@ -441,7 +442,7 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
     intercept: undefined,
     close: async () => undefined,
   };
-  const server = createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, (request, response) => {
+  const server = keepIdleConnectionsOpen(createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, (request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -461,7 +462,7 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
       }
       forward(request, body, response);
     });
-  });
+  }));
 
   function forward(request: IncomingMessage, body: Buffer, response: ServerResponse): void {
     const upstream = httpsRequest(
@@ -516,7 +517,7 @@ export async function startSmallServer(handle: (request: IncomingMessage, respon
     hits.push({ method: request.method ?? '', path: request.url ?? '' });
     handle(request, response);
   };
-  const server = options.https ? createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, listener) : createHttpServer(listener);
+  const server = keepIdleConnectionsOpen(options.https ? createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, listener) : createHttpServer(listener));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
