@@ -17,6 +17,7 @@ import { pathToFileURL } from 'node:url';
 import functions, { type HttpHandler } from '@azure/functions';
 import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
 import { appFiles } from './app-files.js';
+import { answerTo } from './http-answers.js';
 import { compileRoute, createRouter } from './routes.js';
 
 export interface Registration {
@@ -28,7 +29,7 @@ export interface Registration {
 }
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { HttpRequest, HttpResponse, InvocationContext } = functions;
+const { HttpRequest, InvocationContext } = functions;
 const require = createRequire(import.meta.url);
 // Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
 const core = require('@azure/functions-core') as { registrations: Registration[] };
@@ -62,16 +63,12 @@ function discardUnreadBody(request: IncomingMessage): void {
   request.resume();
 }
 
-async function writeResponse(response: InstanceType<typeof HttpResponse>, res: ServerResponse): Promise<void> {
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  const cookies = response.cookies.map((cookie) => `${cookie.name}=${cookie.value}`);
-  if (cookies.length) headers['set-cookie'] = cookies;
+async function writeResponse(result: unknown, res: ServerResponse): Promise<void> {
+  const answer = await answerTo(result);
   // The app's responses are small JSON documents: one write with a Content-Length, as Azure's host sends them.
-  const body = response.body && response.status !== 204 && response.status !== 304 ? Buffer.from(await response.arrayBuffer()) : undefined;
-  if (body) headers['content-length'] = String(body.length);
-  res.writeHead(response.status, headers);
-  res.end(body);
+  if (answer.body) answer.headers['content-length'] = String(answer.body.length);
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
 }
 
 const OVERRIDE_PREFIX = 'AzureFunctionsJobHost__';
@@ -133,7 +130,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     });
     try {
       const result = await handler(new HttpRequest({ nativeRequest, params: found.params } as never), context);
-      await writeResponse(result instanceof HttpResponse ? result : new HttpResponse(result ?? {}), res);
+      await writeResponse(result, res);
       if (hasBody && !req.readableEnded) discardUnreadBody(req);
     } catch (error) {
       // What Azure does with a handler that throws: an empty 500, and the error in the log.
