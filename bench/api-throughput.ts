@@ -11,6 +11,8 @@ import { startStack, type LocalStack } from '../local/stack.js';
 
 const DURATION_SECONDS = 10;
 const WARM_UP_SECONDS = 2;
+/** The measured seconds of each side, in this many turns. */
+const SLICES = 5;
 const CONNECTIONS = 32;
 
 export interface Throughput {
@@ -41,7 +43,13 @@ interface Target {
   body?: string;
 }
 
-async function load(baseUrl: string, target: Target, authorization: string, options: { duration?: number; amount?: number }) {
+interface Slice {
+  requests: number;
+  p99Ms: number;
+  errors: number;
+}
+
+async function load(baseUrl: string, target: Target, authorization: string, options: { duration?: number; amount?: number }): Promise<Slice> {
   const result = await autocannon({
     url: `${baseUrl}${target.path}`,
     method: target.method,
@@ -50,13 +58,34 @@ async function load(baseUrl: string, target: Target, authorization: string, opti
     ...(target.body ? { body: target.body } : {}),
     ...options,
   });
-  const failures = result.errors + result.timeouts + result.non2xx;
-  return { requestsPerSecond: Math.round(result.requests.average), p99Ms: result.latency.p99, errors: failures };
+  return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx };
 }
 
-async function measure(baseUrl: string, target: Target, authorization: string) {
-  await load(baseUrl, target, authorization, { duration: WARM_UP_SECONDS });
-  return load(baseUrl, target, authorization, { duration: DURATION_SECONDS });
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+function summary(slices: Slice[]) {
+  return {
+    requestsPerSecond: Math.round(slices.reduce((sum, slice) => sum + slice.requests, 0) / DURATION_SECONDS),
+    p99Ms: median(slices.map((slice) => slice.p99Ms)),
+    errors: slices.reduce((sum, slice) => sum + slice.errors, 0),
+  };
+}
+
+/**
+ * The API and the floor, each for DURATION_SECONDS after a warm-up, taking turns in slices: on a
+ * shared machine whose speed drifts (seen here: the floor alone from 1,000 to 2,100 req/s within
+ * minutes), a ratio of two runs made one after the other measures the drift as much as the API.
+ */
+async function measureAgainstFloor(apiUrl: string, floorUrl: string, target: Target, authorization: string) {
+  await load(apiUrl, target, authorization, { duration: WARM_UP_SECONDS });
+  await load(floorUrl, target, authorization, { duration: WARM_UP_SECONDS });
+  const api: Slice[] = [];
+  const floor: Slice[] = [];
+  for (let slice = 0; slice < SLICES; slice++) {
+    api.push(await load(apiUrl, target, authorization, { duration: DURATION_SECONDS / SLICES }));
+    floor.push(await load(floorUrl, target, authorization, { duration: DURATION_SECONDS / SLICES }));
+  }
+  return { api: summary(api), floor: summary(floor) };
 }
 
 async function startFloor(stack: LocalStack): Promise<{ baseUrl: string; stop(): void }> {
@@ -119,8 +148,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; memory: Me
     ];
     const throughput: Throughput[] = [];
     for (const target of targets) {
-      const apiResult = await measure(stack.apiBaseUrl, target, authorization);
-      const floorResult = await measure(floor.baseUrl, target, authorization);
+      const { api: apiResult, floor: floorResult } = await measureAgainstFloor(stack.apiBaseUrl, floor.baseUrl, target, authorization);
       throughput.push({
         endpoint: target.name,
         api: apiResult,

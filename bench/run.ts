@@ -15,7 +15,7 @@ const ragRebuild = await benchRagRebuild(tlsDir, { projects: Number(values.proje
 if (values.json) {
   console.log(JSON.stringify({ throughput: api.throughput, memory: api.memory, costs: api.costs, coldStart, ragRebuild }, null, 2));
 } else {
-  console.log('\nThroughput and latency through the local host on the embedded store (autocannon, 32 connections, 10 s after 2 s of warm-up), against the floor');
+  console.log('\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five alternating 2 s turns; p99 is the median of the turns)');
   console.table(
     Object.fromEntries(
       api.throughput.map((row) => [
