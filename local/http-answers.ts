@@ -9,12 +9,19 @@ const { HttpResponse } = functions;
 // Statuses whose answers have no body, as the fetch Response behind HttpResponse has it.
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
-// What the fetch Headers class trims from a value.
-const HTTP_WHITESPACE_AROUND = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+const isHttpWhitespace = (code: number): boolean => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+
+/** What the fetch Headers class does to a value: HTTP whitespace around it removed. */
+function trimHttpWhitespace(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isHttpWhitespace(value.charCodeAt(start))) start++;
+  while (end > start && isHttpWhitespace(value.charCodeAt(end - 1))) end--;
+  return start === 0 && end === value.length ? value : value.slice(start, end);
+}
 
 export interface Answer {
   status: number;
-  /** No prototype: a header may be named `constructor` or `__proto__`. */
   headers: Record<string, string | string[]>;
   body?: Buffer;
 }
@@ -28,21 +35,23 @@ export interface Answer {
 export function plainAnswer(init: HttpResponseInit): Answer | undefined {
   if (init.body !== undefined || init.cookies?.length || init.headers instanceof Headers || Array.isArray(init.headers)) return undefined;
   const status = init.status ?? 200;
-  const headers: Record<string, string> = Object.create(null);
+  const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(init.headers ?? {})) {
     const key = name.toLowerCase();
-    const normalized = String(value).replace(HTTP_WHITESPACE_AROUND, '');
+    // The fetch Headers class loses a header of this name; so does HttpResponse.
+    if (key === '__proto__') continue;
+    const normalized = trimHttpWhitespace(String(value));
     headers[key] = Object.hasOwn(headers, key) ? `${headers[key]}, ${normalized}` : normalized;
   }
   if (init.jsonBody === undefined || init.jsonBody === null || NULL_BODY_STATUSES.has(status)) return { status, headers };
   // For a JSON body, HttpResponse copies the headers once more, which trims each joined value again.
-  for (const key of Object.keys(headers)) headers[key] = headers[key]!.replace(HTTP_WHITESPACE_AROUND, '');
+  for (const key of Object.keys(headers)) headers[key] = trimHttpWhitespace(headers[key]!);
   headers['content-type'] ??= 'application/json';
   return { status, headers, body: Buffer.from(JSON.stringify(init.jsonBody)) };
 }
 
 export async function answerOf(response: InstanceType<typeof HttpResponse>): Promise<Answer> {
-  const headers: Record<string, string | string[]> = Object.create(null);
+  const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => (headers[name] = value));
   const cookies = response.cookies.map((cookie) => `${cookie.name}=${cookie.value}`);
   if (cookies.length) headers['set-cookie'] = cookies;
