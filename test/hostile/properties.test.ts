@@ -137,11 +137,11 @@ function expectNoServerError(response: HostileResponse, attempt: Attempt): void 
   expect(response.status, `${response.status} ${response.text.slice(0, 300)} for ${JSON.stringify(attempt).slice(0, 500)}`).toBeLessThan(500);
 }
 
-async function property(cases: CaseCounter, arbitrary: fc.Arbitrary<Attempt>, run: (attempt: Attempt) => Promise<void>, numRuns = RUNS): Promise<void> {
+async function property<T>(cases: CaseCounter, arbitrary: fc.Arbitrary<T>, run: (value: T) => Promise<void>, numRuns = RUNS): Promise<void> {
   await fc.assert(
-    fc.asyncProperty(arbitrary, async (attempt) => {
+    fc.asyncProperty(arbitrary, async (value) => {
       cases.add();
-      await run(attempt);
+      await run(value);
     }),
     // A failure is reported as found, unshrunk: shrinking would send hundreds more requests.
     { numRuns, endOnFailure: true },
@@ -157,6 +157,22 @@ async function listIds(path: string, bearer: string): Promise<string[]> {
 async function readResource(path: string): Promise<{ status: number; etag: unknown; body: any }> {
   const response = await call('GET', path, { token: await admin() });
   return { status: response.status, etag: response.headers.etag, body: response.body };
+}
+
+type Stored = Awaited<ReturnType<typeof readResource>>;
+
+/**
+ * What a PUT may have done: a 200 on the target stores exactly what it answered, and anything else
+ * leaves the target as it was. Returns the target as now stored.
+ */
+async function expectUpdateAppliedOrNothing(path: string, target: string, id: string, response: HostileResponse, stored: Stored): Promise<Stored> {
+  const now = await readResource(`${path}/${target}`);
+  if (response.status === 200 && id === target) {
+    expect(now.body).toEqual(response.body);
+    return now;
+  }
+  expect(now, `after ${response.status} ${response.text.slice(0, 200)}`).toEqual(stored);
+  return stored;
 }
 
 async function newProject(body: Record<string, unknown> = {}): Promise<string> {
@@ -213,26 +229,16 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
         status: field(fc.constantFrom('Planning', 'Active', 'OnHold', 'Completed', 'Archived')),
       }),
     ).map(([id, attempt]) => ({ id, attempt }));
-    await fc.assert(
-      fc.asyncProperty(arbitrary, async ({ id, attempt }) => {
-        cases.add();
-        const response = await send('PUT', `/projects/${id}`, attempt, bearer, stored.etag as string);
-        expectNoServerError(response, attempt);
-        const now = await readResource(`/projects/${target}`);
-        if (response.status === 200 && id === target) {
-          expect(now.body).toEqual(response.body);
-          stored = now;
-        } else {
-          expect(now, `after ${response.status} ${response.text.slice(0, 200)}`).toEqual(stored);
-        }
-        // An Archived target refuses every change: the next runs get a fresh one.
-        if (stored.body.status === 'Archived') {
-          target = await newProject();
-          stored = await readResource(`/projects/${target}`);
-        }
-      }),
-      { numRuns: RUNS, endOnFailure: true },
-    );
+    await property(cases, arbitrary, async ({ id, attempt }) => {
+      const response = await send('PUT', `/projects/${id}`, attempt, bearer, stored.etag as string);
+      expectNoServerError(response, attempt);
+      stored = await expectUpdateAppliedOrNothing('/projects', target, id, response, stored);
+      // An Archived target refuses every change: the next runs get a fresh one.
+      if (stored.body.status === 'Archived') {
+        target = await newProject();
+        stored = await readResource(`/projects/${target}`);
+      }
+    });
   }, 120_000);
 
   hostileTest(`POST /api/tasks with ${RUNS} random bodies, headers and queries`, async (cases) => {
@@ -279,21 +285,11 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
         projectId: fc.constantFrom('PRJ-999999999', 'PRJ-1001'),
       }),
     ).map(([id, attempt]) => ({ id, attempt }));
-    await fc.assert(
-      fc.asyncProperty(arbitrary, async ({ id, attempt }) => {
-        cases.add();
-        const response = await send('PUT', `/tasks/${id}`, attempt, bearer, stored.etag as string);
-        expectNoServerError(response, attempt);
-        const now = await readResource(`/tasks/${target}`);
-        if (response.status === 200 && id === target) {
-          expect(now.body).toEqual(response.body);
-          stored = now;
-        } else {
-          expect(now, `after ${response.status} ${response.text.slice(0, 200)}`).toEqual(stored);
-        }
-      }),
-      { numRuns: RUNS, endOnFailure: true },
-    );
+    await property(cases, arbitrary, async ({ id, attempt }) => {
+      const response = await send('PUT', `/tasks/${id}`, attempt, bearer, stored.etag as string);
+      expectNoServerError(response, attempt);
+      stored = await expectUpdateAppliedOrNothing('/tasks', target, id, response, stored);
+    });
   }, 120_000);
 
   hostileTest(`POST /api/rag/index with ${RUNS} random bodies, headers and queries (in the other tenant)`, async (cases) => {
@@ -325,9 +321,10 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
       const fresh = async () => (kind === 'projects' ? newProject() : newTask(await newProject()));
       let target = await fresh();
       let stored = await readResource(`/${kind}/${target}`);
-      await fc.assert(
-        fc.asyncProperty(fc.tuple(targetOr(() => target), attempts({})), async ([id, attempt]) => {
-          cases.add();
+      await property(
+        cases,
+        fc.tuple(targetOr(() => target), attempts({})),
+        async ([id, attempt]) => {
           const response = await send('DELETE', `/${kind}/${id}`, attempt, bearer, stored.etag as string);
           expectNoServerError(response, attempt);
           const now = await readResource(`/${kind}/${target}`);
@@ -338,8 +335,8 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
           } else {
             expect(now, `after ${response.status} ${response.text.slice(0, 200)}`).toEqual(stored);
           }
-        }),
-        { numRuns: 60, endOnFailure: true },
+        },
+        60,
       );
     }
   }, 120_000);
