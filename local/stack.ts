@@ -231,7 +231,8 @@ function stopProcess(child: ChildProcess): Promise<void> {
   // Exited, or killed by a signal (then exitCode stays null).
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    child.once('exit', () => resolve());
+    // 'close', not 'exit': by then the child's output has been read to the end, its last log lines too.
+    child.once('close', () => resolve());
     child.kill('SIGTERM');
   });
 }

@@ -88,6 +88,7 @@ describe('a database that cannot be reached', () => {
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await response.json()).toMatchObject({ error: 'Service Unavailable', status: 503 });
-    expect(lines.join('\n')).toMatch(/database unavailable/);
+    // The host logs before it answers, but its output reaches this process through a pipe of its own.
+    await expect.poll(() => lines.join('\n')).toMatch(/database unavailable/);
   });
 });

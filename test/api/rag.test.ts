@@ -124,8 +124,8 @@ describe('POST /api/rag/index', () => {
     const job = await rebuild({ projectIds: [projectId] });
     const queue = new QueueClient(stack.storageConnectionString, 'rag-index-jobs');
     await queue.sendMessage(Buffer.from(JSON.stringify({ jobId: job.jobId, tenantId: HOME_TENANT })).toString('base64'));
+    // The host deletes a message only once its handler has returned.
     await expect.poll(async () => (await queue.getProperties()).approximateMessagesCount, { timeout: 15_000, interval: 200 }).toBe(0);
-    await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await finished(job.jobId)).toEqual(job);
   });
 });

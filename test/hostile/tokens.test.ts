@@ -307,15 +307,14 @@ describe('unknown key ids and the identity provider', () => {
     const responses = await Promise.all(Array.from({ length: 25 }, () => call('GET', '/projects?limit=1', { token: craft({ header: { kid: randomUUID() } }) })));
     for (const response of responses) expectUnauthorized(response, 'unknown kid');
     cases.add(responses.length);
-    expect(provider.counts.jwks - before.jwks, 'JWKS fetches').toBeLessThanOrEqual(1);
     expect(provider.counts.metadata - before.metadata, 'metadata fetches').toBe(0);
-    // A second burst within the cooldown fetches nothing at all.
-    const second = { ...provider.counts };
+    // A second burst within jose's 30 s cooldown fetches nothing more: one refetch at most for both bursts,
+    // whichever of them the cooldown's end may fall between.
     for (const response of await Promise.all(Array.from({ length: 25 }, () => call('GET', '/projects?limit=1', { token: craft({ header: { kid: randomUUID() } }) })))) {
       expectUnauthorized(response, 'unknown kid, second burst');
     }
     cases.add(25);
-    expect(provider.counts.jwks - second.jwks, 'JWKS fetches in the cooldown').toBe(0);
+    expect(provider.counts.jwks - before.jwks, 'JWKS fetches for both bursts').toBeLessThanOrEqual(1);
   });
 });
 
