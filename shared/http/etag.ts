@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ApiError } from '../errors.js';
 
 /**
@@ -7,7 +7,7 @@ import { ApiError } from '../errors.js';
  * If-Match only fails when what they read has really changed.
  */
 export function entityTag(representation: unknown): string {
-  return `"${createHash('sha256').update(JSON.stringify(representation)).digest('base64url').slice(0, 27)}"`;
+  return `"${hash('sha256', JSON.stringify(representation), 'base64url').slice(0, 27)}"`;
 }
 
 /** `*` (any current version) or the opaque tags a client accepts, or undefined without the header. */
