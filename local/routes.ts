@@ -7,7 +7,7 @@ export interface CompiledRoute<T> {
   template: string;
   methods: string[];
   target: T;
-  match(path: string): Record<string, string> | undefined;
+  match(path: PathParts): Record<string, string> | undefined;
   /** Lower sorts first: one rank per segment, 0 literal, 1 parameter, 2 optional, 3 catch-all. */
   precedence: number[];
 }
@@ -46,6 +46,17 @@ function decode(part: string): string | undefined {
   }
 }
 
+/** A request path split once for every route to match against: each segment as sent, and decoded (undefined when it cannot be). */
+interface PathParts {
+  raw: string[];
+  decoded: (string | undefined)[];
+}
+
+function pathParts(path: string): PathParts {
+  const raw = path.split('/').filter(Boolean);
+  return { raw, decoded: raw.map(decode) };
+}
+
 const RANK: Record<Segment['kind'], number> = { literal: 0, parameter: 1, optional: 2, catchAll: 3 };
 
 export function compileRoute<T>(template: string, methods: string[], target: T): CompiledRoute<T> {
@@ -55,19 +66,17 @@ export function compileRoute<T>(template: string, methods: string[], target: T):
     methods: methods.map((method) => method.toUpperCase()),
     target,
     precedence: segments.map((segment) => RANK[segment.kind]),
-    match(path) {
-      const parts = path.split('/').filter(Boolean);
+    match({ raw, decoded }) {
       const params: Record<string, string> = {};
       for (let index = 0; index < segments.length; index++) {
         const segment = segments[index]!;
         if (segment.kind === 'catchAll') {
           // The catch-all takes anything, undecodable segments too, so that every request gets an answer.
-          params[segment.value] = parts.slice(index).map((part) => decode(part) ?? part).join('/');
+          params[segment.value] = raw.slice(index).map((part, offset) => decoded[index + offset] ?? part).join('/');
           return params;
         }
-        const part = parts[index];
-        if (part === undefined) return segment.kind === 'optional' && index === segments.length - 1 ? params : undefined;
-        const value = decode(part);
+        if (index >= raw.length) return segment.kind === 'optional' && index === segments.length - 1 ? params : undefined;
+        const value = decoded[index];
         if (value === undefined) return undefined;
         if (segment.kind === 'literal') {
           if (value.toLowerCase() !== segment.value) return undefined;
@@ -76,7 +85,7 @@ export function compileRoute<T>(template: string, methods: string[], target: T):
           params[segment.value] = value;
         }
       }
-      return parts.length === segments.length ? params : undefined;
+      return raw.length === segments.length ? params : undefined;
     },
   };
 }
@@ -95,9 +104,11 @@ export function createRouter<T>(routes: CompiledRoute<T>[]) {
   return {
     routes: ordered,
     find(method: string, path: string): { route: CompiledRoute<T>; params: Record<string, string> } | undefined {
+      const upperMethod = method.toUpperCase();
+      const parts = pathParts(path);
       for (const route of ordered) {
-        if (!route.methods.includes(method.toUpperCase())) continue;
-        const params = route.match(path);
+        if (!route.methods.includes(upperMethod)) continue;
+        const params = route.match(parts);
         if (params) return { route, params };
       }
       return undefined;
