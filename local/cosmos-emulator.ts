@@ -41,13 +41,15 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const server = keepIdleConnectionsOpen(createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true }));
   // What the app costs the database: data requests and the request units they report, and apart from
   // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
-  const counts = { requests: 0, requestCharge: 0, queryPlans: 0 };
+  // Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
+  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0 };
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     if (request.headers['x-ms-cosmos-is-query-plan-request']) {
       counts.queryPlans += 1;
       return;
     }
     counts.requests += 1;
+    if (request.method === 'PATCH') counts.patches += 1;
     response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
   });
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));

@@ -49,7 +49,7 @@ export async function createProject(principal: Principal, input: CreateProjectBo
     idempotent,
     sequence: 'projects',
     represent: toProject,
-    async prepare(number) {
+    prepare(number) {
       const now = new Date().toISOString();
       const document: Omit<ProjectDocument, '_etag'> = {
         id: `PRJ-${number}`,

@@ -4,8 +4,9 @@ import { cosmosStatus } from './cosmos.js';
 const FIRST_VALUE = 1001;
 /**
  * Numbers reserved per trip to the database. Cosmos's atomic patch `incr` hands each instance a
- * block of its own, so concurrent instances never share a number, and most creates cost no trip
- * for their id. Numbers are never reused; a block an instance does not use up leaves a gap.
+ * block of its own, so concurrent instances never share a number. The next block is reserved in
+ * the background once half of the current one is used, so that a create rarely waits for it.
+ * Numbers are never reused; a block an instance does not use up leaves a gap.
  */
 const BLOCK_SIZE = 20;
 
@@ -14,8 +15,13 @@ interface Block {
   last: number;
 }
 
-const blocks = new Map<string, Block>();
-const reserving = new Map<string, Promise<Block>>();
+interface Sequence {
+  block: Block | undefined;
+  /** The reservation under way, if any: at most one per sequence and instance. */
+  upcoming: Promise<Block> | undefined;
+}
+
+const sequences = new Map<string, Sequence>();
 
 async function reserveBlock(container: Container, tenantId: string, id: string): Promise<Block> {
   try {
@@ -34,21 +40,36 @@ async function reserveBlock(container: Container, tenantId: string, id: string):
   }
 }
 
+function reserveNext(sequence: Sequence, container: Container, tenantId: string, id: string): Promise<Block> {
+  const upcoming = reserveBlock(container, tenantId, id);
+  sequence.upcoming = upcoming;
+  // A failed reservation is forgotten: the create that needs a block asks again, and reports the failure if it lasts.
+  upcoming.catch(() => {
+    if (sequence.upcoming === upcoming) sequence.upcoming = undefined;
+  });
+  return upcoming;
+}
+
 /** The next number of a per-tenant sequence, from this instance's current block or a new one. */
 export async function nextInSequence(container: Container, tenantId: string, name: string): Promise<number> {
   const id = `sequence-${name}`;
   const key = `${tenantId}/${id}`;
+  let sequence = sequences.get(key);
+  if (!sequence) sequences.set(key, (sequence = { block: undefined, upcoming: undefined }));
   for (;;) {
-    const block = blocks.get(key);
-    if (block && block.next <= block.last) return block.next++;
-    // One reservation at a time per sequence: concurrent creates wait for it instead of each taking a block.
-    let pending = reserving.get(key);
-    if (!pending) {
-      pending = reserveBlock(container, tenantId, id).finally(() => reserving.delete(key));
-      reserving.set(key, pending);
-      blocks.set(key, await pending);
-    } else {
-      await pending;
+    const { block } = sequence;
+    if (block && block.next <= block.last) {
+      const number = block.next++;
+      if (!sequence.upcoming && block.last - number < BLOCK_SIZE / 2) reserveNext(sequence, container, tenantId, id);
+      return number;
+    }
+    // Concurrent creates wait for the same reservation instead of each taking a block.
+    const upcoming = sequence.upcoming ?? reserveNext(sequence, container, tenantId, id);
+    const reserved = await upcoming;
+    // The first to resume puts the new block in place; the others find it there.
+    if (sequence.upcoming === upcoming) {
+      sequence.block = reserved;
+      sequence.upcoming = undefined;
     }
   }
 }

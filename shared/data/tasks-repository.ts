@@ -44,13 +44,13 @@ async function readTaskDocument(tenantId: string, id: string): Promise<TaskDocum
  * added to it, and the delete's last sweep removes any task that was added while it ran.
  */
 export async function createTask(principal: Principal, input: CreateTaskBody, idempotent: IdempotentRequest | undefined): Promise<Created<Task>> {
-  return createDocument<Omit<TaskDocument, '_etag'>, Task>({
+  return createDocument<Omit<TaskDocument, '_etag'>, Task, ProjectDocument>({
     principal,
     idempotent,
     sequence: 'tasks',
     represent: toTask,
-    async prepare(number) {
-      const project = await writableProject(principal.tenantId, input.projectId);
+    check: () => writableProject(principal.tenantId, input.projectId),
+    prepare(number, project) {
       const now = new Date().toISOString();
       const priority = input.priority ?? 'Medium';
       const document: Omit<TaskDocument, '_etag'> = {

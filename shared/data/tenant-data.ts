@@ -81,17 +81,19 @@ export interface Created<R> {
 
 /**
  * Creates a document whose id comes from a per-tenant sequence, honouring an Idempotency-Key.
- * `prepare` builds the document for the number it is given and may return a guard: a batch
- * operation that must succeed for the create to happen (it is retried with a fresh `prepare`
- * when the guarded document changed). The guard goes first and the Idempotency-Key record second,
- * so that either failing stops the create, and a failed guard leaves no record behind, even where
- * batches are not transactional.
+ * `check` looks up what the create depends on (while the id is reserved, so it adds no wait), and
+ * `prepare` builds the document from the number and what `check` found. It may return a guard: a
+ * batch operation that must succeed for the create to happen (on a failed guard, the check and
+ * the create are tried again). The guard goes first and the Idempotency-Key record second, so that
+ * either failing stops the create, and a failed guard leaves no record behind, even where batches
+ * are not transactional.
  */
-export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R>(options: {
+export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R, C = undefined>(options: {
   principal: Principal;
   idempotent: IdempotentRequest | undefined;
   sequence: string;
-  prepare(number: number): Promise<{ document: D; guard?: OperationInput }>;
+  check?(): Promise<C>;
+  prepare(number: number, checked: C): { document: D; guard?: OperationInput };
   represent(document: D): R;
 }): Promise<Created<R>> {
   const documents = await tenantData();
@@ -100,9 +102,10 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R>
     const replay = await recordedResult<R>(documents, tenantId, options.idempotent);
     if (replay) return { representation: replay, replayed: true };
   }
-  const number = await nextInSequence(documents, tenantId, options.sequence);
+  let [number, checked] = await Promise.all([nextInSequence(documents, tenantId, options.sequence), options.check?.()]);
   for (let attempt = 1; ; attempt++) {
-    const { document, guard } = await options.prepare(number);
+    if (attempt > 1 && options.check) checked = await options.check();
+    const { document, guard } = options.prepare(number, checked as C);
     const representation = options.represent(document);
     const create: OperationInput = { operationType: 'Create', resourceBody: asJson(document) };
     if (!options.idempotent && !guard) {
