@@ -56,6 +56,7 @@ export async function nextInSequence(container: Container, tenantId: string, nam
   const key = `${tenantId}/${id}`;
   let sequence = sequences.get(key);
   if (!sequence) sequences.set(key, (sequence = { block: undefined, upcoming: undefined }));
+  let retried = false;
   for (;;) {
     const { block } = sequence;
     if (block && block.next <= block.last) {
@@ -64,8 +65,17 @@ export async function nextInSequence(container: Container, tenantId: string, nam
       return number;
     }
     // Concurrent creates wait for the same reservation instead of each taking a block.
-    const upcoming = sequence.upcoming ?? reserveNext(sequence, container, tenantId, id);
-    const reserved = await upcoming;
+    const started = sequence.upcoming;
+    const upcoming = started ?? reserveNext(sequence, container, tenantId, id);
+    let reserved: Block;
+    try {
+      reserved = await upcoming;
+    } catch (error) {
+      // A reservation started ahead or by another create failed: try one of this create's own before failing it.
+      if (!started || retried) throw error;
+      retried = true;
+      continue;
+    }
     // The first to resume puts the new block in place; the others find it there.
     if (sequence.upcoming === upcoming) {
       sequence.block = reserved;
