@@ -7,17 +7,17 @@
  * Run as a child process of the local stack (see stack.ts); it reports `{ ready, port, routes,
  * queueFunctions }` over IPC.
  */
-import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import functions, { type HttpHandler } from '@azure/functions';
+import type { HttpHandler } from '@azure/functions';
 import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
 import { appFiles } from './app-files.js';
 import { answerTo } from './http-answers.js';
+import { httpInvocation } from './http-invocation.js';
 import { compileRoute, createRouter } from './routes.js';
 
 export interface Registration {
@@ -28,8 +28,6 @@ export interface Registration {
   callback: (...args: unknown[]) => unknown;
 }
 
-// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { HttpRequest, InvocationContext } = functions;
 const require = createRequire(import.meta.url);
 // Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
 const core = require('@azure/functions-core') as { registrations: Registration[] };
@@ -117,19 +115,18 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     }
     const { name, handler, trigger } = found.route.target;
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-    const nativeRequest = new Request(url, {
-      method: req.method,
-      headers: toHeaders(req),
-      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: 'half' } : {}),
-    } as RequestInit);
-    const context = new InvocationContext({
-      invocationId: randomUUID(),
+    const [request, context] = httpInvocation({
       functionName: name,
-      options: { trigger: { ...trigger, name: 'request' } as never, extraInputs: [], extraOutputs: [] },
-      logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
+      trigger,
+      url,
+      method: req.method ?? 'GET',
+      headers: toHeaders(req),
+      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream } : {}),
+      params: found.params,
+      log,
     });
     try {
-      const result = await handler(new HttpRequest({ nativeRequest, params: found.params } as never), context);
+      const result = await handler(request, context);
       await writeResponse(result, res);
       if (hasBody && !req.readableEnded) discardUnreadBody(req);
     } catch (error) {
