@@ -5,9 +5,11 @@
  */
 import { fork } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
-import { startStack, type LocalStack } from '../local/stack.js';
+import { appRoot, startStack, type LocalStack } from '../local/stack.js';
+import type { InProcessCosts } from './in-process.js';
 
 const DURATION_SECONDS = 10;
 const WARM_UP_SECONDS = 2;
@@ -88,20 +90,34 @@ async function measureAgainstFloor(apiUrl: string, floorUrl: string, target: Tar
   return { api: summary(api), floor: summary(floor) };
 }
 
+/** The settings the app and the floor run with: the embedded parts', and trust in their certificate. */
+function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    NODE_EXTRA_CA_CERTS: stack.caCertPath,
+    AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
+    AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
+    AUTH_AUTHORITY_HOST: stack.identityProvider!.authorityHost,
+    COSMOS_ENDPOINT: stack.cosmos!.endpoint,
+    COSMOS_KEY: stack.cosmos!.key,
+  };
+}
+
 async function startFloor(stack: LocalStack): Promise<{ baseUrl: string; stop(): void }> {
-  const child = fork(new URL('./floor-server.js', import.meta.url), [], {
-    env: {
-      ...process.env,
-      NODE_EXTRA_CA_CERTS: stack.caCertPath,
-      AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
-      AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
-      AUTH_AUTHORITY_HOST: stack.identityProvider!.authorityHost,
-      COSMOS_ENDPOINT: stack.cosmos!.endpoint,
-      COSMOS_KEY: stack.cosmos!.key,
-    },
-  });
+  const child = fork(new URL('./floor-server.js', import.meta.url), [], { env: embeddedSettings(stack) });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (message) => resolve(message as { port: number })));
   return { baseUrl: `http://127.0.0.1:${port}/api`, stop: () => child.kill() };
+}
+
+/** bench/in-process.ts in a process of its own, with the app's settings (and its functions registered with the local host's stand-in for the runtime). */
+async function measureInProcess(stack: LocalStack, url: string, authorization: string): Promise<InProcessCosts> {
+  const child = fork(new URL('./in-process.js', import.meta.url), [], {
+    env: { ...embeddedSettings(stack), NODE_PATH: join(appRoot(), 'local', 'functions-core'), BENCH_URL: url, BENCH_AUTHORIZATION: authorization },
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', (message) => resolve(message as InProcessCosts));
+    child.once('exit', (code) => reject(new Error(`bench/in-process exited (code ${code}) without its figures`)));
+  });
 }
 
 async function rssMiB(pid: number): Promise<number> {
@@ -110,7 +126,7 @@ async function rssMiB(pid: number): Promise<number> {
   return Math.round(kib / 1024);
 }
 
-export async function benchApi(): Promise<{ throughput: Throughput[]; memory: Memory; costs: OperationCost[] }> {
+export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess: InProcessCosts; memory: Memory; costs: OperationCost[] }> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
   const floor = await startFloor(stack);
@@ -159,12 +175,13 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; memory: Me
     }
 
     const read: Target = targets[0]!;
+    const inProcess = await measureInProcess(stack, `${stack.apiBaseUrl}${read.path}`, authorization);
     const before = await rssMiB(stack.hostPid);
     await load(stack.apiBaseUrl, read, authorization, { amount: 50_000 });
     const afterHalf = await rssMiB(stack.hostPid);
     await load(stack.apiBaseUrl, read, authorization, { amount: 50_000 });
     const afterAll = await rssMiB(stack.hostPid);
-    return { throughput, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
+    return { throughput, inProcess, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
   } finally {
     floor.stop();
     await stack.stop();
