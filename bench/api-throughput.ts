@@ -9,13 +9,13 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
 import { appRoot, startStack, type LocalStack } from '../local/stack.js';
+import { CONCURRENT_REQUESTS, median } from './figures.js';
 import type { InProcessCosts } from './in-process.js';
 
 const DURATION_SECONDS = 10;
 const WARM_UP_SECONDS = 2;
 /** The measured seconds of each side, in this many turns. */
 const SLICES = 5;
-const CONNECTIONS = 32;
 
 export interface Throughput {
   endpoint: string;
@@ -55,15 +55,13 @@ async function load(baseUrl: string, target: Target, authorization: string, opti
   const result = await autocannon({
     url: `${baseUrl}${target.path}`,
     method: target.method,
-    connections: CONNECTIONS,
+    connections: CONCURRENT_REQUESTS,
     headers: { authorization, 'content-type': 'application/json' },
     ...(target.body ? { body: target.body } : {}),
     ...options,
   });
   return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx };
 }
-
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 function summary(slices: Slice[]) {
   return {

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { appFiles } from '../local/app-files.js';
 import { appRoot } from '../local/stack.js';
+import { median } from './figures.js';
 
 const RUNS = 10;
 
@@ -14,11 +15,6 @@ const RUNS = 10;
 const IMPORT_ALL = `const started = performance.now();
 for (const file of JSON.parse(process.argv[1])) await import(file);
 console.log(performance.now() - started);`;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return Math.round(((sorted[Math.floor((sorted.length - 1) / 2)]! + sorted[Math.ceil((sorted.length - 1) / 2)]!) / 2) * 10) / 10;
-}
 
 function importTimes(files: string[]): number[] {
   const root = appRoot();
@@ -36,7 +32,7 @@ export async function benchColdStart(): Promise<{ bundleMs: number; plainMs: num
   const root = appRoot();
   const bundle = await appFiles(root);
   const plain = bundle.map((file) => join(root, 'dist', 'functions', file.slice(file.lastIndexOf('/') + 1)));
-  const bundleMs = median(importTimes(bundle));
-  const plainMs = median(importTimes(plain));
+  const bundleMs = Math.round(median(importTimes(bundle)) * 10) / 10;
+  const plainMs = Math.round(median(importTimes(plain)) * 10) / 10;
   return { bundleMs, plainMs, ratio: Math.round((bundleMs / plainMs) * 100) / 100 };
 }

@@ -10,9 +10,11 @@
 import type { HttpHandler, HttpResponseInit } from '@azure/functions';
 import { answerTo } from '../local/http-answers.js';
 import { httpInvocation } from '../local/http-invocation.js';
+import { registrations, triggerOf } from '../local/registrations.js';
+import { CONCURRENT_REQUESTS, median } from './figures.js';
 import { floorWork } from './floor-work.js';
 
-const CONCURRENCY = 32;
+const FUNCTION_NAME = 'projects-get';
 const WARM_UP_CALLS = 3_000;
 const CALLS = 6_000;
 const ROUNDS = 3;
@@ -27,24 +29,26 @@ export interface InProcessCosts {
 const { BENCH_URL: target = '', BENCH_AUTHORIZATION: authorization = '' } = process.env;
 const url = new URL(target);
 const projectId = url.pathname.split('/').pop()!;
-const appFile = new URL('../app/functions/projects-get.js', import.meta.url).href;
-const { projectsGet } = (await import(appFile)) as { projectsGet: HttpHandler };
-const trigger = { type: 'httpTrigger', direction: 'in', methods: ['GET'], route: 'projects/{projectId}' };
+// The function as the host finds it: registered by its file of the bundle, with its binding.
+await import(new URL(`../app/functions/${FUNCTION_NAME}.js`, import.meta.url).href);
+const registration = registrations().find(({ metadata }) => metadata.name === FUNCTION_NAME)!;
+const handler = registration.callback as HttpHandler;
+const trigger = triggerOf(registration, 'httpTrigger')!;
 const ignoreLog = () => undefined;
 
 function invocation() {
   const headers = new Headers({ host: url.host, authorization, connection: 'keep-alive' });
-  return httpInvocation({ functionName: 'projects-get', trigger, url, method: 'GET', headers, params: { projectId }, log: ignoreLog });
+  return httpInvocation({ functionName: FUNCTION_NAME, trigger, url, method: 'GET', headers, params: { projectId }, log: ignoreLog });
 }
 
 async function callFunction(): Promise<HttpResponseInit> {
-  const result = (await projectsGet(...invocation())) as HttpResponseInit;
+  const result = (await handler(...invocation())) as HttpResponseInit;
   await answerTo(result);
   return result;
 }
 
 const fixedResult = await callFunction();
-if (fixedResult.status !== 200) throw new Error(`projects-get answered ${fixedResult.status}`);
+if (fixedResult.status !== 200) throw new Error(`${FUNCTION_NAME} answered ${fixedResult.status}`);
 
 const variants: Record<keyof InProcessCosts, () => Promise<unknown>> = {
   hostObjectsUs: () => {
@@ -59,7 +63,7 @@ async function cpuPerCall(run: () => Promise<unknown>, calls: number): Promise<n
   let started = 0;
   const before = process.cpuUsage();
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: CONCURRENT_REQUESTS }, async () => {
       while (started++ < calls) await run();
     }),
   );
@@ -73,6 +77,5 @@ const samples = Object.fromEntries(names.map((name) => [name, [] as number[]])) 
 // Taking turns, so that a drift of the machine's speed touches every variant alike.
 for (let round = 0; round < ROUNDS; round++) for (const name of names) samples[name].push(await cpuPerCall(variants[name], CALLS));
 
-const median = (values: number[]): number => Math.round([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!);
-const costs = Object.fromEntries(names.map((name) => [name, median(samples[name])])) as unknown as InProcessCosts;
+const costs = Object.fromEntries(names.map((name) => [name, Math.round(median(samples[name]))])) as unknown as InProcessCosts;
 process.send?.(costs, () => process.exit(0));

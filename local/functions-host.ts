@@ -9,7 +9,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
@@ -18,19 +17,8 @@ import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js'
 import { appFiles } from './app-files.js';
 import { answerTo } from './http-answers.js';
 import { httpInvocation } from './http-invocation.js';
+import { registrations, triggerOf } from './registrations.js';
 import { compileRoute, createRouter } from './routes.js';
-
-export interface Registration {
-  metadata: {
-    name: string;
-    bindings: Record<string, { name: string; type: string; direction: string; route?: string; methods?: string[]; queueName?: string; connection?: string }>;
-  };
-  callback: (...args: unknown[]) => unknown;
-}
-
-const require = createRequire(import.meta.url);
-// Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
-const core = require('@azure/functions-core') as { registrations: Registration[] };
 
 interface HostJson {
   extensions?: { http?: { routePrefix?: string }; queues?: Record<string, unknown> };
@@ -97,11 +85,12 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   const prefix = hostJson.extensions?.http?.routePrefix ?? 'api';
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
 
-  const httpFunctions = core.registrations.flatMap(({ metadata, callback }) => {
-    const trigger = Object.values(metadata.bindings).find((binding) => binding.type.toLowerCase() === 'httptrigger');
+  const httpFunctions = registrations().flatMap((registration) => {
+    const trigger = triggerOf(registration, 'httpTrigger');
     if (!trigger) return [];
-    const template = [prefix, trigger.route ?? metadata.name].filter(Boolean).join('/');
-    return [compileRoute(template, trigger.methods ?? ['GET', 'POST'], { name: metadata.name, handler: callback as HttpHandler, trigger })];
+    const { name } = registration.metadata;
+    const template = [prefix, trigger.route ?? name].filter(Boolean).join('/');
+    return [compileRoute(template, trigger.methods ?? ['GET', 'POST'], { name, handler: registration.callback as HttpHandler, trigger })];
   });
   const router = createRouter(httpFunctions);
 
@@ -142,7 +131,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   const actualPort = typeof address === 'object' && address ? address.port : port;
 
   const queueTriggers = startQueueTriggers({
-    registrations: core.registrations,
+    registrations: registrations(),
     settings: queueExtensionSettings(hostJson.extensions?.queues),
     environment: process.env,
     log,

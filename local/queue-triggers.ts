@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import functions from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
-import type { Registration } from './functions-host.js';
+import { triggerOf, type Binding, type Registration } from './registrations.js';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
@@ -139,7 +139,7 @@ function errorText(error: unknown): string {
 
 interface QueueListenerOptions {
   name: string;
-  trigger: Registration['metadata']['bindings'][string];
+  trigger: Binding;
   handler: Registration['callback'];
   queue: QueueClient;
   poisonQueue: QueueClient;
@@ -271,8 +271,9 @@ export function startQueueTriggers(options: QueueTriggersOptions): QueueTriggers
   const { environment, log, settings } = options;
   const listeners: QueueListener[] = [];
   const queueFunctions: QueueFunction[] = [];
-  for (const { metadata, callback } of options.registrations) {
-    const trigger = Object.values(metadata.bindings).find((binding) => binding.type.toLowerCase() === 'queuetrigger');
+  for (const registration of options.registrations) {
+    const { metadata, callback } = registration;
+    const trigger = triggerOf(registration, 'queueTrigger');
     if (!trigger) continue;
     try {
       const queue = queueName(trigger.queueName ?? '', environment);

@@ -8,11 +8,10 @@
  */
 import { fork } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { appFiles } from '../../local/app-files.js';
-import type { Registration } from '../../local/functions-host.js';
+import { registrations, triggerOf, type Registration } from '../../local/registrations.js';
 import { buildOpenApiDocument, type HttpRegistration } from './document.js';
 import { documentFile } from './document-file.js';
 
@@ -22,18 +21,18 @@ const collector = join(appRoot, 'local', 'functions-core');
 
 /** The HTTP functions among the registrations, as their `app.http` calls described them. */
 function httpRegistrations(registrations: Registration[]): HttpRegistration[] {
-  return registrations.flatMap(({ metadata, callback }) => {
-    const trigger = Object.values(metadata.bindings).find((binding) => binding.type.toLowerCase() === 'httptrigger');
-    return trigger ? [{ name: metadata.name, route: trigger.route ?? metadata.name, methods: trigger.methods ?? ['GET', 'POST'], handler: callback }] : [];
+  return registrations.flatMap((registration) => {
+    const trigger = triggerOf(registration, 'httpTrigger');
+    const { name } = registration.metadata;
+    return trigger ? [{ name, route: trigger.route ?? name, methods: trigger.methods ?? ['GET', 'POST'], handler: registration.callback }] : [];
   });
 }
 
 async function currentDocument(): Promise<string> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(join(appRoot, 'dist', 'functions', basename(file))).href);
-  const { registrations } = createRequire(import.meta.url)('@azure/functions-core') as { registrations: Registration[] };
   const hostJson = JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as { extensions?: { http?: { routePrefix?: string } } };
   const { version } = JSON.parse(await readFile(join(appRoot, 'package.json'), 'utf8')) as { version: string };
-  const document = buildOpenApiDocument(httpRegistrations(registrations), { version, routePrefix: hostJson.extensions?.http?.routePrefix ?? 'api' });
+  const document = buildOpenApiDocument(httpRegistrations(registrations()), { version, routePrefix: hostJson.extensions?.http?.routePrefix ?? 'api' });
   return `${JSON.stringify(document, null, 2)}\n`;
 }
 

@@ -8,7 +8,7 @@ import type { InvocationContext } from '@azure/functions';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
-import type { Registration } from '../../local/functions-host.js';
+import type { Registration } from '../../local/registrations.js';
 import { queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../../local/queue-triggers.js';
 import { startHostProcess } from '../../local/stack.js';
 
