@@ -31,8 +31,8 @@ export function nextPageLink(requestUrl: string, cursor: string | undefined): Re
 }
 
 /** A single resource, with the ETag of exactly what is sent. */
-export function resource(status: number, representation: unknown, headers: Record<string, string> = {}): HttpResponseInit {
-  return json(status, representation, { ETag: entityTag(representation), ...headers });
+export function resource(status: number, representation: unknown, headers: Record<string, string> = {}, tag = entityTag(representation)): HttpResponseInit {
+  return json(status, representation, { ETag: tag, ...headers });
 }
 
 /** 201 for a create, or for an Idempotency-Key replay of one, with the new resource's Location. */
@@ -47,5 +47,5 @@ export function created(requestUrl: string, result: { representation: { id: stri
 export function notModifiedOr(request: HttpRequest, representation: unknown): HttpResponseInit {
   const tag = entityTag(representation);
   if (isNotModified(request.headers.get('if-none-match'), tag)) return { status: 304, headers: { ETag: tag } };
-  return resource(200, representation);
+  return resource(200, representation, {}, tag);
 }
