@@ -17,10 +17,18 @@ const WARM_UP_SECONDS = 2;
 /** The measured seconds of each side, in this many turns. */
 const SLICES = 5;
 
+interface Side {
+  requestsPerSecond: number;
+  p99Ms: number;
+  errors: number;
+  /** CPU time of the serving process per request: what a saturated server's throughput comes down to. */
+  cpuPerRequestUs: number | undefined;
+}
+
 export interface Throughput {
   endpoint: string;
-  api: { requestsPerSecond: number; p99Ms: number; errors: number };
-  floor: { requestsPerSecond: number; p99Ms: number; errors: number };
+  api: Side;
+  floor: Side;
   /** API requests per second over the floor's: the goal is at least 0.8. */
   throughputRatio: number;
   /** API p99 over the floor's: the goal is at most 1.5. */
@@ -45,29 +53,53 @@ interface Target {
   body?: string;
 }
 
+/** A server under load: where to send requests, and the process that answers them. */
+interface Server {
+  baseUrl: string;
+  pid: number;
+}
+
 interface Slice {
   requests: number;
   p99Ms: number;
   errors: number;
+  cpuMs: number | undefined;
 }
 
-async function load(baseUrl: string, target: Target, authorization: string, options: { duration?: number; amount?: number }): Promise<Slice> {
+/** The CPU time a process has used so far (all its threads), or undefined where there is no /proc. */
+async function processCpuMs(pid: number): Promise<number | undefined> {
+  try {
+    // Fields 14 and 15 after the parenthesised name: user and system time, in Linux's fixed 100 ticks per second.
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+async function load(server: Server, target: Target, authorization: string, options: { duration?: number; amount?: number }): Promise<Slice> {
+  const cpuBefore = await processCpuMs(server.pid);
   const result = await autocannon({
-    url: `${baseUrl}${target.path}`,
+    url: `${server.baseUrl}${target.path}`,
     method: target.method,
     connections: CONCURRENT_REQUESTS,
     headers: { authorization, 'content-type': 'application/json' },
     ...(target.body ? { body: target.body } : {}),
     ...options,
   });
-  return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx };
+  const cpuAfter = await processCpuMs(server.pid);
+  const cpuMs = cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
+  return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, cpuMs };
 }
 
-function summary(slices: Slice[]) {
+function summary(slices: Slice[]): Side {
+  const requests = slices.reduce((sum, slice) => sum + slice.requests, 0);
+  const cpuMs = slices.every((slice) => slice.cpuMs !== undefined) ? slices.reduce((sum, slice) => sum + slice.cpuMs!, 0) : undefined;
   return {
-    requestsPerSecond: Math.round(slices.reduce((sum, slice) => sum + slice.requests, 0) / DURATION_SECONDS),
+    requestsPerSecond: Math.round(requests / DURATION_SECONDS),
     p99Ms: median(slices.map((slice) => slice.p99Ms)),
     errors: slices.reduce((sum, slice) => sum + slice.errors, 0),
+    cpuPerRequestUs: cpuMs === undefined || requests === 0 ? undefined : Math.round((cpuMs * 1000) / requests),
   };
 }
 
@@ -76,14 +108,14 @@ function summary(slices: Slice[]) {
  * shared machine whose speed drifts (seen here: the floor alone from 1,000 to 2,100 req/s within
  * minutes), a ratio of two runs made one after the other measures the drift as much as the API.
  */
-async function measureAgainstFloor(apiUrl: string, floorUrl: string, target: Target, authorization: string) {
-  await load(apiUrl, target, authorization, { duration: WARM_UP_SECONDS });
-  await load(floorUrl, target, authorization, { duration: WARM_UP_SECONDS });
+async function measureAgainstFloor(apiServer: Server, floorServer: Server, target: Target, authorization: string) {
+  await load(apiServer, target, authorization, { duration: WARM_UP_SECONDS });
+  await load(floorServer, target, authorization, { duration: WARM_UP_SECONDS });
   const api: Slice[] = [];
   const floor: Slice[] = [];
   for (let slice = 0; slice < SLICES; slice++) {
-    api.push(await load(apiUrl, target, authorization, { duration: DURATION_SECONDS / SLICES }));
-    floor.push(await load(floorUrl, target, authorization, { duration: DURATION_SECONDS / SLICES }));
+    api.push(await load(apiServer, target, authorization, { duration: DURATION_SECONDS / SLICES }));
+    floor.push(await load(floorServer, target, authorization, { duration: DURATION_SECONDS / SLICES }));
   }
   return { api: summary(api), floor: summary(floor) };
 }
@@ -101,10 +133,10 @@ function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
   };
 }
 
-async function startFloor(stack: LocalStack): Promise<{ baseUrl: string; stop(): void }> {
+async function startFloor(stack: LocalStack): Promise<Server & { stop(): void }> {
   const child = fork(new URL('./floor-server.js', import.meta.url), [], { env: embeddedSettings(stack) });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (message) => resolve(message as { port: number })));
-  return { baseUrl: `http://127.0.0.1:${port}/api`, stop: () => child.kill() };
+  return { baseUrl: `http://127.0.0.1:${port}/api`, pid: child.pid!, stop: () => child.kill() };
 }
 
 /** bench/in-process.ts in a process of its own, with the app's settings (and its functions registered with the local host's stand-in for the runtime). */
@@ -128,6 +160,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
   const floor = await startFloor(stack);
+  const host: Server = { baseUrl: stack.apiBaseUrl, pid: stack.hostPid };
   try {
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
     const authorization = `Bearer ${token}`;
@@ -162,7 +195,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     ];
     const throughput: Throughput[] = [];
     for (const target of targets) {
-      const { api: apiResult, floor: floorResult } = await measureAgainstFloor(stack.apiBaseUrl, floor.baseUrl, target, authorization);
+      const { api: apiResult, floor: floorResult } = await measureAgainstFloor(host, floor, target, authorization);
       throughput.push({
         endpoint: target.name,
         api: apiResult,
@@ -174,11 +207,11 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
 
     const read: Target = targets[0]!;
     const inProcess = await measureInProcess(stack, `${stack.apiBaseUrl}${read.path}`, authorization);
-    const before = await rssMiB(stack.hostPid);
-    await load(stack.apiBaseUrl, read, authorization, { amount: 50_000 });
-    const afterHalf = await rssMiB(stack.hostPid);
-    await load(stack.apiBaseUrl, read, authorization, { amount: 50_000 });
-    const afterAll = await rssMiB(stack.hostPid);
+    const before = await rssMiB(host.pid);
+    await load(host, read, authorization, { amount: 50_000 });
+    const afterHalf = await rssMiB(host.pid);
+    await load(host, read, authorization, { amount: 50_000 });
+    const afterAll = await rssMiB(host.pid);
     return { throughput, inProcess, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
   } finally {
     floor.stop();

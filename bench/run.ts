@@ -15,12 +15,22 @@ const ragRebuild = await benchRagRebuild(tlsDir, { projects: Number(values.proje
 if (values.json) {
   console.log(JSON.stringify({ throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs, coldStart, ragRebuild }, null, 2));
 } else {
-  console.log('\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five alternating 2 s turns; p99 is the median of the turns)');
+  console.log('\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five alternating 2 s turns; p99 is the median of the turns; CPU per request is that of the serving process)');
   console.table(
     Object.fromEntries(
       api.throughput.map((row) => [
         row.endpoint,
-        { 'API req/s': row.api.requestsPerSecond, 'floor req/s': row.floor.requestsPerSecond, 'req/s ratio (≥ 0.8)': row.throughputRatio, 'API p99 ms': row.api.p99Ms, 'floor p99 ms': row.floor.p99Ms, 'p99 ratio (≤ 1.5)': row.p99Ratio, 'API errors': row.api.errors },
+        {
+          'API req/s': row.api.requestsPerSecond,
+          'floor req/s': row.floor.requestsPerSecond,
+          'req/s ratio (≥ 0.8)': row.throughputRatio,
+          'API p99 ms': row.api.p99Ms,
+          'floor p99 ms': row.floor.p99Ms,
+          'p99 ratio (≤ 1.5)': row.p99Ratio,
+          'API CPU µs/req': row.api.cpuPerRequestUs ?? '–',
+          'floor CPU µs/req': row.floor.cpuPerRequestUs ?? '–',
+          'API errors': row.api.errors,
+        },
       ]),
     ),
   );
