@@ -29,9 +29,11 @@ function toDetails(issues: readonly z.core.$ZodIssue[], prefix: string, language
 
 /** Parses input against a schema or throws a 400 listing every problem, worded in the caller's language. */
 export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, language: Language, prefix = ''): z.output<S> {
-  const result = schema.safeParse(input, { error: errorMap(language) });
+  // Valid input, the usual case, is parsed without the error map, which adds 3 to 5 µs to every parse in zod.
+  const result = schema.safeParse(input);
   if (result.success) return result.data;
-  throw badRequest('validationFailed', {}, toDetails(result.error.issues, prefix, language));
+  const worded = schema.safeParse(input, { error: errorMap(language) });
+  throw badRequest('validationFailed', {}, toDetails((worded.error ?? result.error).issues, prefix, language));
 }
 
 // eslint-disable-next-line no-control-regex
