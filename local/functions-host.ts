@@ -40,6 +40,28 @@ function toHeaders(request: IncomingMessage): Headers {
 }
 
 /**
+ * A request body up to this size is read whole before the function runs, as Azure's host reads a
+ * request before handing its bytes to the worker. A larger body, or one of unknown length, streams
+ * through instead, so that the app's own limit can refuse it before it has all arrived.
+ */
+const WHOLE_BODY_LIMIT = 64 * 1024;
+
+function declaresSmallBody(request: IncomingMessage): boolean {
+  const declared = request.headers['content-length'];
+  return declared !== undefined && Number(declared) <= WHOLE_BODY_LIMIT;
+}
+
+/** The whole body; rejected if the client goes away before sending all of it. */
+function readWholeBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolveBody, rejectBody) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.once('end', () => resolveBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    request.once('error', rejectBody);
+  });
+}
+
+/**
  * A handler may answer without reading the whole body (a 413, a 401). The rest must still be read
  * off the connection, or the next request on this keep-alive socket would never be parsed.
  */
@@ -104,13 +126,25 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     }
     const { name, handler, trigger } = found.route.target;
     const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
+    let body: Uint8Array | ReadableStream | undefined;
+    if (hasBody && declaresSmallBody(req)) {
+      try {
+        body = await readWholeBody(req);
+      } catch {
+        // The client went away mid-body: there is no one to answer.
+        res.destroy();
+        return;
+      }
+    } else if (hasBody) {
+      body = Readable.toWeb(req) as ReadableStream;
+    }
     const [request, context] = httpInvocation({
       functionName: name,
       trigger,
       url,
       method: req.method ?? 'GET',
       headers: toHeaders(req),
-      ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream } : {}),
+      ...(body ? { body } : {}),
       params: found.params,
       log,
     });

@@ -17,8 +17,8 @@ export interface HttpInvocationInput {
   url: URL;
   method: string;
   headers: Headers;
-  /** The request body as it arrives; none for GET and HEAD. */
-  body?: ReadableStream;
+  /** The request body, read whole or as it arrives; none for GET and HEAD. */
+  body?: Uint8Array | ReadableStream;
   params: Record<string, string>;
   log: LogFunction;
 }

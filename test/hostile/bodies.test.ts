@@ -7,6 +7,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import {
+  abandonBody,
   apiAt,
   expectClientError,
   hostileTest,
@@ -286,6 +287,19 @@ for (const endpoint of ENDPOINTS) {
       const whole = await shared(endpoint.method, endpoint.path(), { token: bearer, body: withField(endpoint, endpoint.fields[0]!, 'a'.repeat(2 * 1024 * 1024)) });
       expectClientError(whole, 413, 'a whole 2 MB JSON body');
       cases.add();
+      expect(await endpoint.stored()).toEqual(before);
+    });
+
+    hostileTest('a body abandoned part way, declared or chunked, stores nothing and the host serves the next request', async (cases) => {
+      const bearer = await endpoint.token();
+      const before = await endpoint.stored();
+      const valid = JSON.stringify(endpoint.validBody());
+      const part = valid.slice(0, Math.ceil(valid.length / 2));
+      await abandonBody(host.url, endpoint.method, endpoint.path(), { token: bearer, part, declaredLength: Buffer.byteLength(valid) });
+      await abandonBody(host.url, endpoint.method, endpoint.path(), { token: bearer, part });
+      cases.add(2);
+      const next = await shared('GET', '/users/me', { token: bearer });
+      expect(next.status, next.text).toBe(200);
       expect(await endpoint.stored()).toEqual(before);
     });
 

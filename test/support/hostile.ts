@@ -230,6 +230,25 @@ export function sendEndlessBody(baseUrl: string, method: string, path: string, o
   });
 }
 
+/**
+ * Starts a request, sends the first part of its body, then breaks the connection: `declaredLength`
+ * announces the whole size, or without it the part goes in chunked encoding. Resolves once the
+ * connection is gone; there is never an answer to read.
+ */
+export function abandonBody(baseUrl: string, method: string, path: string, options: { token: string; part: string; declaredLength?: number }): Promise<void> {
+  const url = new URL(baseUrl);
+  const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' };
+  if (options.declaredLength !== undefined) headers['content-length'] = String(options.declaredLength);
+  return new Promise((resolve) => {
+    const request = httpRequest({ host: url.hostname, port: url.port, method, path: `${url.pathname}${path}`, headers, agent: false });
+    request.on('error', () => undefined);
+    request.on('close', () => resolve());
+    request.flushHeaders();
+    // The part reaches the host before the connection breaks, so the host has begun reading the body.
+    request.write(options.part, () => setTimeout(() => request.destroy(), 50));
+  });
+}
+
 /** An API on a base URL: `call('GET', '/projects', { token })`. */
 export function apiAt(baseUrl: string) {
   return <T = any>(method: string, path: string, options: SendOptions = {}) => send<T>(baseUrl, method, path, options);
