@@ -61,6 +61,12 @@ function readWholeBody(request: IncomingMessage): Promise<Buffer> {
   });
 }
 
+/** What the function gets as its request body: none for GET and HEAD, the bytes of a small one, else a stream. */
+async function requestBody(request: IncomingMessage): Promise<Uint8Array | ReadableStream | undefined> {
+  if (request.method === 'GET' || request.method === 'HEAD') return undefined;
+  return declaresSmallBody(request) ? readWholeBody(request) : (Readable.toWeb(request) as ReadableStream);
+}
+
 /**
  * A handler may answer without reading the whole body (a 413, a 401). The rest must still be read
  * off the connection, or the next request on this keep-alive socket would never be parsed.
@@ -125,18 +131,13 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
       return;
     }
     const { name, handler, trigger } = found.route.target;
-    const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
     let body: Uint8Array | ReadableStream | undefined;
-    if (hasBody && declaresSmallBody(req)) {
-      try {
-        body = await readWholeBody(req);
-      } catch {
-        // The client went away mid-body: there is no one to answer.
-        res.destroy();
-        return;
-      }
-    } else if (hasBody) {
-      body = Readable.toWeb(req) as ReadableStream;
+    try {
+      body = await requestBody(req);
+    } catch {
+      // The client went away mid-body: there is no one to answer.
+      res.destroy();
+      return;
     }
     const [request, context] = httpInvocation({
       functionName: name,
@@ -151,7 +152,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     try {
       const result = await handler(request, context);
       await writeResponse(result, res);
-      if (hasBody && !req.readableEnded) discardUnreadBody(req);
+      if (body && !req.readableEnded) discardUnreadBody(req);
     } catch (error) {
       // What Azure does with a handler that throws: an empty 500, and the error in the log.
       log(name, 'error', `Unhandled error: ${error instanceof Error ? error.stack : String(error)}`);

@@ -173,15 +173,20 @@ export interface StreamedAnswer extends HostileResponse {
   answeredBeforeTheEnd: boolean;
 }
 
+/** A JSON write with a token, announcing `declaredLength` as its size, or chunked without it. */
+function bodyRequestOptions(baseUrl: string, method: string, path: string, options: { token: string; declaredLength?: number }) {
+  const url = new URL(baseUrl);
+  const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' };
+  if (options.declaredLength !== undefined) headers['content-length'] = String(options.declaredLength);
+  return { host: url.hostname, port: url.port, method, path: `${url.pathname}${path}`, headers };
+}
+
 /**
  * Sends a body that never ends: `declaredLength` announces a size (and only a little is sent);
  * without it, 64 KB chunks are streamed (chunked encoding) up to `maxBytes`. The request body is
  * never finished, so an answer proves that the host decided without reading the whole body.
  */
 export function sendEndlessBody(baseUrl: string, method: string, path: string, options: { token: string; declaredLength?: number; maxBytes?: number }): Promise<StreamedAnswer> {
-  const url = new URL(baseUrl);
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' };
-  if (options.declaredLength !== undefined) headers['content-length'] = String(options.declaredLength);
   const chunk = Buffer.alloc(64 * 1024, 'a');
   const maxBytes = options.maxBytes ?? 2 * 1024 * 1024;
   return new Promise((resolve, reject) => {
@@ -191,7 +196,7 @@ export function sendEndlessBody(baseUrl: string, method: string, path: string, o
     // matters: with `Connection: close` the server would close the socket after answering, and a
     // client still writing could see EPIPE before it reads the answer.
     const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
-    const request = httpRequest({ host: url.hostname, port: url.port, method, path: `${url.pathname}${path}`, headers, agent }, (response) => {
+    const request = httpRequest({ ...bodyRequestOptions(baseUrl, method, path, options), agent }, (response) => {
       answered = true;
       const chunks: Buffer[] = [];
       response.on('data', (data: Buffer) => chunks.push(data));
@@ -236,11 +241,8 @@ export function sendEndlessBody(baseUrl: string, method: string, path: string, o
  * connection is gone; there is never an answer to read.
  */
 export function abandonBody(baseUrl: string, method: string, path: string, options: { token: string; part: string; declaredLength?: number }): Promise<void> {
-  const url = new URL(baseUrl);
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token}`, 'content-type': 'application/json' };
-  if (options.declaredLength !== undefined) headers['content-length'] = String(options.declaredLength);
   return new Promise((resolve) => {
-    const request = httpRequest({ host: url.hostname, port: url.port, method, path: `${url.pathname}${path}`, headers, agent: false });
+    const request = httpRequest({ ...bodyRequestOptions(baseUrl, method, path, options), agent: false });
     request.on('error', () => undefined);
     request.on('close', () => resolve());
     request.flushHeaders();
