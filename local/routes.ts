@@ -46,27 +46,45 @@ function decode(part: string): string | undefined {
   }
 }
 
-/** A request path split once for every route to match against: each segment as sent, and decoded (undefined when it cannot be). */
+/**
+ * A request path split once for every route to match against: each segment as sent, decoded
+ * (undefined when it cannot be), and decoded in lower case for the literals.
+ */
 interface PathParts {
   raw: string[];
   decoded: (string | undefined)[];
+  lowerCase: (string | undefined)[];
 }
 
 function pathParts(path: string): PathParts {
   const raw = path.split('/').filter(Boolean);
-  return { raw, decoded: raw.map(decode) };
+  const decoded = raw.map(decode);
+  return { raw, decoded, lowerCase: decoded.map((part) => part?.toLowerCase()) };
 }
 
 const RANK: Record<Segment['kind'], number> = { literal: 0, parameter: 1, optional: 2, catchAll: 3 };
 
 export function compileRoute<T>(template: string, methods: string[], target: T): CompiledRoute<T> {
   const segments = template.split('/').filter(Boolean).map(parseSegment);
+  const takesAnyLength = segments.some((segment) => segment.kind === 'catchAll');
   return {
     template,
     methods: methods.map((method) => method.toUpperCase()),
     target,
     precedence: segments.map((segment) => RANK[segment.kind]),
-    match({ raw, decoded }) {
+    match({ raw, decoded, lowerCase }) {
+      // Most routes fail on the length or a literal: the parameters are collected only once the whole path fits.
+      if (raw.length > segments.length && !takesAnyLength) return undefined;
+      for (let index = 0; index < segments.length; index++) {
+        const segment = segments[index]!;
+        if (segment.kind === 'catchAll') break;
+        if (index >= raw.length) {
+          if (segment.kind === 'optional' && index === segments.length - 1) break;
+          return undefined;
+        }
+        if (decoded[index] === undefined) return undefined;
+        if (segment.kind === 'literal' ? lowerCase[index] !== segment.value : segment.constraint && !segment.constraint.test(decoded[index]!)) return undefined;
+      }
       const params: Record<string, string> = {};
       for (let index = 0; index < segments.length; index++) {
         const segment = segments[index]!;
@@ -75,17 +93,10 @@ export function compileRoute<T>(template: string, methods: string[], target: T):
           params[segment.value] = raw.slice(index).map((part, offset) => decoded[index + offset] ?? part).join('/');
           return params;
         }
-        if (index >= raw.length) return segment.kind === 'optional' && index === segments.length - 1 ? params : undefined;
-        const value = decoded[index];
-        if (value === undefined) return undefined;
-        if (segment.kind === 'literal') {
-          if (value.toLowerCase() !== segment.value) return undefined;
-        } else {
-          if (segment.constraint && !segment.constraint.test(value)) return undefined;
-          params[segment.value] = value;
-        }
+        if (index >= raw.length) break;
+        if (segment.kind !== 'literal') params[segment.value] = decoded[index]!;
       }
-      return raw.length === segments.length ? params : undefined;
+      return params;
     },
   };
 }

@@ -38,4 +38,13 @@ describe('local host routing', () => {
     expect(router.find('GET', '/api/items/abc')?.route.target).toBe('fallback');
     expect(router.find('GET', '/api/projects/%E0%A4%A')?.route.target).toBe('fallback');
   });
+
+  it('matches a path only as long as the template, with an optional last parameter left out or given', () => {
+    const strict = createRouter([compileRoute('api/projects/{projectId}', ['GET'], 'get'), compileRoute('api/docs/{name?}', ['GET'], 'docs')]);
+    expect(strict.find('GET', '/api/projects')).toBeUndefined();
+    expect(strict.find('GET', '/api/projects/PRJ-1/tasks')).toBeUndefined();
+    expect(strict.find('GET', '/api/docs')).toMatchObject({ route: { target: 'docs' }, params: {} });
+    expect(strict.find('GET', '/api/docs/guide')).toMatchObject({ route: { target: 'docs' }, params: { name: 'guide' } });
+    expect(strict.find('GET', '/api/docs/guide/more')).toBeUndefined();
+  });
 });
