@@ -133,6 +133,25 @@ describe('v2 tokens', () => {
   });
 });
 
+describe('the Authorization header', () => {
+  const withHeader = (authorization: string) => api('GET', '/projects?limit=1', { headers: { authorization } });
+
+  it('takes the Bearer scheme in any case, with one or more spaces before the token', async () => {
+    const valid = await admin();
+    for (const authorization of [`bearer ${valid}`, `BEARER ${valid}`, `Bearer    ${valid}`]) {
+      const response = await withHeader(authorization);
+      expect(response.status, authorization.slice(0, 12)).toBe(200);
+    }
+  });
+
+  it('refuses a token that is not set off by spaces, is empty, or has anything after it', async () => {
+    const valid = await admin();
+    for (const authorization of [`Bearer${valid}`, `Bearer\t${valid}`, 'Bearer', `Bearer ${valid} ${valid}`, `Bearer ${valid}\tx`, `Bearers ${valid}`, `Token ${valid}`]) {
+      expectUnauthorized(await withHeader(authorization));
+    }
+  });
+});
+
 describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
   it('for a request without an Authorization header', async () => {
     expectUnauthorized(await api('GET', '/projects'));
