@@ -20,13 +20,19 @@ async function createClient(): Promise<CosmosClient> {
   return new CosmosClient({ ...options, aadCredentials: new DefaultAzureCredential() });
 }
 
-/** One client per process, created on first use, so that settings are read only when needed. */
+const containers = new Map<ContainerName, Container>();
+
+/** One client per process, created on first use, so that settings are read only when needed; and one handle per container. */
 export async function container(name: ContainerName): Promise<Container> {
+  const known = containers.get(name);
+  if (known) return known;
   if (!client) {
     client = createClient();
     client.catch(() => (client = undefined));
   }
-  return (await client).database(cosmosSettings().database).container(CONTAINERS[name].id);
+  const created = (await client).database(cosmosSettings().database).container(CONTAINERS[name].id);
+  containers.set(name, created);
+  return created;
 }
 
 /** The HTTP status of a failed Cosmos call, or undefined for anything else. */
