@@ -52,7 +52,7 @@ export async function respond(request: HttpRequest, context: InvocationContext, 
   const language = preferredLanguage(request.headers.get('accept-language'));
   try {
     const response = await run(language);
-    return { ...response, headers: { ...responseHeaders(context.invocationId), ...(response.headers as Record<string, string> | undefined) } };
+    return { ...response, headers: Object.assign(responseHeaders(context.invocationId), response.headers as Record<string, string> | undefined) };
   } catch (error) {
     return errorResponse(error, language, context);
   }

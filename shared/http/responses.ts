@@ -5,13 +5,14 @@ import type { Language } from './language.js';
 
 /** Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed. */
 export function responseHeaders(requestId: string, language?: Language): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     'Content-Type': 'application/json; charset=utf-8',
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': requestId,
-    ...(language ? { 'Content-Language': language } : {}),
   };
+  if (language) headers['Content-Language'] = language;
+  return headers;
 }
 
 export function json(status: number, jsonBody: unknown, headers: Record<string, string> = {}): HttpResponseInit {
