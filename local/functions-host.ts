@@ -31,10 +31,17 @@ function log(functionName: string, level: string, message: string): void {
   else if (level !== 'trace' && level !== 'debug') console.log(line);
 }
 
-function toHeaders(request: IncomingMessage): Headers {
-  const headers = new Headers();
+/**
+ * Every header as received, a repeated one's values joined by ", " (a fetch `Headers` would join
+ * them the same way). Not Node's `request.headers`, which keeps only the first of a repeated
+ * Authorization or Content-Type and would hide the repetition from the app.
+ */
+function headerRecord(request: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = Object.create(null);
   for (let index = 0; index < request.rawHeaders.length; index += 2) {
-    headers.append(request.rawHeaders[index]!, request.rawHeaders[index + 1]!);
+    const name = request.rawHeaders[index]!.toLowerCase();
+    const value = request.rawHeaders[index + 1]!;
+    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
   }
   return headers;
 }
@@ -144,7 +151,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
       trigger,
       url,
       method: req.method ?? 'GET',
-      headers: toHeaders(req),
+      headers: headerRecord(req),
       ...(body ? { body } : {}),
       params: found.params,
       log,

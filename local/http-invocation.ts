@@ -2,6 +2,10 @@
  * What Azure's Node worker hands an HTTP function for a request: an `HttpRequest` around a fetch
  * `Request`, and an `InvocationContext`. The local host builds them for every request it serves; the
  * bench builds them the same way to time the app without HTTP around it.
+ *
+ * Like the worker, it gives the library the request's parts (URL, method, headers, body bytes) and
+ * lets the library build the fetch `Request`, so the app meets the objects Azure builds, made the
+ * way Azure makes them (the headers are checked once, as there).
  */
 import { randomUUID } from 'node:crypto';
 import functions, { type HttpRequest, type InvocationContext } from '@azure/functions';
@@ -16,7 +20,8 @@ export interface HttpInvocationInput {
   trigger: object;
   url: URL;
   method: string;
-  headers: Headers;
+  /** Lower-case names; a repeated header's values joined by ", ", as Azure's host passes them. */
+  headers: Record<string, string>;
   /** The request body, read whole or as it arrives; none for GET and HEAD. */
   body?: Uint8Array | ReadableStream;
   params: Record<string, string>;
@@ -24,17 +29,17 @@ export interface HttpInvocationInput {
 }
 
 export function httpInvocation(input: HttpInvocationInput): [HttpRequest, InvocationContext] {
-  const { functionName, log } = input;
-  const nativeRequest = new Request(input.url, {
-    method: input.method,
-    headers: input.headers,
-    ...(input.body ? { body: input.body, duplex: 'half' } : {}),
-  } as RequestInit);
+  const { functionName, method, headers, body, params, log } = input;
+  const request =
+    body instanceof ReadableStream
+      ? // A body still arriving: a fetch Request streaming it, as the library's HTTP stream mode builds.
+        new HttpRequestClass({ nativeRequest: new Request(input.url, { method, headers, body, duplex: 'half' } as RequestInit), params } as never)
+      : new HttpRequestClass({ url: input.url.href, method, headers, params, ...(body ? { body: { bytes: body } } : {}) });
   const context = new InvocationContextClass({
     invocationId: randomUUID(),
     functionName,
     options: { trigger: { ...input.trigger, name: 'request' } as never, extraInputs: [], extraOutputs: [] },
     logHandler: (level, ...args) => log(functionName, level, args.map(String).join(' ')),
   });
-  return [new HttpRequestClass({ nativeRequest, params: input.params } as never), context];
+  return [request, context];
 }
