@@ -1,14 +1,17 @@
 /**
  * Throughput and latency of the API through the local host on the embedded store, next to the
- * floor (bench/floor-server.ts) for the same requests; the local host's memory over 100,000
- * requests; and the database requests and request charge of each operation.
+ * floor (bench/floor-server.ts) and to the floor's work served as a function by a second local host
+ * (bench/floor-function.ts), for the same requests; the local host's memory over 100,000 requests;
+ * and the database requests and request charge of each operation.
  */
 import { fork } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
-import { appRoot, startStack, type LocalStack } from '../local/stack.js';
+import { appRoot, startHostProcess, startStack, type LocalStack } from '../local/stack.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 import type { InProcessCosts } from './in-process.js';
 
@@ -29,10 +32,16 @@ export interface Throughput {
   endpoint: string;
   api: Side;
   floor: Side;
+  /** The floor's work served as a function by a local host of its own. */
+  floorFunction: Side;
   /** API requests per second over the floor's: the goal is at least 0.8. */
   throughputRatio: number;
   /** API p99 over the floor's: the goal is at most 1.5. */
   p99Ratio: number;
+  /** The floor's work as a function over the bare floor: what the Functions layer leaves. */
+  functionsLayerRatio: number;
+  /** The API over the floor's work as a function: what the app's own code leaves. */
+  appCodeRatio: number;
 }
 
 export interface Memory {
@@ -92,6 +101,8 @@ async function load(server: Server, target: Target, authorization: string, optio
   return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, cpuMs };
 }
 
+const ratio = (of: number, to: number): number => Math.round((of / to) * 100) / 100;
+
 function summary(slices: Slice[]): Side {
   const requests = slices.reduce((sum, slice) => sum + slice.requests, 0);
   const cpuMs = slices.every((slice) => slice.cpuMs !== undefined) ? slices.reduce((sum, slice) => sum + slice.cpuMs!, 0) : undefined;
@@ -104,20 +115,17 @@ function summary(slices: Slice[]): Side {
 }
 
 /**
- * The API and the floor, each for DURATION_SECONDS after a warm-up, taking turns in slices: on a
- * shared machine whose speed drifts (seen here: the floor alone from 1,000 to 2,100 req/s within
- * minutes), a ratio of two runs made one after the other measures the drift as much as the API.
+ * Each server for DURATION_SECONDS after a warm-up, taking turns in slices: on a shared machine
+ * whose speed drifts (seen here: the floor alone from 1,000 to 2,100 req/s within minutes), a ratio
+ * of two runs made one after the other measures the drift as much as the API.
  */
-async function measureAgainstFloor(apiServer: Server, floorServer: Server, target: Target, authorization: string) {
-  await load(apiServer, target, authorization, { duration: WARM_UP_SECONDS });
-  await load(floorServer, target, authorization, { duration: WARM_UP_SECONDS });
-  const api: Slice[] = [];
-  const floor: Slice[] = [];
+async function measureInTurns(servers: Server[], target: Target, authorization: string): Promise<Side[]> {
+  for (const server of servers) await load(server, target, authorization, { duration: WARM_UP_SECONDS });
+  const slices = servers.map((): Slice[] => []);
   for (let slice = 0; slice < SLICES; slice++) {
-    api.push(await load(apiServer, target, authorization, { duration: DURATION_SECONDS / SLICES }));
-    floor.push(await load(floorServer, target, authorization, { duration: DURATION_SECONDS / SLICES }));
+    for (const [index, server] of servers.entries()) slices[index]!.push(await load(server, target, authorization, { duration: DURATION_SECONDS / SLICES }));
   }
-  return { api: summary(api), floor: summary(floor) };
+  return slices.map(summary);
 }
 
 /** The settings the app and the floor run with: the embedded parts', and trust in their certificate. */
@@ -133,10 +141,33 @@ function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
   };
 }
 
-async function startFloor(stack: LocalStack): Promise<Server & { stop(): void }> {
+async function startFloor(stack: LocalStack): Promise<Server & { stop(): Promise<void> }> {
   const child = fork(new URL('./floor-server.js', import.meta.url), [], { env: embeddedSettings(stack) });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (message) => resolve(message as { port: number })));
-  return { baseUrl: `http://127.0.0.1:${port}/api`, pid: child.pid!, stop: () => child.kill() };
+  return { baseUrl: `http://127.0.0.1:${port}/api`, pid: child.pid!, stop: async () => void child.kill() };
+}
+
+/** A second local host, serving a function app whose one file is bench/floor-function.ts. */
+async function startFloorFunction(stack: LocalStack): Promise<Server & { stop(): Promise<void> }> {
+  const functionApp = await mkdtemp(join(tmpdir(), 'lms-bench-floor-app-'));
+  await writeFile(join(functionApp, 'package.json'), JSON.stringify({ type: 'module', main: fileURLToPath(new URL('./floor-function.js', import.meta.url)) }));
+  await writeFile(join(functionApp, 'host.json'), JSON.stringify({ version: '2.0' }));
+  const settings = embeddedSettings(stack);
+  const host = await startHostProcess({
+    port: 0,
+    environment: Object.fromEntries(['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'COSMOS_ENDPOINT', 'COSMOS_KEY'].map((name) => [name, settings[name]!])),
+    extraCaCerts: stack.caCertPath,
+    hostOutput: 'pipe',
+    appRoot: functionApp,
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${host.port}/api`,
+    pid: host.pid,
+    async stop() {
+      await host.stop();
+      await rm(functionApp, { recursive: true, force: true });
+    },
+  };
 }
 
 /** bench/in-process.ts in a process of its own, with the app's settings (and its functions registered with the local host's stand-in for the runtime). */
@@ -160,6 +191,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
   const floor = await startFloor(stack);
+  const floorFunction = await startFloorFunction(stack);
   const host: Server = { baseUrl: stack.apiBaseUrl, pid: stack.hostPid };
   try {
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
@@ -195,13 +227,16 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     ];
     const throughput: Throughput[] = [];
     for (const target of targets) {
-      const { api: apiResult, floor: floorResult } = await measureAgainstFloor(host, floor, target, authorization);
+      const [apiResult, floorFunctionResult, floorResult] = (await measureInTurns([host, floorFunction, floor], target, authorization)) as [Side, Side, Side];
       throughput.push({
         endpoint: target.name,
         api: apiResult,
         floor: floorResult,
-        throughputRatio: Math.round((apiResult.requestsPerSecond / floorResult.requestsPerSecond) * 100) / 100,
-        p99Ratio: Math.round((apiResult.p99Ms / Math.max(floorResult.p99Ms, 1)) * 100) / 100,
+        floorFunction: floorFunctionResult,
+        throughputRatio: ratio(apiResult.requestsPerSecond, floorResult.requestsPerSecond),
+        p99Ratio: ratio(apiResult.p99Ms, Math.max(floorResult.p99Ms, 1)),
+        functionsLayerRatio: ratio(floorFunctionResult.requestsPerSecond, floorResult.requestsPerSecond),
+        appCodeRatio: ratio(apiResult.requestsPerSecond, floorFunctionResult.requestsPerSecond),
       });
     }
 
@@ -214,7 +249,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     const afterAll = await rssMiB(host.pid);
     return { throughput, inProcess, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
   } finally {
-    floor.stop();
+    await Promise.all([floor.stop(), floorFunction.stop()]);
     await stack.stop();
   }
 }

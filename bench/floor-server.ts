@@ -17,7 +17,7 @@ const server = createServer(async (request, response) => {
       return text;
     },
   });
-  response.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(answer.body);
+  response.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(answer.document));
 });
 
 server.listen(0, '127.0.0.1', () => {

@@ -1,7 +1,8 @@
 /**
  * The floor's work for each benchmarked request, and nothing more: verify the token with jose, make
- * one Cosmos call, write the JSON. bench/floor-server.ts serves it over HTTP; bench/in-process.ts
- * calls it directly. Settings come from the environment, as the app's do.
+ * one Cosmos call, give the document to write as JSON. bench/floor-server.ts serves it over HTTP,
+ * bench/floor-function.ts as a function of the local host, and bench/in-process.ts calls it
+ * directly. Settings come from the environment, as the app's do.
  */
 import { randomUUID } from 'node:crypto';
 import { CosmosClient } from '@azure/cosmos';
@@ -28,8 +29,8 @@ export interface FloorRequest {
   text(): Promise<string>;
 }
 
-/** The status and JSON text to answer with. */
-export async function floorWork(request: FloorRequest): Promise<{ status: number; body: string }> {
+/** The status, and the document to answer with as JSON. */
+export async function floorWork(request: FloorRequest): Promise<{ status: number; document: unknown }> {
   try {
     const tenant = await verify(request.authorization);
     const { method, url } = request;
@@ -50,8 +51,8 @@ export async function floorWork(request: FloorRequest): Promise<{ status: number
     } else {
       status = 404;
     }
-    return { status, body: JSON.stringify(body ?? null) };
+    return { status, document: body ?? null };
   } catch {
-    return { status: 401, body: '{"error":"Unauthorized"}' };
+    return { status: 401, document: { error: 'Unauthorized' } };
   }
 }
