@@ -159,6 +159,9 @@ async function startFloorFunction(stack: LocalStack): Promise<Server & { stop():
     extraCaCerts: stack.caCertPath,
     hostOutput: 'pipe',
     appRoot: functionApp,
+  }).catch(async (error: unknown) => {
+    await rm(functionApp, { recursive: true, force: true });
+    throw error;
   });
   return {
     baseUrl: `http://127.0.0.1:${host.port}/api`,
@@ -190,10 +193,13 @@ async function rssMiB(pid: number): Promise<number> {
 export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess: InProcessCosts; memory: Memory; costs: OperationCost[] }> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
-  const floor = await startFloor(stack);
-  const floorFunction = await startFloorFunction(stack);
   const host: Server = { baseUrl: stack.apiBaseUrl, pid: stack.hostPid };
+  const servers: { stop(): Promise<void> }[] = [];
   try {
+    const floor = await startFloor(stack);
+    servers.push(floor);
+    const floorFunction = await startFloorFunction(stack);
+    servers.push(floorFunction);
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
     const authorization = `Bearer ${token}`;
     const api = (method: string, path: string, body?: unknown) =>
@@ -249,7 +255,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     const afterAll = await rssMiB(host.pid);
     return { throughput, inProcess, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
   } finally {
-    await Promise.all([floor.stop(), floorFunction.stop()]);
+    await Promise.all(servers.map((server) => server.stop()));
     await stack.stop();
   }
 }
