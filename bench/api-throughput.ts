@@ -128,17 +128,20 @@ async function measureInTurns(servers: Server[], target: Target, authorization: 
   return slices.map(summary);
 }
 
-/** The settings the app and the floor run with: the embedded parts', and trust in their certificate. */
-function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
+/** Where the embedded parts are: the settings the floor's work reads. */
+function embeddedPartSettings(stack: LocalStack): Record<string, string> {
   return {
-    ...process.env,
-    NODE_EXTRA_CA_CERTS: stack.caCertPath,
     AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
     AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
     AUTH_AUTHORITY_HOST: stack.identityProvider!.authorityHost,
     COSMOS_ENDPOINT: stack.cosmos!.endpoint,
     COSMOS_KEY: stack.cosmos!.key,
   };
+}
+
+/** The settings the app and the floor run with: the embedded parts', and trust in their certificate. */
+function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
+  return { ...process.env, NODE_EXTRA_CA_CERTS: stack.caCertPath, ...embeddedPartSettings(stack) };
 }
 
 async function startFloor(stack: LocalStack): Promise<Server & { stop(): Promise<void> }> {
@@ -152,10 +155,9 @@ async function startFloorFunction(stack: LocalStack): Promise<Server & { stop():
   const functionApp = await mkdtemp(join(tmpdir(), 'lms-bench-floor-app-'));
   await writeFile(join(functionApp, 'package.json'), JSON.stringify({ type: 'module', main: fileURLToPath(new URL('./floor-function.js', import.meta.url)) }));
   await writeFile(join(functionApp, 'host.json'), JSON.stringify({ version: '2.0' }));
-  const settings = embeddedSettings(stack);
   const host = await startHostProcess({
     port: 0,
-    environment: Object.fromEntries(['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'COSMOS_ENDPOINT', 'COSMOS_KEY'].map((name) => [name, settings[name]!])),
+    environment: embeddedPartSettings(stack),
     extraCaCerts: stack.caCertPath,
     hostOutput: 'pipe',
     appRoot: functionApp,

@@ -15,39 +15,31 @@ const ragRebuild = await benchRagRebuild(tlsDir, { projects: Number(values.proje
 if (values.json) {
   console.log(JSON.stringify({ throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs, coldStart, ragRebuild }, null, 2));
 } else {
+  /** One table row per benchmarked request. */
+  const perRequest = (columns: (row: (typeof api.throughput)[number]) => Record<string, unknown>) => Object.fromEntries(api.throughput.map((row) => [row.endpoint, columns(row)]));
   console.log("\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five 2 s turns taken in rotation with the floor's work as a function, below; p99 is the median of the turns; CPU per request is that of the serving process)");
   console.table(
-    Object.fromEntries(
-      api.throughput.map((row) => [
-        row.endpoint,
-        {
-          'API req/s': row.api.requestsPerSecond,
-          'floor req/s': row.floor.requestsPerSecond,
-          'req/s ratio (≥ 0.8)': row.throughputRatio,
-          'API p99 ms': row.api.p99Ms,
-          'floor p99 ms': row.floor.p99Ms,
-          'p99 ratio (≤ 1.5)': row.p99Ratio,
-          'API CPU µs/req': row.api.cpuPerRequestUs ?? '–',
-          'floor CPU µs/req': row.floor.cpuPerRequestUs ?? '–',
-          'API errors': row.api.errors,
-        },
-      ]),
-    ),
+    perRequest((row) => ({
+      'API req/s': row.api.requestsPerSecond,
+      'floor req/s': row.floor.requestsPerSecond,
+      'req/s ratio (≥ 0.8)': row.throughputRatio,
+      'API p99 ms': row.api.p99Ms,
+      'floor p99 ms': row.floor.p99Ms,
+      'p99 ratio (≤ 1.5)': row.p99Ratio,
+      'API CPU µs/req': row.api.cpuPerRequestUs ?? '–',
+      'floor CPU µs/req': row.floor.cpuPerRequestUs ?? '–',
+      'API errors': row.api.errors,
+    })),
   );
   console.log("\nThe same gap split in two: the floor's work served as a function by a local host of its own (the Functions layer: routing, the objects Azure's worker builds for each invocation, the answer), in the same turns");
   console.table(
-    Object.fromEntries(
-      api.throughput.map((row) => [
-        row.endpoint,
-        {
-          "floor's work as a function req/s": row.floorFunction.requestsPerSecond,
-          'its CPU µs/req': row.floorFunction.cpuPerRequestUs ?? '–',
-          'it / floor (the layer)': row.functionsLayerRatio,
-          "API / it (the app's code)": row.appCodeRatio,
-          'its errors': row.floorFunction.errors,
-        },
-      ]),
-    ),
+    perRequest((row) => ({
+      "floor's work as a function req/s": row.floorFunction.requestsPerSecond,
+      'its CPU µs/req': row.floorFunction.cpuPerRequestUs ?? '–',
+      'it / floor (the layer)': row.functionsLayerRatio,
+      "API / it (the app's code)": row.appCodeRatio,
+      'its errors': row.floorFunction.errors,
+    })),
   );
   console.log('\nWhere a read\'s time goes, without HTTP: CPU per call in one process, 32 calls at a time (µs, median of 3 runs of 6,000)');
   console.table({
