@@ -1,24 +1,13 @@
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { withBrowser } from '../support/browser.js';
 import { stack } from '../support/stack.js';
-
-// Debian's chromium; CI installs it when it is missing (.ci/run), so its absence fails the test.
-const CHROMIUM = '/usr/bin/chromium';
-const SANDBOX_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('the API reference page (/api/docs) in headless Chromium', () => {
   it('loads from the API alone, lists every operation of the document and logs no error', { timeout: 90_000 }, async () => {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`).toBe(true);
     const document = (await (await fetch(`${stack.apiBaseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
     const documented = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
 
-    const profile = await mkdtemp(join(tmpdir(), 'lms-chromium-'));
-    const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: SANDBOX_FLAGS });
-    try {
+    await withBrowser(async (browser) => {
       const page = browser.pages()[0] ?? (await browser.newPage());
       const problems: string[] = [];
       const origins = new Set<string>();
@@ -49,9 +38,6 @@ describe('the API reference page (/api/docs) in headless Chromium', () => {
       expect(await page.locator('.info .title').textContent()).toContain('LMS Platform API');
       expect([...origins].filter((origin) => origin !== new URL(stack.apiBaseUrl).origin && origin !== 'null')).toEqual([]);
       expect(problems).toEqual([]);
-    } finally {
-      await browser.close();
-      await rm(profile, { recursive: true, force: true });
-    }
+    });
   });
 });
