@@ -205,7 +205,11 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
     const authorization = `Bearer ${token}`;
     const api = (method: string, path: string, body?: unknown) =>
-      fetch(`${stack.apiBaseUrl}${path}`, { method, headers: { authorization, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) }).then(async (response) => ({ status: response.status, body: await response.json().catch(() => null) }));
+      fetch(`${stack.apiBaseUrl}${path}`, {
+        method,
+        headers: { authorization, 'content-type': 'application/json' },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      }).then(async (response) => ({ status: response.status, body: await response.json().catch(() => null) }));
 
     const project = (await api('POST', '/projects', { name: 'Benchmark course', description: 'Measured.' })).body as { id: string };
     for (let index = 0; index < 60; index++) await api('POST', '/projects', { name: `Course ${index}` });

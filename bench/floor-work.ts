@@ -8,7 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { CosmosClient } from '@azure/cosmos';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 
-const { AUTH_TENANT_ID: tenantId = '', AUTH_CLIENT_ID: clientId = '', AUTH_AUTHORITY_HOST: authorityHost = '', COSMOS_ENDPOINT: endpoint = '', COSMOS_KEY: key = '' } = process.env;
+const {
+  AUTH_TENANT_ID: tenantId = '',
+  AUTH_CLIENT_ID: clientId = '',
+  AUTH_AUTHORITY_HOST: authorityHost = '',
+  COSMOS_ENDPOINT: endpoint = '',
+  COSMOS_KEY: key = '',
+} = process.env;
 const keys = createRemoteJWKSet(new URL(`${authorityHost}/${tenantId}/discovery/v2.0/keys`));
 const documents = new CosmosClient({ endpoint, key }).database('lms').container('tenant-data');
 
@@ -39,14 +45,29 @@ export async function floorWork(request: FloorRequest): Promise<{ status: number
     if (method === 'GET' && url.pathname.startsWith('/api/projects/')) {
       ({ resource: body } = await documents.item(url.pathname.slice('/api/projects/'.length), tenant).read());
     } else if (method === 'GET' && url.pathname === '/api/projects') {
-      const query = { query: "SELECT * FROM c WHERE c.tenantId = @t AND c.type = 'project' ORDER BY c.createdAt DESC", parameters: [{ name: '@t', value: tenant }] };
+      const query = {
+        query: "SELECT * FROM c WHERE c.tenantId = @t AND c.type = 'project' ORDER BY c.createdAt DESC",
+        parameters: [{ name: '@t', value: tenant }],
+      };
       ({ resources: body } = await documents.items.query(query, { partitionKey: tenant, maxItemCount: 50 }).fetchNext());
     } else if (method === 'GET' && url.pathname === '/api/tasks') {
-      const query = { query: "SELECT * FROM c WHERE c.tenantId = @t AND c.type = 'task' AND c.projectId = @p ORDER BY c.createdAt DESC", parameters: [{ name: '@t', value: tenant }, { name: '@p', value: url.searchParams.get('projectId') }] };
+      const query = {
+        query: "SELECT * FROM c WHERE c.tenantId = @t AND c.type = 'task' AND c.projectId = @p ORDER BY c.createdAt DESC",
+        parameters: [
+          { name: '@t', value: tenant },
+          { name: '@p', value: url.searchParams.get('projectId') },
+        ],
+      };
       ({ resources: body } = await documents.items.query(query, { partitionKey: tenant, maxItemCount: 50 }).fetchNext());
     } else if (method === 'POST' && url.pathname === '/api/projects') {
       const now = new Date().toISOString();
-      ({ resource: body } = await documents.items.create({ ...JSON.parse(await request.text()), id: `FLOOR-${randomUUID()}`, tenantId: tenant, type: 'floor', createdAt: now }));
+      ({ resource: body } = await documents.items.create({
+        ...JSON.parse(await request.text()),
+        id: `FLOOR-${randomUUID()}`,
+        tenantId: tenant,
+        type: 'floor',
+        createdAt: now,
+      }));
       status = 201;
     } else {
       status = 404;

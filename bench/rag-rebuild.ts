@@ -35,12 +35,44 @@ export async function benchRagRebuild(tlsDir: string, counts = { projects: 10_00
       const id = `PRJ-${1001 + index}`;
       // Every tenth project has a description long enough for several chunks.
       const description = Array.from({ length: index % 10 === 0 ? 60 : 3 }, (_, step) => sentence(step)).join(' ');
-      documents.push({ id, tenantId: TENANT, type: 'project', name: `Course ${index}`, nameSort: `course ${index}`, description, status: 'Active', owner: 'o@contoso.test', members: ['o@contoso.test'], createdAt: now, updatedAt: now, createdBy: 'bench' });
+      documents.push({
+        id,
+        tenantId: TENANT,
+        type: 'project',
+        name: `Course ${index}`,
+        nameSort: `course ${index}`,
+        description,
+        status: 'Active',
+        owner: 'o@contoso.test',
+        members: ['o@contoso.test'],
+        createdAt: now,
+        updatedAt: now,
+        createdBy: 'bench',
+      });
     }
     for (let index = 0; index < counts.tasks; index++) {
-      documents.push({ id: `TSK-${1001 + index}`, tenantId: TENANT, type: 'task', projectId: `PRJ-${1001 + (index % counts.projects)}`, title: `Lesson ${index}`, description: sentence(index), status: 'Todo', priority: 'Medium', priorityRank: 2, assignee: null, dueDate: null, createdAt: now, updatedAt: now, createdBy: 'bench' });
+      documents.push({
+        id: `TSK-${1001 + index}`,
+        tenantId: TENANT,
+        type: 'task',
+        projectId: `PRJ-${1001 + (index % counts.projects)}`,
+        title: `Lesson ${index}`,
+        description: sentence(index),
+        status: 'Todo',
+        priority: 'Medium',
+        priorityRank: 2,
+        assignee: null,
+        dueDate: null,
+        createdAt: now,
+        updatedAt: now,
+        createdBy: 'bench',
+      });
     }
-    const operations = documents.map((resourceBody): OperationInput => ({ operationType: 'Create', partitionKey: TENANT, resourceBody: resourceBody as never }));
+    const operations = documents.map((resourceBody): OperationInput => ({
+      operationType: 'Create',
+      partitionKey: TENANT,
+      resourceBody: resourceBody as never,
+    }));
     await writeInBatches(emulator.client.database('lms').container('tenant-data'), TENANT, operations);
 
     const { rebuildIndex } = await import('../shared/rag/rebuild.js');

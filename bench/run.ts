@@ -6,7 +6,9 @@ import { benchRagRebuild } from './rag-rebuild.js';
 const tlsDir = process.env.BENCH_TLS_DIR;
 if (!tlsDir) throw new Error('Run the benchmarks with `npm run bench`');
 // A quick look with less data: npm run bench -- --projects 1000 --tasks 5000
-const { values } = parseArgs({ options: { json: { type: 'boolean', default: false }, projects: { type: 'string', default: '10000' }, tasks: { type: 'string', default: '50000' } } });
+const { values } = parseArgs({
+  options: { json: { type: 'boolean', default: false }, projects: { type: 'string', default: '10000' }, tasks: { type: 'string', default: '50000' } },
+});
 
 const coldStart = await benchColdStart();
 const api = await benchApi();
@@ -16,8 +18,11 @@ if (values.json) {
   console.log(JSON.stringify({ throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs, coldStart, ragRebuild }, null, 2));
 } else {
   /** One table row per benchmarked request. */
-  const perRequest = (columns: (row: (typeof api.throughput)[number]) => Record<string, unknown>) => Object.fromEntries(api.throughput.map((row) => [row.endpoint, columns(row)]));
-  console.log("\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five 2 s turns taken in rotation with the floor's work as a function, below; p99 is the median of the turns; CPU per request is that of the serving process)");
+  const perRequest = (columns: (row: (typeof api.throughput)[number]) => Record<string, unknown>) =>
+    Object.fromEntries(api.throughput.map((row) => [row.endpoint, columns(row)]));
+  console.log(
+    "\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five 2 s turns taken in rotation with the floor's work as a function, below; p99 is the median of the turns; CPU per request is that of the serving process)",
+  );
   console.table(
     perRequest((row) => ({
       'API req/s': row.api.requestsPerSecond,
@@ -31,7 +36,9 @@ if (values.json) {
       'API errors': row.api.errors,
     })),
   );
-  console.log("\nThe same gap split in two: the floor's work served as a function by a local host of its own (the Functions layer: routing, the objects Azure's worker builds for each invocation, the answer), in the same turns");
+  console.log(
+    "\nThe same gap split in two: the floor's work served as a function by a local host of its own (the Functions layer: routing, the objects Azure's worker builds for each invocation, the answer), in the same turns",
+  );
   console.table(
     perRequest((row) => ({
       "floor's work as a function req/s": row.floorFunction.requestsPerSecond,
@@ -41,7 +48,7 @@ if (values.json) {
       'its errors': row.floorFunction.errors,
     })),
   );
-  console.log('\nWhere a read\'s time goes, without HTTP: CPU per call in one process, 32 calls at a time (µs, median of 3 runs of 6,000)');
+  console.log("\nWhere a read's time goes, without HTTP: CPU per call in one process, 32 calls at a time (µs, median of 3 runs of 6,000)");
   console.table({
     "the host's request and answer objects, around a fixed result": api.inProcess.hostObjectsUs,
     'the projects-get function with those objects': api.inProcess.functionUs,
@@ -50,12 +57,24 @@ if (values.json) {
   console.log(`\nMemory of the local host over ${api.memory.requests.toLocaleString('en')} requests (RSS, MiB)`);
   console.table({ before: api.memory.rssMiB.before, 'after 50,000': api.memory.rssMiB.afterHalf, 'after 100,000': api.memory.rssMiB.afterAll });
   console.log('\nDatabase cost per operation, warm (the embedded store reports 1 RU per request; Azure reports the real charge)');
-  console.table(Object.fromEntries(api.costs.map((cost) => [cost.operation, { 'database requests': cost.databaseRequests, 'request charge (RU)': cost.requestCharge }])));
+  console.table(
+    Object.fromEntries(api.costs.map((cost) => [cost.operation, { 'database requests': cost.databaseRequests, 'request charge (RU)': cost.requestCharge }])),
+  );
   console.log('\nCold start: importing the whole function app in a fresh process (median of 10)');
   console.table({ 'esbuild bundle (ms)': coldStart.bundleMs, 'plain tsc output (ms)': coldStart.plainMs, 'ratio (≤ 0.5)': coldStart.ratio });
   console.log(`\nRAG rebuild, ${ragRebuild.projects.toLocaleString('en')} projects + ${ragRebuild.tasks.toLocaleString('en')} tasks on the embedded store`);
   console.table({
-    'full rebuild': { seconds: ragRebuild.full.seconds, 'sources/s': ragRebuild.full.sourcesPerSecond, 'chunks written': ragRebuild.full.written, 'chunks in index': ragRebuild.full.chunks },
-    'incremental, nothing changed': { seconds: ragRebuild.incremental.seconds, 'sources/s': '', 'chunks written': ragRebuild.incremental.written, 'chunks in index': ragRebuild.full.chunks },
+    'full rebuild': {
+      seconds: ragRebuild.full.seconds,
+      'sources/s': ragRebuild.full.sourcesPerSecond,
+      'chunks written': ragRebuild.full.written,
+      'chunks in index': ragRebuild.full.chunks,
+    },
+    'incremental, nothing changed': {
+      seconds: ragRebuild.incremental.seconds,
+      'sources/s': '',
+      'chunks written': ragRebuild.incremental.written,
+      'chunks in index': ragRebuild.full.chunks,
+    },
   });
 }

@@ -11,5 +11,8 @@ export async function appFiles(appRoot: string): Promise<string[]> {
   if (dirname(pattern).includes('*')) throw new Error(`Only the file name of "main" may hold a wildcard: ${main}`);
   const matcher = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
   const entries = await readdir(dirname(pattern));
-  return entries.filter((entry) => matcher.test(entry)).sort().map((entry) => join(dirname(pattern), entry));
+  return entries
+    .filter((entry) => matcher.test(entry))
+    .sort()
+    .map((entry) => join(dirname(pattern), entry));
 }

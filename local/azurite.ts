@@ -35,8 +35,10 @@ export interface AzuriteQueue {
 export async function startAzuriteQueue(options: AzuriteQueueOptions = {}): Promise<AzuriteQueue> {
   const script = join(createRequire(import.meta.url).resolve('azurite/package.json'), '..', 'dist', 'src', 'queue', 'main.js');
   const args = [
-    '--queueHost', HOST,
-    '--queuePort', String(options.port ?? 0),
+    '--queueHost',
+    HOST,
+    '--queuePort',
+    String(options.port ?? 0),
     // Azurite sends usage data to Microsoft unless told not to.
     '--disableTelemetry',
     // The storage SDK may speak a newer service version than this Azurite release knows.

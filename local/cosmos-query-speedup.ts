@@ -22,7 +22,11 @@ function appendInPlace(node: Node): Node | undefined {
   const first = elements[0]!;
   if (first.type !== 'SpreadElement' || !isAccumulator(first.argument)) return undefined;
   const accumulator = { type: 'Identifier', name: '$' };
-  const push = { type: 'CallExpression', callee: { type: 'MemberExpression', object: accumulator, property: { type: 'Identifier', name: 'push' }, computed: false }, arguments: elements.slice(1) };
+  const push = {
+    type: 'CallExpression',
+    callee: { type: 'MemberExpression', object: accumulator, property: { type: 'Identifier', name: 'push' }, computed: false },
+    arguments: elements.slice(1),
+  };
   return { type: 'SequenceExpression', expressions: [push, accumulator] };
 }
 

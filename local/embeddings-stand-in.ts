@@ -94,12 +94,14 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
   const received: ReceivedEmbeddingsRequest[] = [];
   let failures: { remaining: number; status: EmbeddingsFailure; retryAfterSeconds: number | undefined } | undefined;
 
-  const server = keepIdleConnectionsOpen(http.createServer((request, response) => {
-    handleRequest(request, response).catch((error: unknown) => {
-      console.error('embeddings stand-in: request failed', error);
-      if (!response.headersSent) sendJson(response, 500, errorBody(FAILURES[500]!.message, 'server_error'));
-    });
-  }));
+  const server = keepIdleConnectionsOpen(
+    http.createServer((request, response) => {
+      handleRequest(request, response).catch((error: unknown) => {
+        console.error('embeddings stand-in: request failed', error);
+        if (!response.headersSent) sendJson(response, 500, errorBody(FAILURES[500]!.message, 'server_error'));
+      });
+    }),
+  );
 
   async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     counts.requests += 1;
@@ -136,12 +138,19 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
       if (azure && !url.searchParams.has('api-version')) throw new StandInError(404, 'Resource not found', 'invalid_request_error', '404');
       const key = presentedKey(request);
       if (!key) {
-        throw new StandInError(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY) or an api-key header.",
-          'invalid_request_error');
+        throw new StandInError(
+          401,
+          "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY) or an api-key header.",
+          'invalid_request_error',
+        );
       }
       if (key.value !== options.apiKey) {
-        throw new StandInError(401, `Incorrect API key provided: ${maskKey(key.value)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
-          'invalid_request_error', 'invalid_api_key');
+        throw new StandInError(
+          401,
+          `Incorrect API key provided: ${maskKey(key.value)}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+          'invalid_request_error',
+          'invalid_api_key',
+        );
       }
       const embeddingsRequest = parseEmbeddingsRequest(body, { modelRequired: !azure });
       record.inputs = embeddingsRequest.inputs.length;
@@ -149,9 +158,7 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
       counts.inputs += embeddingsRequest.inputs.length;
       sendJson(response, 200, {
         object: 'list',
-        data: embeddingsRequest.inputs
-          .map((text, index) => ({ object: 'embedding', index, embedding: standInEmbedding(text, dimensions) }))
-          .reverse(),
+        data: embeddingsRequest.inputs.map((text, index) => ({ object: 'embedding', index, embedding: standInEmbedding(text, dimensions) })).reverse(),
         model: azure ? deploymentModel : embeddingsRequest.model,
         usage: { prompt_tokens: tokenEstimate(embeddingsRequest.inputs), total_tokens: tokenEstimate(embeddingsRequest.inputs) },
       });

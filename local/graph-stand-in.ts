@@ -82,8 +82,19 @@ const CLOCK_SKEW_SECONDS = 300;
 const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Graph's default properties of a user, in its order, returned when there is no `$select`. */
-const DEFAULT_PROPERTIES = ['businessPhones', 'displayName', 'givenName', 'jobTitle', 'mail', 'mobilePhone', 'officeLocation',
-  'preferredLanguage', 'surname', 'userPrincipalName', 'id'];
+const DEFAULT_PROPERTIES = [
+  'businessPhones',
+  'displayName',
+  'givenName',
+  'jobTitle',
+  'mail',
+  'mobilePhone',
+  'officeLocation',
+  'preferredLanguage',
+  'surname',
+  'userPrincipalName',
+  'id',
+];
 const SELECTABLE_PROPERTIES = [...DEFAULT_PROPERTIES, 'createdDateTime'];
 const FILTERABLE_PROPERTIES = ['displayName', 'mail', 'userPrincipalName'] as const;
 type FilterableProperty = (typeof FILTERABLE_PROPERTIES)[number];
@@ -93,12 +104,16 @@ const FAILURES: Record<Exclude<GraphFailure, 'drop'>, { code: string; message: s
   500: { code: 'generalException', message: 'General exception while processing.' },
   503: {
     code: 'serviceNotAvailable',
-    message: 'The service is temporarily unavailable for maintenance or is overloaded. You may repeat the request after a delay, which may be specified in a Retry-After header.',
+    message:
+      'The service is temporarily unavailable for maintenance or is overloaded. You may repeat the request after a delay, which may be specified in a Retry-After header.',
   },
 };
 
 type Endpoint = 'users' | 'me';
-const ENDPOINTS = new Map<string, Endpoint>([['/v1.0/users', 'users'], ['/v1.0/me', 'me']]);
+const ENDPOINTS = new Map<string, Endpoint>([
+  ['/v1.0/users', 'users'],
+  ['/v1.0/me', 'me'],
+]);
 
 export async function startGraphStandIn(options: GraphStandInOptions): Promise<GraphStandIn> {
   const host = options.host ?? '127.0.0.1';
@@ -265,8 +280,11 @@ function requirePermission(caller: Caller, accepted: string[]): void {
 function rejectUnsupportedOptions(query: URLSearchParams, supported: string[]): void {
   for (const name of query.keys()) {
     if (name.startsWith('$') && !supported.includes(name)) {
-      throw new GraphError(400, 'Request_UnsupportedQuery',
-        `The query option '${name}' is not supported by the local Graph stand-in (supported here: ${supported.join(', ')}).`);
+      throw new GraphError(
+        400,
+        'Request_UnsupportedQuery',
+        `The query option '${name}' is not supported by the local Graph stand-in (supported here: ${supported.join(', ')}).`,
+      );
     }
   }
 }
@@ -298,8 +316,12 @@ interface StartsWithClause {
 
 /** `startswith(property,'prefix')` clauses joined with `or`; quotes inside values are doubled, as OData spells them. */
 function parseFilter(filter: string): StartsWithClause[] {
-  const invalid = () => new GraphError(400, 'Request_BadRequest',
-    `Invalid filter clause: '${filter}'. The local Graph stand-in supports startswith(${FILTERABLE_PROPERTIES.join('|')},'value') clauses joined with 'or'.`);
+  const invalid = () =>
+    new GraphError(
+      400,
+      'Request_BadRequest',
+      `Invalid filter clause: '${filter}'. The local Graph stand-in supports startswith(${FILTERABLE_PROPERTIES.join('|')},'value') clauses joined with 'or'.`,
+    );
   const clauses: StartsWithClause[] = [];
   let rest = filter.trim();
   for (;;) {
@@ -307,8 +329,11 @@ function parseFilter(filter: string): StartsWithClause[] {
     if (!clause) throw invalid();
     const property = FILTERABLE_PROPERTIES.find((candidate) => candidate.toLowerCase() === clause[1]!.toLowerCase());
     if (!property) {
-      throw new GraphError(400, 'Request_UnsupportedQuery',
-        `Unsupported or invalid query filter clause specified for property '${clause[1]}' of resource 'User'.`);
+      throw new GraphError(
+        400,
+        'Request_UnsupportedQuery',
+        `Unsupported or invalid query filter clause specified for property '${clause[1]}' of resource 'User'.`,
+      );
     }
     clauses.push({ property, prefix: clause[2]!.replace(/''/g, "'") });
     rest = rest.slice(clause[0].length).trimStart();
@@ -327,8 +352,7 @@ function startsWith(user: GraphUser, clause: StartsWithClause): boolean {
 
 function project(user: GraphUser, select: string[] | undefined): Record<string, unknown> {
   const values: Record<string, unknown> = { ...user };
-  return Object.fromEntries((select ?? DEFAULT_PROPERTIES).map((property) =>
-    [property, values[property] ?? (property === 'businessPhones' ? [] : null)]));
+  return Object.fromEntries((select ?? DEFAULT_PROPERTIES).map((property) => [property, values[property] ?? (property === 'businessPhones' ? [] : null)]));
 }
 
 /** The same request from the next offset; like Graph's, it keeps the other query options. */
@@ -401,15 +425,16 @@ function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']
 
 /** jose's fetch for the provider's keys, trusting its self-signed certificate without touching the process's trust. */
 function fetchTrusting(caCertPem: string): FetchImplementation {
-  return (url, options) => new Promise((resolve, reject) => {
-    const request = https.get(url, { ca: caCertPem, signal: options.signal, headers: Object.fromEntries(options.headers) }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 502 })));
-      response.on('error', reject);
+  return (url, options) =>
+    new Promise((resolve, reject) => {
+      const request = https.get(url, { ca: caCertPem, signal: options.signal, headers: Object.fromEntries(options.headers) }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 502 })));
+        response.on('error', reject);
+      });
+      request.on('error', reject);
     });
-    request.on('error', reject);
-  });
 }
 
 function invalidToken(message: string): GraphError {
@@ -440,17 +465,22 @@ function graphHeaders(request: IncomingMessage): Record<string, string> {
 
 function sendGraphError(response: ServerResponse, error: GraphError, request: IncomingMessage): void {
   const headers = graphHeaders(request);
-  sendJson(response, error.status, {
-    error: {
-      code: error.code,
-      message: error.message,
-      innerError: {
-        date: new Date().toISOString().slice(0, 19),
-        'request-id': headers['request-id'],
-        'client-request-id': headers['client-request-id'],
+  sendJson(
+    response,
+    error.status,
+    {
+      error: {
+        code: error.code,
+        message: error.message,
+        innerError: {
+          date: new Date().toISOString().slice(0, 19),
+          'request-id': headers['request-id'],
+          'client-request-id': headers['client-request-id'],
+        },
       },
     },
-  }, { ...headers, ...error.headers });
+    { ...headers, ...error.headers },
+  );
 }
 
 function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {

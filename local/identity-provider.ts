@@ -81,7 +81,6 @@ export interface IdentityProviderOptions {
   clientId: string;
 }
 
-
 export interface TokenOptions {
   /** Not checked against the served tenants, so tests can mint tokens of foreign tenants. */
   tenantId: string;
@@ -166,9 +165,7 @@ const FILES = {
   providerInfo: 'provider.json',
 } as const;
 
-type Endpoint =
-  | { kind: 'metadata' | 'jwks'; method: 'GET'; version: 1 | 2 }
-  | { kind: 'token'; method: 'POST' };
+type Endpoint = { kind: 'metadata' | 'jwks'; method: 'GET'; version: 1 | 2 } | { kind: 'token'; method: 'POST' };
 
 // Paths below /{tenant}/, as Entra spells them.
 const ENDPOINTS = new Map<string, Endpoint>([
@@ -185,13 +182,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   // Callers need the CA certificate in a file even when nothing is kept.
   const temporaryDir = options.tls || options.dataDir ? undefined : await mkdtemp(path.join(os.tmpdir(), 'local-identity-provider-'));
   try {
-    const tls = options.tls ?? await loadOrCreateTlsCertificate(options.dataDir ?? temporaryDir!);
+    const tls = options.tls ?? (await loadOrCreateTlsCertificate(options.dataDir ?? temporaryDir!));
     const signingKey = await loadOrCreateSigningKey(options.dataDir);
 
     const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
     let authorityHost = '';
-    const issueToken = (tokenOptions: TokenOptions) =>
-      signAccessToken(tokenOptions, { authorityHost, clientId, signingKey });
+    const issueToken = (tokenOptions: TokenOptions) => signAccessToken(tokenOptions, { authorityHost, clientId, signingKey });
 
     const server = keepIdleConnectionsOpen(
       https.createServer({ cert: tls.cert, key: tls.key }, (request, response) => {
@@ -214,13 +210,16 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       try {
         const tenantId = match[1]!.toLowerCase();
         if (!tenants.has(tenantId)) {
-          throw new EntraError(400, 'invalid_tenant', 90002,
-            `Tenant '${tenantId}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`);
+          throw new EntraError(
+            400,
+            'invalid_tenant',
+            90002,
+            `Tenant '${tenantId}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`,
+          );
         }
         if (request.method !== endpoint.method) {
           if (endpoint.kind === 'token') {
-            throw new EntraError(400, 'invalid_request', 900561,
-              `The endpoint only accepts POST requests. Received a ${request.method} request.`);
+            throw new EntraError(400, 'invalid_request', 900561, `The endpoint only accepts POST requests. Received a ${request.method} request.`);
           }
           sendJson(response, 405, { error: 'method_not_allowed', error_description: `Use ${endpoint.method}.` }, { Allow: endpoint.method });
           return;
@@ -341,11 +340,7 @@ interface TokenResponse {
   client_info?: string;
 }
 
-async function handleTokenRequest(
-  form: URLSearchParams,
-  authorizationHeader: string | undefined,
-  context: TokenEndpointContext,
-): Promise<TokenResponse> {
+async function handleTokenRequest(form: URLSearchParams, authorizationHeader: string | undefined, context: TokenEndpointContext): Promise<TokenResponse> {
   const grantType = requiredParameter(form, 'grant_type');
   const client = clientCredentials(form, authorizationHeader);
   const extension = localExtension(form);
@@ -367,8 +362,12 @@ async function handleTokenRequest(
       const scope = requiredParameter(form, 'scope');
       const requested = requestedApiScopes(scope, context);
       if (requested.names.length !== 1 || requested.names[0] !== '.default') {
-        throw new EntraError(400, 'invalid_scope', 1002012,
-          `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`);
+        throw new EntraError(
+          400,
+          'invalid_scope',
+          1002012,
+          `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`,
+        );
       }
       tokenOptions = {
         ...sharedTokenOptions,
@@ -427,8 +426,12 @@ function requestedScopes(scopeParameter: string): { resource: string; names: str
   const resource = parsed[0]?.resource;
   if (resource === undefined) throw invalidScope(scopeParameter);
   if (parsed.some((scope) => scope.resource !== resource)) {
-    throw new EntraError(400, 'invalid_scope', 28000,
-      `Provided value for the input parameter scope is not valid because it contains more than one resource. Scope ${scopeParameter} is not valid.`);
+    throw new EntraError(
+      400,
+      'invalid_scope',
+      28000,
+      `Provided value for the input parameter scope is not valid because it contains more than one resource. Scope ${scopeParameter} is not valid.`,
+    );
   }
   return { resource, names: parsed.map((scope) => scope.name) };
 }
@@ -446,13 +449,21 @@ function apiAudiences(clientId: string): string[] {
 }
 
 function invalidScope(scopeParameter: string): EntraError {
-  return new EntraError(400, 'invalid_scope', 70011,
-    `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`);
+  return new EntraError(
+    400,
+    'invalid_scope',
+    70011,
+    `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`,
+  );
 }
 
 function unknownResource(resource: string, tenantId: string): EntraError {
-  return new EntraError(400, 'invalid_resource', 500011,
-    `The resource principal named ${resource} was not found in the tenant named ${tenantId}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`);
+  return new EntraError(
+    400,
+    'invalid_resource',
+    500011,
+    `The resource principal named ${resource} was not found in the tenant named ${tenantId}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`,
+  );
 }
 
 // ---------------------------------------------------------------- On-Behalf-Of
@@ -467,16 +478,15 @@ interface AssertedUser {
  * Exchanges a user's access token to the API (the assertion) for a Microsoft Graph token of the same user,
  * issued to the API, as Entra's v2 token endpoint does.
  */
-async function onBehalfOf(
-  form: URLSearchParams,
-  client: ClientCredentials,
-  lifetime: number,
-  context: TokenEndpointContext,
-): Promise<TokenResponse> {
+async function onBehalfOf(form: URLSearchParams, client: ClientCredentials, lifetime: number, context: TokenEndpointContext): Promise<TokenResponse> {
   const clientAuthentication = authenticateClient(client, context);
   if (requiredParameter(form, 'requested_token_use') !== 'on_behalf_of') {
-    throw new EntraError(400, 'invalid_request', 9002313,
-      "Invalid request. Request is malformed or invalid. - The 'requested_token_use' parameter must be 'on_behalf_of'.");
+    throw new EntraError(
+      400,
+      'invalid_request',
+      9002313,
+      "Invalid request. Request is malformed or invalid. - The 'requested_token_use' parameter must be 'on_behalf_of'.",
+    );
   }
   const scopeParameter = requiredParameter(form, 'scope');
   const user = await verifyUserAssertion(requiredParameter(form, 'assertion'), client.id, context);
@@ -532,12 +542,18 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
     await jwtVerify(assertion, context.signingKey.publicKey, { algorithms: ['RS256'] });
   } catch (error) {
     if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
-      throw invalid(`Assertion failed signature validation. [Reason - The provided signature value did not match the expected signature value., Thumbprint of key used by client: '${thumbprint}']`);
+      throw invalid(
+        `Assertion failed signature validation. [Reason - The provided signature value did not match the expected signature value., Thumbprint of key used by client: '${thumbprint}']`,
+      );
     }
     if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JWTExpired) {
       if (error.claim === 'exp' || error.claim === 'nbf') {
-        throw new EntraError(400, 'invalid_grant', 500133,
-          `Assertion is not within its valid time range. Ensure that the access token is not expired before using it for user assertion, or request a new token. Current time: ${entraTime(Date.now())}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`);
+        throw new EntraError(
+          400,
+          'invalid_grant',
+          500133,
+          `Assertion is not within its valid time range. Ensure that the access token is not expired before using it for user assertion, or request a new token. Current time: ${entraTime(Date.now())}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
+        );
       }
     }
     throw malformed();
@@ -550,12 +566,18 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
   // The assertion must be for the API, and the API must be the client presenting it.
   const audience = typeof claims.aud === 'string' ? claims.aud.toLowerCase() : undefined;
   if (presentingClientId.toLowerCase() !== context.clientId || !audience || !apiAudiences(context.clientId).includes(audience)) {
-    throw new EntraError(400, 'invalid_grant', 500131,
-      `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion was '${String(claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token for the expected audience (the application that made the OBO request) and this application should use that token as the assertion.`);
+    throw new EntraError(
+      400,
+      'invalid_grant',
+      500131,
+      `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion was '${String(claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token for the expected audience (the application that made the OBO request) and this application should use that token as the assertion.`,
+    );
   }
   // An app-only token has no user to act for; Entra answers such assertions with its InvalidAssertion code too.
   if (typeof claims.scp !== 'string' || claims.idtyp === 'app') {
-    throw invalid("Assertion is not a user token: it has no 'scp' claim (an app-only token). The On-Behalf-Of flow needs a delegated access token of a signed-in user.");
+    throw invalid(
+      "Assertion is not a user token: it has no 'scp' claim (an app-only token). The On-Behalf-Of flow needs a delegated access token of a signed-in user.",
+    );
   }
   const username = claims.upn ?? claims.preferred_username ?? claims.unique_name;
   if (typeof claims.oid !== 'string' || typeof username !== 'string') {
@@ -577,17 +599,25 @@ function requestedGraphScopes(scopeParameter: string, context: TokenEndpointCont
 function simulatedOnBehalfOfFailure(username: string, clientId: string): EntraError | undefined {
   const name = username.toLowerCase();
   if (name.startsWith(NEEDS_CONSENT_USER_PREFIX)) {
-    return new EntraError(400, 'invalid_grant', 65001,
+    return new EntraError(
+      400,
+      'invalid_grant',
+      65001,
       `The user or administrator has not consented to use the application with ID '${clientId}' named 'Local API'. Send an interactive authorization request for this user and resource.`,
-      { suberror: 'consent_required' });
+      { suberror: 'consent_required' },
+    );
   }
   if (name.startsWith(NEEDS_MFA_USER_PREFIX)) {
-    return new EntraError(400, 'interaction_required', 50076,
+    return new EntraError(
+      400,
+      'interaction_required',
+      50076,
       `Due to a configuration change made by your administrator, or because you moved to a new location, you must use multi-factor authentication to access '${GRAPH_APP_ID}'.`,
       {
         suberror: 'basic_action',
         claims: JSON.stringify({ access_token: { capolids: { essential: true, values: [MFA_POLICY_ID] } } }),
-      });
+      },
+    );
   }
   return undefined;
 }
@@ -595,21 +625,24 @@ function simulatedOnBehalfOfFailure(username: string, clientId: string): EntraEr
 /** Entra's v2 id token of the user for the client, which msal-node turns into the result's account. */
 async function signIdToken(user: AssertedUser, clientAppId: string, context: TokenEndpointContext): Promise<string> {
   const issuedAt = Math.floor(Date.now() / 1000);
-  return signJwt({
-    aud: clientAppId,
-    iss: v2Issuer(context.authorityHost, context.tenantId),
-    iat: issuedAt,
-    nbf: issuedAt,
-    exp: issuedAt + DEFAULT_TOKEN_LIFETIME_SECONDS,
-    aio: opaqueId(48),
-    name: user.name ?? user.username.split('@')[0],
-    oid: user.oid,
-    preferred_username: user.username,
-    sub: pairwiseSubject(context.tenantId, user.oid, clientAppId),
-    tid: context.tenantId,
-    uti: opaqueId(16),
-    ver: '2.0',
-  }, context.signingKey);
+  return signJwt(
+    {
+      aud: clientAppId,
+      iss: v2Issuer(context.authorityHost, context.tenantId),
+      iat: issuedAt,
+      nbf: issuedAt,
+      exp: issuedAt + DEFAULT_TOKEN_LIFETIME_SECONDS,
+      aio: opaqueId(48),
+      name: user.name ?? user.username.split('@')[0],
+      oid: user.oid,
+      preferred_username: user.username,
+      sub: pairwiseSubject(context.tenantId, user.oid, clientAppId),
+      tid: context.tenantId,
+      uti: opaqueId(16),
+      ver: '2.0',
+    },
+    context.signingKey,
+  );
 }
 
 /** What Entra answers to client_info=1: the account's home object and tenant ids. */
@@ -664,15 +697,18 @@ function authenticateClient(client: ClientCredentials, context: TokenEndpointCon
     checkClientAssertion(client.id, client.assertion, context);
     return '2';
   }
-  throw new EntraError(401, 'invalid_client', 7000218,
-    "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.");
+  throw new EntraError(401, 'invalid_client', 7000218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.");
 }
 
 /** A certificate credential (RFC 7523) as Entra wants it, except the signature: no certificate is registered here. */
 function checkClientAssertion(clientId: string, assertion: { type: string | null; jwt: string }, context: TokenEndpointContext): void {
   if (assertion.type !== CLIENT_ASSERTION_TYPE) {
-    throw new EntraError(400, 'invalid_request', 9002313,
-      `Invalid request. Request is malformed or invalid. - The 'client_assertion_type' parameter must be '${CLIENT_ASSERTION_TYPE}'.`);
+    throw new EntraError(
+      400,
+      'invalid_request',
+      9002313,
+      `Invalid request. Request is malformed or invalid. - The 'client_assertion_type' parameter must be '${CLIENT_ASSERTION_TYPE}'.`,
+    );
   }
   let header: ProtectedHeaderParameters;
   let claims: JWTPayload;
@@ -684,23 +720,39 @@ function checkClientAssertion(clientId: string, assertion: { type: string | null
   }
   const thumbprint = header.x5t ?? header['x5t#S256'];
   if ((header.alg !== 'RS256' && header.alg !== 'PS256') || typeof thumbprint !== 'string') {
-    throw new EntraError(401, 'invalid_client', 700027,
-      `Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used by client: '${String(thumbprint ?? '')}']`);
+    throw new EntraError(
+      401,
+      'invalid_client',
+      700027,
+      `Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used by client: '${String(thumbprint ?? '')}']`,
+    );
   }
   if (claims.iss !== clientId || claims.sub !== clientId) {
-    throw new EntraError(401, 'invalid_client', 700021,
-      "Client assertion application identifier doesn't match 'client_id' parameter. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.");
+    throw new EntraError(
+      401,
+      'invalid_client',
+      700021,
+      "Client assertion application identifier doesn't match 'client_id' parameter. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.",
+    );
   }
   const base = `${context.authorityHost}/${context.tenantId}`;
   const audiences = [`${base}/oauth2/v2.0/token`, `${base}/oauth2/token`, v2Issuer(context.authorityHost, context.tenantId)];
   if (typeof claims.aud !== 'string' || !audiences.includes(claims.aud.toLowerCase())) {
-    throw new EntraError(401, 'invalid_client', 700023,
-      'Client assertion audience claim does not match Realm issuer. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.');
+    throw new EntraError(
+      401,
+      'invalid_client',
+      700023,
+      'Client assertion audience claim does not match Realm issuer. Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.',
+    );
   }
   const now = Math.floor(Date.now() / 1000);
   if (typeof claims.exp !== 'number' || claims.exp <= now || (claims.nbf ?? 0) > now + CLIENT_ASSERTION_CLOCK_SKEW_SECONDS) {
-    throw new EntraError(401, 'invalid_client', 700024,
-      `Client assertion is not within its valid time range. Current time: ${entraTime(now * 1000)}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`);
+    throw new EntraError(
+      401,
+      'invalid_client',
+      700024,
+      `Client assertion is not within its valid time range. Current time: ${entraTime(now * 1000)}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
+    );
   }
 }
 
@@ -713,8 +765,7 @@ interface LocalExtension {
 }
 
 function localExtension(form: URLSearchParams): LocalExtension {
-  const malformed = (detail: string) =>
-    new EntraError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. - ${detail}`);
+  const malformed = (detail: string) => new EntraError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. - ${detail}`);
   const extension: LocalExtension = {};
 
   const roles = form.get('roles');
@@ -790,26 +841,21 @@ async function signAccessToken(options: TokenOptions, context: SigningContext): 
     ver: version === 1 ? '1.0' : '2.0',
     ...(roles.length > 0 ? { roles } : {}),
   };
-  const subject = options.kind === 'app'
-    ? appClaims(options, version, tenantId, clientAppId)
-    : userClaims(options, version, tenantId, clientAppId);
+  const subject = options.kind === 'app' ? appClaims(options, version, tenantId, clientAppId) : userClaims(options, version, tenantId, clientAppId);
 
   return signJwt({ ...common, ...subject, ...options.extraClaims }, context.signingKey);
 }
 
 function signJwt(payload: JWTPayload, signingKey: SigningKey): Promise<string> {
-  return new SignJWT(payload)
-    .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: signingKey.kid, x5t: signingKey.x5t })
-    .sign(signingKey.privateKey);
+  return new SignJWT(payload).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: signingKey.kid, x5t: signingKey.x5t }).sign(signingKey.privateKey);
 }
 
 function appClaims(options: TokenOptions, version: 1 | 2, tenantId: string, clientAppId: string): JWTPayload {
   // The oid of an app-only token is the object id of the client's service principal in the tenant.
   const oid = options.oid ?? deterministicUuid('service-principal', tenantId, clientAppId.toLowerCase());
   const clientAuthentication = options.clientAuthentication ?? '1';
-  const client = version === 1
-    ? { appid: clientAppId, appidacr: clientAuthentication, idp: v1Issuer(tenantId) }
-    : { azp: clientAppId, azpacr: clientAuthentication };
+  const client =
+    version === 1 ? { appid: clientAppId, appidacr: clientAuthentication, idp: v1Issuer(tenantId) } : { azp: clientAppId, azpacr: clientAuthentication };
   return { ...client, idtyp: 'app', oid, sub: oid };
 }
 
@@ -888,9 +934,27 @@ function openIdConfiguration(authorityHost: string, tenantId: string, version: 1
       request_uri_parameter_supported: false,
       authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
       end_session_endpoint: `${base}/oauth2/v2.0/logout`,
-      claims_supported: ['sub', 'iss', 'cloud_instance_name', 'cloud_instance_host_name', 'cloud_graph_host_name',
-        'msgraph_host', 'aud', 'exp', 'iat', 'auth_time', 'acr', 'nonce', 'preferred_username', 'name', 'tid', 'ver',
-        'at_hash', 'c_hash', 'email'],
+      claims_supported: [
+        'sub',
+        'iss',
+        'cloud_instance_name',
+        'cloud_instance_host_name',
+        'cloud_graph_host_name',
+        'msgraph_host',
+        'aud',
+        'exp',
+        'iat',
+        'auth_time',
+        'acr',
+        'nonce',
+        'preferred_username',
+        'name',
+        'tid',
+        'ver',
+        'at_hash',
+        'c_hash',
+        'email',
+      ],
     };
   }
   return {
@@ -903,9 +967,25 @@ function openIdConfiguration(authorityHost: string, tenantId: string, version: 1
     microsoft_multi_refresh_token: true,
     authorization_endpoint: `${base}/oauth2/authorize`,
     end_session_endpoint: `${base}/oauth2/logout`,
-    claims_supported: ['sub', 'iss', 'cloud_instance_name', 'cloud_instance_host_name', 'cloud_graph_host_name',
-      'msgraph_host', 'aud', 'exp', 'iat', 'auth_time', 'acr', 'amr', 'nonce', 'email', 'given_name', 'family_name',
-      'nickname'],
+    claims_supported: [
+      'sub',
+      'iss',
+      'cloud_instance_name',
+      'cloud_instance_host_name',
+      'cloud_graph_host_name',
+      'msgraph_host',
+      'aud',
+      'exp',
+      'iat',
+      'auth_time',
+      'acr',
+      'amr',
+      'nonce',
+      'email',
+      'given_name',
+      'family_name',
+      'nickname',
+    ],
   };
 }
 
@@ -950,7 +1030,7 @@ async function loadOrCreateSigningKey(dataDir: string | undefined): Promise<Sign
     certificateDerBase64: certificateDer.toString('base64'),
     privateKey,
     privateJwk,
-    publicKey: await importJWK(publicJwk, 'RS256') as CryptoKey,
+    publicKey: (await importJWK(publicJwk, 'RS256')) as CryptoKey,
     publicJwk,
   };
 }
@@ -975,7 +1055,10 @@ class EntraError extends Error {
 
 function entraErrorBody(error: EntraError, correlationId: string): Record<string, unknown> {
   const traceId = randomUUID();
-  const timestamp = new Date().toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  const timestamp = new Date()
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
   return {
     error: error.error,
     error_description: `${error.message} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,
@@ -1018,9 +1101,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 function listen(server: https.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      reject(error.code === 'EADDRINUSE'
-        ? new Error(`The identity provider cannot listen on ${host}:${port}: the port is in use.`, { cause: error })
-        : error);
+      reject(error.code === 'EADDRINUSE' ? new Error(`The identity provider cannot listen on ${host}:${port}: the port is in use.`, { cause: error }) : error);
     };
     server.once('error', onError);
     server.listen(port, host, () => {

@@ -180,7 +180,10 @@ class QueueListener {
           await queue.createIfNotExists();
           queueExists = true;
         }
-        const { receivedMessageItems } = await queue.receiveMessages({ numberOfMessages: settings.batchSize, visibilityTimeout: PROCESSING_VISIBILITY_SECONDS });
+        const { receivedMessageItems } = await queue.receiveMessages({
+          numberOfMessages: settings.batchSize,
+          visibilityTimeout: PROCESSING_VISIBILITY_SECONDS,
+        });
         // Messages already received are handled even when stopping: otherwise they would stay invisible for minutes.
         for (const message of receivedMessageItems) this.track(this.handle(message));
         delayMs = receivedMessageItems.length ? 0 : Math.min(Math.max(delayMs * 2, MIN_POLLING_INTERVAL_MS), settings.maxPollingIntervalMs);

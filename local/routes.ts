@@ -90,7 +90,10 @@ export function compileRoute<T>(template: string, methods: string[], target: T):
         const segment = segments[index]!;
         if (segment.kind === 'catchAll') {
           // The catch-all takes anything, undecodable segments too, so that every request gets an answer.
-          params[segment.value] = raw.slice(index).map((part, offset) => decoded[index + offset] ?? part).join('/');
+          params[segment.value] = raw
+            .slice(index)
+            .map((part, offset) => decoded[index + offset] ?? part)
+            .join('/');
           return params;
         }
         if (index >= raw.length) break;

@@ -44,7 +44,10 @@ function given(settings: StackOptions['settings'], name: string): string | undef
 /** Who is in each local tenant's directory: the default token user and a few dozen colleagues. */
 function localDirectory() {
   return Object.fromEntries(
-    [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID].map((tenant) => [tenant, [directoryUser(tenant, DEFAULT_LOCAL_USERNAME, 'Dev User'), ...generateDirectoryUsers(tenant, 30)]]),
+    [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID].map((tenant) => [
+      tenant,
+      [directoryUser(tenant, DEFAULT_LOCAL_USERNAME, 'Dev User'), ...generateDirectoryUsers(tenant, 30)],
+    ]),
   );
 }
 

@@ -8,13 +8,7 @@ import https from 'node:https';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
-import {
-  API_USER_SCOPE,
-  DEFAULT_LOCAL_USERNAME,
-  LOCAL_IDENTITY_DATA_DIR,
-  readIdentityProviderInfo,
-  type IdentityProviderInfo,
-} from './identity-provider.js';
+import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, LOCAL_IDENTITY_DATA_DIR, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 
 export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
 
@@ -171,17 +165,21 @@ export async function requestAccessToken(info: IdentityProviderInfo, request: To
 function postForm(url: URL, form: URLSearchParams, ca: string): Promise<{ status: number; text: string }> {
   const body = form.toString();
   return new Promise((resolve, reject) => {
-    const request = https.request(url, {
-      method: 'POST',
-      ca,
-      timeout: REQUEST_TIMEOUT_MS,
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('error', reject);
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const request = https.request(
+      url,
+      {
+        method: 'POST',
+        ca,
+        timeout: REQUEST_TIMEOUT_MS,
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     request.on('timeout', () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     request.on('error', reject);
     request.end(body);

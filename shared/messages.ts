@@ -114,7 +114,8 @@ const catalog = {
     ja: () => '同意がありません。組織の管理者が、この API にあなたの代理でディレクトリへアクセスすることを許可する必要があります。',
   },
   interactionRequired: {
-    en: () => 'Your organisation requires you to sign in again (for example with multi-factor authentication). Get a new token with the claims in WWW-Authenticate.',
+    en: () =>
+      'Your organisation requires you to sign in again (for example with multi-factor authentication). Get a new token with the claims in WWW-Authenticate.',
     ja: () => '組織のポリシーにより再サインイン（多要素認証など）が必要です。WWW-Authenticate の claims を使って新しいトークンを取得してください。',
   },
   directoryUnavailable: {
@@ -126,7 +127,7 @@ const catalog = {
     ja: () => 'Microsoft Graph がディレクトリの一覧を拒否しました。User.Read.All のアクセス許可がありません。',
   },
   roleFilterNeedsRecordedUsers: {
-    en: () => 'The role filter applies to recorded users only; the directory does not know the API\'s roles.',
+    en: () => "The role filter applies to recorded users only; the directory does not know the API's roles.",
     ja: () => 'role フィルターは記録済みユーザーにのみ使用できます。ディレクトリは API のロールを知りません。',
   },
   ragJobNotFound: {

@@ -20,7 +20,11 @@ function toDetails(issues: readonly z.core.$ZodIssue[], prefix: string, language
   const details = issues.flatMap((issue) => {
     const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
     // One short detail per unknown field, so that each can be pointed at by its path.
-    if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [path, key].filter(Boolean).join('.'), message: translate('unknownField', language, { name: key.slice(0, 100) }) }));
+    if (issue.code === 'unrecognized_keys')
+      return issue.keys.map((key) => ({
+        path: [path, key].filter(Boolean).join('.'),
+        message: translate('unknownField', language, { name: key.slice(0, 100) }),
+      }));
     return [{ path, message: issue.message }];
   });
   if (details.length <= MAX_DETAILS) return details;
@@ -47,26 +51,32 @@ const CONTROL_CHARACTERS_OR_LINE_BREAKS = /[\u0000-\u001f\u007f]/;
  */
 export function text(options: { min: number; max: number; multiline?: boolean }) {
   const forbidden = options.multiline ? CONTROL_CHARACTERS : CONTROL_CHARACTERS_OR_LINE_BREAKS;
-  return z
-    .string()
-    .trim()
-    .check((ctx) => {
-      const value = ctx.value;
-      if (!value.isWellFormed()) {
-        ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'notWellFormedText' } });
-        return;
-      }
-      if (forbidden.test(value)) ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'noControlCharacters' } });
-      const length = [...value].length;
-      if (length < options.min) ctx.issues.push({ code: 'too_small', origin: 'string', minimum: options.min, inclusive: true, input: value });
-      if (length > options.max) ctx.issues.push({ code: 'too_big', origin: 'string', maximum: options.max, inclusive: true, input: value });
-    })
-    // The limits as the API description states them: JSON Schema, too, counts characters.
-    .meta({ minLength: options.min, maxLength: options.max });
+  return (
+    z
+      .string()
+      .trim()
+      .check((ctx) => {
+        const value = ctx.value;
+        if (!value.isWellFormed()) {
+          ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'notWellFormedText' } });
+          return;
+        }
+        if (forbidden.test(value)) ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'noControlCharacters' } });
+        const length = [...value].length;
+        if (length < options.min) ctx.issues.push({ code: 'too_small', origin: 'string', minimum: options.min, inclusive: true, input: value });
+        if (length > options.max) ctx.issues.push({ code: 'too_big', origin: 'string', maximum: options.max, inclusive: true, input: value });
+      })
+      // The limits as the API description states them: JSON Schema, too, counts characters.
+      .meta({ minLength: options.min, maxLength: options.max })
+  );
 }
 
 /** An e-mail address, compared and stored in lower case. */
-export const email = () => z.email().max(254).transform((value) => value.toLowerCase());
+export const email = () =>
+  z
+    .email()
+    .max(254)
+    .transform((value) => value.toLowerCase());
 
 /** A whole number in a query string: digits only, so "1e9", "0x10" and " 5" are refused rather than coerced. */
 export function integerParameter(options: { min: number; max: number; default: number }) {

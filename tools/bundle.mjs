@@ -7,7 +7,9 @@ import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const functionFiles = readdirSync(`${root}functions`).filter((file) => file.endsWith('.ts')).map((file) => `${root}functions/${file}`);
+const functionFiles = readdirSync(`${root}functions`)
+  .filter((file) => file.endsWith('.ts'))
+  .map((file) => `${root}functions/${file}`);
 
 await build({
   entryPoints: functionFiles,

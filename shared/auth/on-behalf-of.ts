@@ -70,15 +70,25 @@ function translate(error: unknown): Error {
   if (subError === 'consent_required' || errorCode === 'consent_required') return new ApiError(403, 'consentRequired');
   if (name === 'InteractionRequiredAuthError' || errorCode === 'interaction_required') {
     const challenge = claims ? Buffer.from(claims).toString('base64') : '';
-    return new ApiError(401, 'interactionRequired', {}, {
-      headers: { 'WWW-Authenticate': `Bearer error="insufficient_claims"${challenge ? `, claims="${challenge}"` : ''}` },
-      ...(claims ? { extra: { claims } } : {}),
-    });
+    return new ApiError(
+      401,
+      'interactionRequired',
+      {},
+      {
+        headers: { 'WWW-Authenticate': `Bearer error="insufficient_claims"${challenge ? `, claims="${challenge}"` : ''}` },
+        ...(claims ? { extra: { claims } } : {}),
+      },
+    );
   }
   if (name === 'ServerError' && SERVER_ERROR_CODES_FOR_A_BAD_ASSERTION.has(errorCode)) {
     return new ApiError(401, 'tokenInvalid', {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
   }
-  if (name === 'ClientAuthError' || errorCode === 'network_error' || errorCode === 'endpoints_resolution_error' || /temporarily_unavailable|server_error/.test(errorCode)) {
+  if (
+    name === 'ClientAuthError' ||
+    errorCode === 'network_error' ||
+    errorCode === 'endpoints_resolution_error' ||
+    /temporarily_unavailable|server_error/.test(errorCode)
+  ) {
     return new DependencyUnavailableError('identityProvider', error);
   }
   // invalid_client and the like: the app's own credential or registration is wrong.
@@ -91,7 +101,13 @@ function translate(error: unknown): Error {
  */
 export async function onBehalfOf(principal: Principal, scopes: string[]): Promise<string> {
   if (principal.kind !== 'user') throw new ApiError(403, 'usersOnly');
-  const key = createHash('sha256').update(principal.tenantId).update('\n').update(principal.accessToken).update('\n').update(scopes.join(' ')).digest('base64url');
+  const key = createHash('sha256')
+    .update(principal.tenantId)
+    .update('\n')
+    .update(principal.accessToken)
+    .update('\n')
+    .update(scopes.join(' '))
+    .digest('base64url');
   const cached = exchanged.get(key);
   if (cached && cached.expiresAt - EXPIRY_MARGIN_MS > Date.now()) return cached.accessToken;
 

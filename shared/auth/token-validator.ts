@@ -132,7 +132,10 @@ export function createTokenValidator(settings: AuthSettings) {
       objectId: objectId.toLowerCase(),
       kind,
       roles: rolesOf(payload, kind),
-      email: kind === 'user' ? (stringClaim(payload, 'preferred_username') ?? stringClaim(payload, 'upn') ?? stringClaim(payload, 'email'))?.toLowerCase() : undefined,
+      email:
+        kind === 'user'
+          ? (stringClaim(payload, 'preferred_username') ?? stringClaim(payload, 'upn') ?? stringClaim(payload, 'email'))?.toLowerCase()
+          : undefined,
       displayName: stringClaim(payload, 'name'),
       accessToken: token,
     };

@@ -19,7 +19,10 @@ async function runBatch(container: Container, partitionKey: PartitionKey, operat
   let pending = operations;
   while (pending.length > 0) {
     // Copies: the SDK rewrites each operation's partitionKey in place, so a sent operation cannot be sent again.
-    const { result = [] } = await container.items.batch(pending.map((operation) => ({ ...operation })), partitionKey);
+    const { result = [] } = await container.items.batch(
+      pending.map((operation) => ({ ...operation })),
+      partitionKey,
+    );
     const again: OperationInput[] = [];
     pending.forEach((operation, index) => {
       const status = result[index]?.statusCode;

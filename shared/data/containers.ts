@@ -24,14 +24,38 @@ export const CONTAINERS = {
       // One per list query's filter-and-sort, so a sorted page reads only what it returns. Cosmos
       // serves both directions of a sort from one composite index.
       compositeIndexes: [
-        [{ path: '/type', order: 'ascending' }, { path: '/createdAt', order: 'descending' }],
-        [{ path: '/type', order: 'ascending' }, { path: '/nameSort', order: 'ascending' }],
-        [{ path: '/type', order: 'ascending' }, { path: '/dueDate', order: 'ascending' }],
-        [{ path: '/type', order: 'ascending' }, { path: '/priorityRank', order: 'descending' }],
-        [{ path: '/type', order: 'ascending' }, { path: '/requestedAt', order: 'descending' }],
-        [{ path: '/projectId', order: 'ascending' }, { path: '/createdAt', order: 'descending' }],
-        [{ path: '/projectId', order: 'ascending' }, { path: '/dueDate', order: 'ascending' }],
-        [{ path: '/projectId', order: 'ascending' }, { path: '/priorityRank', order: 'descending' }],
+        [
+          { path: '/type', order: 'ascending' },
+          { path: '/createdAt', order: 'descending' },
+        ],
+        [
+          { path: '/type', order: 'ascending' },
+          { path: '/nameSort', order: 'ascending' },
+        ],
+        [
+          { path: '/type', order: 'ascending' },
+          { path: '/dueDate', order: 'ascending' },
+        ],
+        [
+          { path: '/type', order: 'ascending' },
+          { path: '/priorityRank', order: 'descending' },
+        ],
+        [
+          { path: '/type', order: 'ascending' },
+          { path: '/requestedAt', order: 'descending' },
+        ],
+        [
+          { path: '/projectId', order: 'ascending' },
+          { path: '/createdAt', order: 'descending' },
+        ],
+        [
+          { path: '/projectId', order: 'ascending' },
+          { path: '/dueDate', order: 'ascending' },
+        ],
+        [
+          { path: '/projectId', order: 'ascending' },
+          { path: '/priorityRank', order: 'descending' },
+        ],
       ],
     },
   },

@@ -51,9 +51,12 @@ export async function recordedResult<T>(container: Container, tenantId: string, 
   if (!resource) return undefined;
   if (Date.parse(resource.createdAt) + RETENTION_SECONDS * 1000 < Date.now()) {
     // Cosmos's TTL removes expired records; stores without TTL need the old record out of the way.
-    await container.item(idempotent.recordId, tenantId).delete().catch((error: unknown) => {
-      if (cosmosStatus(error) !== 404) throw error;
-    });
+    await container
+      .item(idempotent.recordId, tenantId)
+      .delete()
+      .catch((error: unknown) => {
+        if (cosmosStatus(error) !== 404) throw error;
+      });
     return undefined;
   }
   if (resource.requestHash !== idempotent.requestHash) throw new ApiError(422, 'idempotencyKeyReused');

@@ -55,9 +55,7 @@ export async function queryPage<T>(
   do {
     let response;
     try {
-      response = await container.items
-        .query<T>(query, { partitionKey, maxItemCount: page.limit - items.length, continuationToken: continuation })
-        .fetchNext();
+      response = await container.items.query<T>(query, { partitionKey, maxItemCount: page.limit - items.length, continuationToken: continuation }).fetchNext();
     } catch (error) {
       // A continuation token Cosmos cannot read is the client's mistake, not ours.
       if (continuation !== undefined && cosmosStatus(error) === 400) throw badRequest('invalidCursor');

@@ -171,5 +171,9 @@ async function deleteTasksOfProject(documents: Container, tenantId: string, id: 
     ],
   };
   const { resources: tasks } = await documents.items.query<{ id: string }>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
-  await writeInBatches(documents, tenantId, tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId })));
+  await writeInBatches(
+    documents,
+    tenantId,
+    tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId })),
+  );
 }

@@ -57,9 +57,17 @@ export async function storedEmbeddings(tenantId: string, ids: readonly string[])
 }
 
 export async function writeChunks(tenantId: string, documents: readonly ChunkDocument[]): Promise<void> {
-  await writeInBatches(await chunks(), tenantId, documents.map((document): OperationInput => ({ operationType: 'Upsert', partitionKey: tenantId, resourceBody: asJson(document) })));
+  await writeInBatches(
+    await chunks(),
+    tenantId,
+    documents.map((document): OperationInput => ({ operationType: 'Upsert', partitionKey: tenantId, resourceBody: asJson(document) })),
+  );
 }
 
 export async function deleteChunks(tenantId: string, ids: readonly string[]): Promise<void> {
-  await writeInBatches(await chunks(), tenantId, ids.map((id): OperationInput => ({ operationType: 'Delete', partitionKey: tenantId, id })));
+  await writeInBatches(
+    await chunks(),
+    tenantId,
+    ids.map((id): OperationInput => ({ operationType: 'Delete', partitionKey: tenantId, id })),
+  );
 }

@@ -57,9 +57,12 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
       const active = await readJobDocument(tenantId, lock.jobId);
       if (active && !TERMINAL.has(active.status)) throw activeJobConflict(lock.jobId);
       // A lock left behind by a job that did finish (a crash between the two writes) is released.
-      await documents.item(LOCK_ID, tenantId).delete().catch((error: unknown) => {
-        if (cosmosStatus(error) !== 404) throw error;
-      });
+      await documents
+        .item(LOCK_ID, tenantId)
+        .delete()
+        .catch((error: unknown) => {
+          if (cosmosStatus(error) !== 404) throw error;
+        });
     }
     const job: Omit<RagJobDocument, '_etag'> = {
       id: randomUUID(),
@@ -98,7 +101,14 @@ export async function getJob(principal: Principal, jobId: string): Promise<RagJo
 }
 
 export async function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
-  const page = await listPage<RagJobDocument>({ tenantId: principal.tenantId, type: 'ragJob', filters: {}, orderBy: 'c.requestedAt DESC', limit: query.limit, cursor: query.cursor });
+  const page = await listPage<RagJobDocument>({
+    tenantId: principal.tenantId,
+    type: 'ragJob',
+    filters: {},
+    orderBy: 'c.requestedAt DESC',
+    limit: query.limit,
+    cursor: query.cursor,
+  });
   return { items: page.items.map(toRagJob), nextCursor: page.nextCursor };
 }
 
@@ -107,15 +117,24 @@ export async function startRunning(tenantId: string, jobId: string): Promise<Rag
   const document = await readJobDocument(tenantId, jobId);
   if (!document || TERMINAL.has(document.status)) return undefined;
   const running: RagJobDocument = { ...document, status: 'Running', startedAt: document.startedAt ?? new Date().toISOString() };
-  const { resource } = await (await tenantData()).item(jobId, tenantId).replace(asJson(running), { accessCondition: { type: 'IfMatch', condition: document._etag } });
+  const { resource } = await (
+    await tenantData()
+  )
+    .item(jobId, tenantId)
+    .replace(asJson(running), { accessCondition: { type: 'IfMatch', condition: document._etag } });
   return toRagJob(resource as unknown as RagJobDocument);
 }
 
 /** Keeps the error of a failed attempt; the job stays Running while the queue retries it. */
 export async function recordAttemptError(tenantId: string, jobId: string, message: string): Promise<void> {
-  await (await tenantData()).item(jobId, tenantId).patch([{ op: 'set', path: '/lastError', value: message.slice(0, 1000) }]).catch((error: unknown) => {
-    if (cosmosStatus(error) !== 404) throw error;
-  });
+  await (
+    await tenantData()
+  )
+    .item(jobId, tenantId)
+    .patch([{ op: 'set', path: '/lastError', value: message.slice(0, 1000) }])
+    .catch((error: unknown) => {
+      if (cosmosStatus(error) !== 404) throw error;
+    });
 }
 
 /**
@@ -134,7 +153,9 @@ export async function finishJob(tenantId: string, jobId: string, outcome: { coun
     completedAt: new Date().toISOString(),
   };
   const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
-  const operations: OperationInput[] = [{ operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag }];
+  const operations: OperationInput[] = [
+    { operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag },
+  ];
   if (lock?.jobId === jobId) operations.push({ operationType: 'Delete', id: LOCK_ID, partitionKey: tenantId });
   const { result = [] } = await documents.items.batch(operations, tenantId);
   if (result[0]?.statusCode === 412) return finishJob(tenantId, jobId, outcome);

@@ -54,7 +54,9 @@ export async function updateDocument<D extends StoredDocument>(options: {
     if (!satisfies(options.ifMatch, entityTag(options.represent(current)))) throw preconditionFailed();
     const next = await options.change(current);
     try {
-      const { resource } = await documents.item(current.id, current.tenantId).replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
+      const { resource } = await documents
+        .item(current.id, current.tenantId)
+        .replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
       return resource as unknown as D;
     } catch (error) {
       // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).

@@ -41,7 +41,11 @@ function unavailable(retryAfter: string | null): ApiError {
 async function fetchPage(url: string, token: string): Promise<GraphPage> {
   let response: Response;
   try {
-    response = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), redirect: 'error' });
+    response = await fetch(url, {
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      redirect: 'error',
+    });
   } catch (error) {
     // Unreachable, refused or too slow: the upstream of this gateway failed.
     throw new ApiError(502, 'directoryUnavailable', {}, { cause: error });

@@ -9,7 +9,10 @@ function tooLarge(): ApiError {
 
 function isJsonMediaType(contentType: string | null): boolean {
   if (!contentType) return false;
-  const [mediaType, ...parameters] = contentType.toLowerCase().split(';').map((part) => part.trim());
+  const [mediaType, ...parameters] = contentType
+    .toLowerCase()
+    .split(';')
+    .map((part) => part.trim());
   if (mediaType !== 'application/json') return false;
   const charset = parameters.find((parameter) => parameter.startsWith('charset='));
   return !charset || charset.slice('charset='.length).replace(/"/g, '') === 'utf-8';

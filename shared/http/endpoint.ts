@@ -48,7 +48,11 @@ function queryObject(request: HttpRequest): Record<string, string> {
 }
 
 /** Runs a handler with the response headers every answer carries, and every failure through the error mapper. */
-export async function respond(request: HttpRequest, context: InvocationContext, run: (language: Language) => Promise<HttpResponseInit>): Promise<HttpResponseInit> {
+export async function respond(
+  request: HttpRequest,
+  context: InvocationContext,
+  run: (language: Language) => Promise<HttpResponseInit>,
+): Promise<HttpResponseInit> {
   const language = preferredLanguage(request.headers.get('accept-language'));
   try {
     const response = await run(language);

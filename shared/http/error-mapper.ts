@@ -5,7 +5,16 @@ import type { Language } from './language.js';
 import { responseHeaders } from './responses.js';
 
 const RETRY_AFTER_SECONDS = 5;
-const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EAI_AGAIN', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'REQUEST_SEND_ERROR']);
+const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'EPIPE',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'REQUEST_SEND_ERROR',
+]);
 // Cosmos answers these when it is overloaded or briefly unavailable; the SDK has already retried.
 const COSMOS_BUSY_STATUSES = new Set([408, 429, 449, 503]);
 
@@ -64,7 +73,11 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
   const { code } = error as { code?: unknown };
-  const where = error.stack?.split('\n').slice(1, 4).map((line) => line.trim()).join(' | ');
+  const where = error.stack
+    ?.split('\n')
+    .slice(1, 4)
+    .map((line) => line.trim())
+    .join(' | ');
   const cause = error.cause instanceof Error ? `; caused by ${describe(error.cause)}` : '';
   return `${error.name}${code !== undefined ? ` (${String(code)})` : ''}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}${cause}`;
 }

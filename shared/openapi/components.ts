@@ -79,14 +79,23 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '0.1.0' }, paths: {} } }],
   [
     createProjectBody,
-    { name: 'CreateProjectRequest', example: { name: 'Onboarding 2027', description: 'New-hire course', members: ['kim@contoso.test'] } satisfies z.input<typeof createProjectBody> },
+    {
+      name: 'CreateProjectRequest',
+      example: { name: 'Onboarding 2027', description: 'New-hire course', members: ['kim@contoso.test'] } satisfies z.input<typeof createProjectBody>,
+    },
   ],
   [updateProjectBody, { name: 'UpdateProjectRequest', example: { status: 'OnHold' } satisfies z.input<typeof updateProjectBody> }],
   [
     createTaskBody,
     {
       name: 'CreateTaskRequest',
-      example: { projectId: 'PRJ-1001', title: 'Record the welcome video', priority: 'High', assignee: 'kim@contoso.test', dueDate: '2027-01-15' } satisfies z.input<typeof createTaskBody>,
+      example: {
+        projectId: 'PRJ-1001',
+        title: 'Record the welcome video',
+        priority: 'High',
+        assignee: 'kim@contoso.test',
+        dueDate: '2027-01-15',
+      } satisfies z.input<typeof createTaskBody>,
     },
   ],
   [updateTaskBody, { name: 'UpdateTaskRequest', example: { status: 'Done' } satisfies z.input<typeof updateTaskBody> }],

@@ -52,13 +52,21 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const parameter = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 
 const RESPONSE_HEADERS: Record<string, Json> = {
-  ETag: { description: 'Strong entity tag of the representation sent. Send it back in If-Match to change only this version.', required: true, schema: { type: 'string' } },
+  ETag: {
+    description: 'Strong entity tag of the representation sent. Send it back in If-Match to change only this version.',
+    required: true,
+    schema: { type: 'string' },
+  },
   Location: { description: 'Path of the resource created (or of the job started).', required: true, schema: { type: 'string' } },
   Link: { description: 'RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; absent on the last page.', schema: { type: 'string' } },
-  IdempotentReplayed: { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+  IdempotentReplayed: {
+    description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
   RetryAfter: { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
   WWWAuthenticate: {
-    description: '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims.',
+    description:
+      '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims.',
     required: true,
     schema: { type: 'string' },
   },
@@ -71,7 +79,8 @@ const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: 
     definition: {
       name: 'If-Match',
       in: 'header',
-      description: 'Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.',
+      description:
+        'Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.',
       schema: { type: 'string' },
       example: '"3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"',
     },
@@ -123,11 +132,14 @@ class Components {
   /** A zod schema as JSON Schema; named schemas in it become components it refers to. */
   schema(schema: z.ZodType, io: Io): Json {
     const converted = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override: dropSafeIntegerBounds });
-    const { $defs = {}, ...root } = JSON.parse(JSON.stringify(converted).replaceAll('"#/$defs/', '"#/components/schemas/')) as Json & { $defs?: Record<string, Json> };
+    const { $defs = {}, ...root } = JSON.parse(JSON.stringify(converted).replaceAll('"#/$defs/', '"#/components/schemas/')) as Json & {
+      $defs?: Record<string, Json>;
+    };
     delete root.$schema;
     for (const [name, definition] of Object.entries($defs)) {
       const known = this.schemas[name];
-      if (known && JSON.stringify(known) !== JSON.stringify(definition)) throw new Error(`The schema named ${name} reads differently as ${io}: give its request and response forms their own names`);
+      if (known && JSON.stringify(known) !== JSON.stringify(definition))
+        throw new Error(`The schema named ${name} reads differently as ${io}: give its request and response forms their own names`);
       this.schemas[name] = definition;
     }
     return root;
@@ -146,7 +158,13 @@ class Components {
     return Object.fromEntries(
       keys.map((key, index) => {
         const name = `${status}.${key}`;
-        const value = { error: STATUS_NAMES[status], message: messages[index], status, requestId: EXAMPLE_REQUEST_ID, ...(key === 'validationFailed' ? { details: validationDetailsExample() } : {}) };
+        const value = {
+          error: STATUS_NAMES[status],
+          message: messages[index],
+          status,
+          requestId: EXAMPLE_REQUEST_ID,
+          ...(key === 'validationFailed' ? { details: validationDetailsExample() } : {}),
+        };
         this.examples[name] = { summary: messages[index], value };
         return [key, { $ref: `#/components/examples/${name}` }];
       }),
@@ -243,7 +261,10 @@ function successResponses(docs: OperationDocs, components: Components): Json {
   const { status, body, headers = [], mediaTypes = [JSON_MEDIA_TYPE] } = docs.success;
   const honours = new Set(docs.honours);
   const content = Object.fromEntries(
-    mediaTypes.map((mediaType) => [mediaType, mediaType === JSON_MEDIA_TYPE && body ? components.jsonContent(body, 'output') : body ? { schema: components.schema(body, 'output') } : {}]),
+    mediaTypes.map((mediaType) => [
+      mediaType,
+      mediaType === JSON_MEDIA_TYPE && body ? components.jsonContent(body, 'output') : body ? { schema: components.schema(body, 'output') } : {},
+    ]),
   );
   const responses: Json = {
     [status]: {
@@ -257,7 +278,10 @@ function successResponses(docs: OperationDocs, components: Components): Json {
     },
   };
   if (honours.has('If-None-Match')) {
-    responses[304] = { description: 'Not Modified: If-None-Match names the current version.', headers: { 'X-Request-Id': header('XRequestId'), ETag: header('ETag') } };
+    responses[304] = {
+      description: 'Not Modified: If-None-Match names the current version.',
+      headers: { 'X-Request-Id': header('XRequestId'), ETag: header('ETag') },
+    };
   }
   return responses;
 }
@@ -304,7 +328,9 @@ function isCatchAll(route: string): boolean {
 const METHOD_ORDER = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 function rolesTable(): string {
-  const rows = Object.entries(PERMISSIONS).map(([permission, roles]) => `| \`${permission}\` | ${ROLES.map((role) => ((roles as readonly string[]).includes(role) ? 'yes' : '')).join(' | ')} |`);
+  const rows = Object.entries(PERMISSIONS).map(
+    ([permission, roles]) => `| \`${permission}\` | ${ROLES.map((role) => ((roles as readonly string[]).includes(role) ? 'yes' : '')).join(' | ')} |`,
+  );
   return [`| permission | ${ROLES.join(' | ')} |`, `|---|${ROLES.map(() => '---').join('|')}|`, ...rows].join('\n');
 }
 
@@ -356,13 +382,20 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
         entra: {
           type: 'oauth2',
           description: `Microsoft Entra ID, signing the user in. Replace \`{clientId}\` with the API's application id; a single-tenant client may use its tenant id in place of \`organizations\`.`,
-          flows: { authorizationCode: { authorizationUrl: `${AUTHORITY}/authorize`, tokenUrl: `${AUTHORITY}/token`, scopes: { [USER_SCOPE]: 'Call the API as the signed-in user' } } },
+          flows: {
+            authorizationCode: {
+              authorizationUrl: `${AUTHORITY}/authorize`,
+              tokenUrl: `${AUTHORITY}/token`,
+              scopes: { [USER_SCOPE]: 'Call the API as the signed-in user' },
+            },
+          },
         },
         bearer: {
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'JWT',
-          description: 'An access token obtained any other way: an app-only token (authorised by its roles), a Teams or Office single-sign-on token, or `npm run -s token` locally.',
+          description:
+            'An access token obtained any other way: an app-only token (authorised by its roles), a Teams or Office single-sign-on token, or `npm run -s token` locally.',
         },
       },
     },

@@ -98,7 +98,11 @@ function chunksOf(source: Omit<Chunk, 'id' | 'chunkIndex' | 'content' | 'content
 
 export function projectChunks(project: Project): Chunk[] {
   const header = [`Project: ${project.name}`, `Status: ${project.status}`, `Owner: ${project.owner}`].join('\n');
-  return chunksOf({ sourceType: 'project', sourceId: project.id, projectId: project.id, title: project.name, updatedAt: project.updatedAt }, header, project.description);
+  return chunksOf(
+    { sourceType: 'project', sourceId: project.id, projectId: project.id, title: project.name, updatedAt: project.updatedAt },
+    header,
+    project.description,
+  );
 }
 
 /** A task's chunks name its project by id only, so renaming a project rewrites only the project's chunks. */

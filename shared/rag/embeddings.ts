@@ -141,11 +141,17 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
     }
     if (RETRIED_STATUSES.has(response.status)) {
       const reason = `answered ${response.status}: ${redact(await apiErrorMessage(response))}`;
-      return { reason, cause: new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} ${reason}`), retryAfterMs: retryAfterMs(response.headers) };
+      return {
+        reason,
+        cause: new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} ${reason}`),
+        retryAfterMs: retryAfterMs(response.headers),
+      };
     }
     if (!response.ok) {
-      throw new EmbeddingsRequestError(response.status,
-        `Embeddings endpoint ${where} refused the request with ${response.status}: ${redact(await apiErrorMessage(response))}`);
+      throw new EmbeddingsRequestError(
+        response.status,
+        `Embeddings endpoint ${where} refused the request with ${response.status}: ${redact(await apiErrorMessage(response))}`,
+      );
     }
     const vectors = vectorsInInputOrder(await response.json().catch(() => undefined), input.length);
     if (!vectors) throw new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} answered with a body that is not ${input.length} embeddings`);
@@ -245,7 +251,8 @@ function vectorsInInputOrder(body: unknown, count: number): number[][] | undefin
   for (const item of data as unknown[]) {
     const { index, embedding } = (item ?? {}) as { index?: unknown; embedding?: unknown };
     if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count || vectors[index as number]) return undefined;
-    if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((value) => typeof value === 'number' && Number.isFinite(value))) return undefined;
+    if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((value) => typeof value === 'number' && Number.isFinite(value)))
+      return undefined;
     vectors[index as number] = embedding as number[];
   }
   return vectors;

@@ -65,7 +65,10 @@ export async function rebuildIndex(tenantId: string, job: Pick<RagJob, 'mode' | 
     for (const [id, vector] of await storedEmbeddings(tenantId, carried)) vectors.set(id, vector);
   }
 
-  await writeChunks(tenantId, toWrite.map((chunk): ChunkDocument => ({ ...chunk, tenantId, ...(vectors.has(chunk.id) ? { embedding: vectors.get(chunk.id)! } : {}) })));
+  await writeChunks(
+    tenantId,
+    toWrite.map((chunk): ChunkDocument => ({ ...chunk, tenantId, ...(vectors.has(chunk.id) ? { embedding: vectors.get(chunk.id)! } : {}) })),
+  );
   const wantedIds = new Set(wanted.map((chunk) => chunk.id));
   const stale = stored.filter((summary) => !wantedIds.has(summary.id)).map((summary) => summary.id);
   await deleteChunks(tenantId, stale);

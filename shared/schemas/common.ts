@@ -6,7 +6,12 @@ export const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC
 /** `limit` and `cursor`, as every list endpoint takes them. */
 export const pagingParameters = {
   limit: integerParameter({ min: 1, max: 200, default: 50 }),
-  cursor: z.string().min(1).max(4096).regex(/^[\w-]+$/).optional(),
+  cursor: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^[\w-]+$/)
+    .optional(),
 };
 
 export const errorBody = z.object({

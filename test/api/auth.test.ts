@@ -100,7 +100,10 @@ describe('app-only tokens', () => {
   });
 
   it('are authorised by their roles alone: LMS.Reader may not create (403)', async () => {
-    const response = await api('POST', '/projects', { token: await token({ kind: 'app', roles: ['LMS.Reader'] }), body: { name: 'Daemon', owner: uniqueEmail() } });
+    const response = await api('POST', '/projects', {
+      token: await token({ kind: 'app', roles: ['LMS.Reader'] }),
+      body: { name: 'Daemon', owner: uniqueEmail() },
+    });
     expectForbidden(response);
   });
 
@@ -146,7 +149,15 @@ describe('the Authorization header', () => {
 
   it('refuses a token that is not set off by spaces, is empty, or has anything after it', async () => {
     const valid = await admin();
-    for (const authorization of [`Bearer${valid}`, `Bearer\t${valid}`, 'Bearer', `Bearer ${valid} ${valid}`, `Bearer ${valid}\tx`, `Bearers ${valid}`, `Token ${valid}`]) {
+    for (const authorization of [
+      `Bearer${valid}`,
+      `Bearer\t${valid}`,
+      'Bearer',
+      `Bearer ${valid} ${valid}`,
+      `Bearer ${valid}\tx`,
+      `Bearers ${valid}`,
+      `Token ${valid}`,
+    ]) {
       expectUnauthorized(await withHeader(authorization));
     }
   });
@@ -181,20 +192,31 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
     ['issued for Microsoft Graph', () => crafted({ aud: 'https://graph.microsoft.com' })],
     ['issued for another app', () => crafted({ aud: 'api://some-other-app' })],
     ['issued by a tenant that is not allowed', () => crafted({ iss: `https://sts.windows.net/${randomUUID()}/` })],
-    ['of a tenant (tid) that is not allowed', () => {
-      const tenant = randomUUID();
-      return crafted({ tid: tenant, iss: `https://sts.windows.net/${tenant}/` });
-    }],
+    [
+      'of a tenant (tid) that is not allowed',
+      () => {
+        const tenant = randomUUID();
+        return crafted({ tid: tenant, iss: `https://sts.windows.net/${tenant}/` });
+      },
+    ],
     ['whose tid does not match its issuer', () => crafted({ tid: OTHER_TENANT })],
     ['of version 2.0 with a v1 issuer', () => crafted({ ver: '2.0', aud: CLIENT_ID })],
     ['whose scope only contains access_as_user as a substring', () => crafted({ scp: 'access_as_user_x' })],
     ['with alg none and no signature', async () => `${base64url({ alg: 'none', typ: 'JWT' })}.${base64url(userClaims())}.`],
-    ['signed with HS256', () =>
-      new SignJWT(userClaims()).setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: stack.signingKid }).sign(new TextEncoder().encode('a-shared-secret-of-32-bytes-long!'))],
-    ["signed by another RSA key under the provider's kid", async () => {
-      const { privateKey } = await generateKeyPair('RS256');
-      return new SignJWT(userClaims()).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: stack.signingKid }).sign(privateKey);
-    }],
+    [
+      'signed with HS256',
+      () =>
+        new SignJWT(userClaims())
+          .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: stack.signingKid })
+          .sign(new TextEncoder().encode('a-shared-secret-of-32-bytes-long!')),
+    ],
+    [
+      "signed by another RSA key under the provider's kid",
+      async () => {
+        const { privateKey } = await generateKeyPair('RS256');
+        return new SignJWT(userClaims()).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: stack.signingKid }).sign(privateKey);
+      },
+    ],
     ['with an unknown kid', () => crafted({}, { kid: 'no-such-key' })],
   ];
 

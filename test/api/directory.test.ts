@@ -18,7 +18,15 @@ describe('GET /api/users?source=directory', () => {
       const page = await api('GET', path, { token: await reader() });
       expect(page.status, JSON.stringify(page.body)).toBe(200);
       expect(page.body.length).toBeLessThanOrEqual(10);
-      for (const user of page.body) expect(user).toEqual({ id: expect.any(String), email: expect.any(String), displayName: expect.any(String), roles: [], createdAt: null, lastSeenAt: null });
+      for (const user of page.body)
+        expect(user).toEqual({
+          id: expect.any(String),
+          email: expect.any(String),
+          displayName: expect.any(String),
+          roles: [],
+          createdAt: null,
+          lastSeenAt: null,
+        });
       seen.push(...page.body.map((user: { email: string }) => user.email));
       path = nextPath(page.headers.get('link'));
       pages++;
@@ -31,7 +39,9 @@ describe('GET /api/users?source=directory', () => {
   it('filters by name or e-mail prefix, quotes included', async () => {
     const response = await api('GET', '/users?source=directory&q=USER000', { token: await reader() });
     expect(response.status).toBe(200);
-    expect(response.body.map((user: { email: string }) => user.email).sort()).toEqual(Array.from({ length: 9 }, (_, index) => `user000${index + 1}@contoso.test`));
+    expect(response.body.map((user: { email: string }) => user.email).sort()).toEqual(
+      Array.from({ length: 9 }, (_, index) => `user000${index + 1}@contoso.test`),
+    );
     const quoted = await api('GET', `/users?source=directory&q=${encodeURIComponent("o'brien")}`, { token: await reader() });
     expect(quoted.status).toBe(200);
     expect(quoted.body).toEqual([]);

@@ -12,9 +12,20 @@ async function createProject(body: Record<string, unknown> = {}, headers: Record
 describe('POST /api/projects', () => {
   it('creates an Active project with a PRJ id, Location and ETag', async () => {
     const owner = uniqueEmail();
-    const response = await createProject({ name: '  新しいプロジェクト 🚀  ', description: 'Line one\nLine two', owner, members: ['B@Contoso.test', 'b@contoso.test'] });
+    const response = await createProject({
+      name: '  新しいプロジェクト 🚀  ',
+      description: 'Line one\nLine two',
+      owner,
+      members: ['B@Contoso.test', 'b@contoso.test'],
+    });
     const project = response.body;
-    expect(project).toMatchObject({ name: '新しいプロジェクト 🚀', description: 'Line one\nLine two', status: 'Active', owner, members: [owner, 'b@contoso.test'] });
+    expect(project).toMatchObject({
+      name: '新しいプロジェクト 🚀',
+      description: 'Line one\nLine two',
+      status: 'Active',
+      owner,
+      members: [owner, 'b@contoso.test'],
+    });
     expect(project.id).toMatch(/^PRJ-\d+$/);
     expect(Number(project.id.slice(4))).toBeGreaterThanOrEqual(1001);
     expect(project.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -97,7 +108,9 @@ describe('POST /api/projects', () => {
   it('gives 100 concurrent creates 100 distinct ids', async () => {
     const owner = uniqueEmail();
     const adminToken = await admin();
-    const responses = await Promise.all(Array.from({ length: 100 }, (_, index) => api('POST', '/projects', { token: adminToken, body: { name: `Parallel ${index}`, owner } })));
+    const responses = await Promise.all(
+      Array.from({ length: 100 }, (_, index) => api('POST', '/projects', { token: adminToken, body: { name: `Parallel ${index}`, owner } })),
+    );
     expect(responses.every((response) => response.status === 201)).toBe(true);
     expect(new Set(responses.map((response) => response.body.id)).size).toBe(100);
   });
@@ -145,7 +158,18 @@ describe('GET /api/projects', () => {
 
   it('refuses bad limits, sorts, unknown and repeated parameters', async () => {
     const adminToken = await admin();
-    for (const query of ['limit=0', 'limit=201', 'limit=-1', 'limit=abc', 'limit=1e9', 'sort=owner', 'status=Done', 'colour=red', 'limit=5&limit=6', 'owner=%27%20OR%201%3D1%20--']) {
+    for (const query of [
+      'limit=0',
+      'limit=201',
+      'limit=-1',
+      'limit=abc',
+      'limit=1e9',
+      'sort=owner',
+      'status=Done',
+      'colour=red',
+      'limit=5&limit=6',
+      'owner=%27%20OR%201%3D1%20--',
+    ]) {
       const response = await api('GET', `/projects?${query}`, { token: adminToken });
       expect(response.status, query).toBe(400);
       expect(response.body).toMatchObject({ error: 'Bad Request', status: 400 });
@@ -168,7 +192,9 @@ describe('GET /api/projects', () => {
     expect(otherQuery.status).toBe(400);
     const garbage = await api('GET', `/projects?owner=${encodeURIComponent(owner)}&cursor=bm90LWEtY3Vyc29y`, { token: adminToken });
     expect(garbage.status).toBe(400);
-    const otherTenant = await api('GET', `/projects?owner=${encodeURIComponent(owner)}&limit=1&cursor=${cursor}`, { token: await token({ tenant: OTHER_TENANT, roles: ['LMS.Admin'] }) });
+    const otherTenant = await api('GET', `/projects?owner=${encodeURIComponent(owner)}&limit=1&cursor=${cursor}`, {
+      token: await token({ tenant: OTHER_TENANT, roles: ['LMS.Admin'] }),
+    });
     expect(otherTenant.status).toBe(400);
   });
 });
@@ -283,7 +309,9 @@ describe('GET, PUT and DELETE /api/projects/{projectId}', () => {
     expect(replay.status).toBe(412);
     expect(replay.body.error).toBe('Precondition Failed');
     expect((await api('DELETE', `/projects/${created.body.id}`, { token: adminToken, headers: { 'If-Match': etag } })).status).toBe(412);
-    expect((await api('DELETE', `/projects/${created.body.id}`, { token: adminToken, headers: { 'If-Match': updated.headers.get('etag')! } })).status).toBe(204);
+    expect((await api('DELETE', `/projects/${created.body.id}`, { token: adminToken, headers: { 'If-Match': updated.headers.get('etag')! } })).status).toBe(
+      204,
+    );
   });
 
   it('gives exactly one of 20 concurrent PUTs with the same If-Match a 200', async () => {
@@ -291,7 +319,9 @@ describe('GET, PUT and DELETE /api/projects/{projectId}', () => {
     const created = await createProject();
     const etag = created.headers.get('etag')!;
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, index) => api('PUT', `/projects/${created.body.id}`, { token: adminToken, body: { name: `Writer ${index}` }, headers: { 'If-Match': etag } })),
+      Array.from({ length: 20 }, (_, index) =>
+        api('PUT', `/projects/${created.body.id}`, { token: adminToken, body: { name: `Writer ${index}` }, headers: { 'If-Match': etag } }),
+      ),
     );
     const statuses = responses.map((response) => response.status).sort();
     expect(statuses).toEqual([200, ...Array(19).fill(412)]);

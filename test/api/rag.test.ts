@@ -10,7 +10,10 @@ const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cos
 const sentence = (index: number) => `Lesson ${index} walks through one more part of the material, slowly and with examples.`;
 
 async function newProject(description = 'A short course.') {
-  const response = await api('POST', '/projects', { token: await token({ roles: ['LMS.Admin'] }), body: { name: 'Indexed course', description, owner: uniqueEmail() } });
+  const response = await api('POST', '/projects', {
+    token: await token({ roles: ['LMS.Admin'] }),
+    body: { name: 'Indexed course', description, owner: uniqueEmail() },
+  });
   expect(response.status).toBe(201);
   return response.body.id as string;
 }
@@ -21,7 +24,13 @@ async function newTask(projectId: string, title: string) {
   return response.body.id as string;
 }
 
-type Job = { jobId: string; status: string; counts: { sources: number; chunks: number; written: number; unchanged: number; deleted: number } | null; error: string | null; completedAt: string | null };
+type Job = {
+  jobId: string;
+  status: string;
+  counts: { sources: number; chunks: number; written: number; unchanged: number; deleted: number } | null;
+  error: string | null;
+  completedAt: string | null;
+};
 
 /** Polls the job until it ends; the worker picks messages up within host.json's polling interval. */
 async function finished(jobId: string, baseUrl = stack.apiBaseUrl): Promise<Job> {
@@ -36,7 +45,11 @@ async function finished(jobId: string, baseUrl = stack.apiBaseUrl): Promise<Job>
 }
 
 async function rebuild(body: Record<string, unknown>, baseUrl = stack.apiBaseUrl): Promise<Job> {
-  const response = await fetch(`${baseUrl}/rag/index`, { method: 'POST', headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${baseUrl}/rag/index`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const started = (await response.json()) as Job & { status: string };
   expect(response.status, JSON.stringify(started)).toBe(202);
   return finished(started.jobId, baseUrl);
@@ -44,7 +57,16 @@ async function rebuild(body: Record<string, unknown>, baseUrl = stack.apiBaseUrl
 
 async function chunkIds(projectIds: string[]): Promise<string[]> {
   const { resources } = await chunks.items
-    .query<{ id: string }>({ query: 'SELECT c.id FROM c WHERE c.tenantId = @tenantId AND ARRAY_CONTAINS(@projectIds, c.projectId)', parameters: [{ name: '@tenantId', value: HOME_TENANT }, { name: '@projectIds', value: projectIds }] }, { partitionKey: HOME_TENANT })
+    .query<{ id: string }>(
+      {
+        query: 'SELECT c.id FROM c WHERE c.tenantId = @tenantId AND ARRAY_CONTAINS(@projectIds, c.projectId)',
+        parameters: [
+          { name: '@tenantId', value: HOME_TENANT },
+          { name: '@projectIds', value: projectIds },
+        ],
+      },
+      { partitionKey: HOME_TENANT },
+    )
     .fetchAll();
   return resources.map((chunk) => chunk.id).sort();
 }
@@ -54,7 +76,16 @@ describe('POST /api/rag/index', () => {
     const projectId = await newProject();
     const response = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [projectId] } });
     expect(response.status).toBe(202);
-    expect(response.body).toMatchObject({ jobId: expect.any(String), status: 'Queued', mode: 'incremental', projectIds: [projectId], requestedAt: expect.any(String), requestedBy: expect.any(String), counts: null, error: null });
+    expect(response.body).toMatchObject({
+      jobId: expect.any(String),
+      status: 'Queued',
+      mode: 'incremental',
+      projectIds: [projectId],
+      requestedAt: expect.any(String),
+      requestedBy: expect.any(String),
+      counts: null,
+      error: null,
+    });
     expect(response.headers.get('location')).toBe(`/api/rag/jobs/${response.body.jobId}`);
     const job = await finished(response.body.jobId);
     expect(job).toMatchObject({ status: 'Succeeded', counts: { sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: 0 }, error: null });
@@ -70,10 +101,20 @@ describe('POST /api/rag/index', () => {
     const longChunks = first.counts!.chunks - 3;
     expect(longChunks).toBeGreaterThan(1);
     expect(first.counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 3 + longChunks, unchanged: 0, deleted: 0 });
-    expect(await chunkIds([short, long])).toEqual([`${short}-c0`, ...Array.from({ length: longChunks }, (_, index) => `${long}-c${index}`), `${tasks[0]}-c0`, `${tasks[1]}-c0`].sort());
+    expect(await chunkIds([short, long])).toEqual(
+      [`${short}-c0`, ...Array.from({ length: longChunks }, (_, index) => `${long}-c${index}`), `${tasks[0]}-c0`, `${tasks[1]}-c0`].sort(),
+    );
 
     const { resource: chunk } = await chunks.item(`${tasks[0]}-c0`, HOME_TENANT).read();
-    expect(chunk).toMatchObject({ sourceType: 'task', sourceId: tasks[0], projectId: short, title: 'Record the intro', chunkIndex: 0, contentHash: expect.any(String), updatedAt: expect.any(String) });
+    expect(chunk).toMatchObject({
+      sourceType: 'task',
+      sourceId: tasks[0],
+      projectId: short,
+      title: 'Record the intro',
+      chunkIndex: 0,
+      contentHash: expect.any(String),
+      updatedAt: expect.any(String),
+    });
     expect(chunk.content).toContain('Record the intro');
 
     expect((await rebuild(scope)).counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 0, unchanged: 3 + longChunks, deleted: 0 });
@@ -176,7 +217,12 @@ describe('the RAG worker under failure', () => {
 
   it('embeds changed chunks only, in batches', async () => {
     const standIn = await embeddings();
-    const baseUrl = await hostWith({ RAG_QUEUE_NAME: 'rag-test-embeddings', EMBEDDINGS_ENDPOINT: standIn.url, EMBEDDINGS_API_KEY: 'test-key', EMBEDDINGS_MODEL: 'text-embedding-3-small' });
+    const baseUrl = await hostWith({
+      RAG_QUEUE_NAME: 'rag-test-embeddings',
+      EMBEDDINGS_ENDPOINT: standIn.url,
+      EMBEDDINGS_API_KEY: 'test-key',
+      EMBEDDINGS_MODEL: 'text-embedding-3-small',
+    });
     const projectId = await newProject();
     const taskId = await newTask(projectId, 'Embed me');
     await rebuild({ projectIds: [projectId] }, baseUrl);
@@ -193,7 +239,12 @@ describe('the RAG worker under failure', () => {
 
   it('retries a worker that failed mid-job, and the retry finishes with a correct index', async () => {
     const standIn = await embeddings();
-    const baseUrl = await hostWith({ RAG_QUEUE_NAME: 'rag-test-retry', EMBEDDINGS_ENDPOINT: standIn.url, EMBEDDINGS_API_KEY: 'test-key', EMBEDDINGS_MODEL: 'm' });
+    const baseUrl = await hostWith({
+      RAG_QUEUE_NAME: 'rag-test-retry',
+      EMBEDDINGS_ENDPOINT: standIn.url,
+      EMBEDDINGS_API_KEY: 'test-key',
+      EMBEDDINGS_MODEL: 'm',
+    });
     const projectId = await newProject();
     await newTask(projectId, 'Survive a failure');
     // Enough failures to exhaust the first attempt's retries; the queue's second delivery succeeds.
@@ -231,7 +282,11 @@ describe('the RAG worker under failure', () => {
       RAG_QUEUE_NAME: 'rag-test-down',
       AzureWebJobsStorage: stack.storageConnectionString.replace(/QueueEndpoint=http:\/\/127\.0\.0\.1:\d+/, 'QueueEndpoint=http://127.0.0.1:1'),
     });
-    const response = await fetch(`${baseUrl}/rag/index`, { method: 'POST', headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' }, body: '{}' });
+    const response = await fetch(`${baseUrl}/rag/index`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(await response.json()).toMatchObject({ error: 'Service Unavailable', status: 503 });

@@ -24,7 +24,15 @@ describe('POST /api/tasks', () => {
   it('creates a task with defaults, Location and ETag', async () => {
     const projectId = await newProject();
     const response = await newTask(projectId);
-    expect(response.body).toMatchObject({ projectId, title: 'Write the syllabus', description: '', status: 'Todo', priority: 'Medium', assignee: null, dueDate: null });
+    expect(response.body).toMatchObject({
+      projectId,
+      title: 'Write the syllabus',
+      description: '',
+      status: 'Todo',
+      priority: 'Medium',
+      assignee: null,
+      dueDate: null,
+    });
     expect(response.body.id).toMatch(/^TSK-\d+$/);
     expect(response.headers.get('location')).toBe(`/api/tasks/${response.body.id}`);
     expect(response.headers.get('etag')).toMatch(/^"[\w-]+"$/);
@@ -32,7 +40,14 @@ describe('POST /api/tasks', () => {
 
   it('takes every field, lower-casing the assignee', async () => {
     const projectId = await newProject();
-    const response = await newTask(projectId, { title: '締め切り', description: 'Long\ntext', status: 'InProgress', priority: 'Urgent', assignee: 'Kim@Contoso.test', dueDate: '2027-02-28' });
+    const response = await newTask(projectId, {
+      title: '締め切り',
+      description: 'Long\ntext',
+      status: 'InProgress',
+      priority: 'Urgent',
+      assignee: 'Kim@Contoso.test',
+      dueDate: '2027-02-28',
+    });
     expect(response.body).toMatchObject({ title: '締め切り', status: 'InProgress', priority: 'Urgent', assignee: 'kim@contoso.test', dueDate: '2027-02-28' });
   });
 
@@ -81,7 +96,9 @@ describe('POST /api/tasks', () => {
   it('gives concurrent creates distinct ids', async () => {
     const projectId = await newProject();
     const memberToken = await member();
-    const responses = await Promise.all(Array.from({ length: 30 }, (_, index) => api('POST', '/tasks', { token: memberToken, body: { projectId, title: `Parallel ${index}` } })));
+    const responses = await Promise.all(
+      Array.from({ length: 30 }, (_, index) => api('POST', '/tasks', { token: memberToken, body: { projectId, title: `Parallel ${index}` } })),
+    );
     expect(responses.every((response) => response.status === 201)).toBe(true);
     expect(new Set(responses.map((response) => response.body.id)).size).toBe(30);
   });
@@ -134,14 +151,20 @@ describe('GET /api/tasks', () => {
     expect(await list('-dueDate')).toEqual([low, high, urgent, medium]);
   });
 
-  it.each(['projectId=PRJ-1%27%20OR%201%3D1', 'status=Open', 'assignee=%27%20OR%20%271%27%3D%271', 'dueBefore=tomorrow', 'dueBefore=2027-02-30', 'sort=title', 'limit=0', 'page=2'])(
-    'refuses %s with 400',
-    async (query) => {
-      const response = await api('GET', `/tasks?${query}`, { token: await member() });
-      expect(response.status).toBe(400);
-      expect(response.body.error).toBe('Bad Request');
-    },
-  );
+  it.each([
+    'projectId=PRJ-1%27%20OR%201%3D1',
+    'status=Open',
+    'assignee=%27%20OR%20%271%27%3D%271',
+    'dueBefore=tomorrow',
+    'dueBefore=2027-02-30',
+    'sort=title',
+    'limit=0',
+    'page=2',
+  ])('refuses %s with 400', async (query) => {
+    const response = await api('GET', `/tasks?${query}`, { token: await member() });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toBe('Bad Request');
+  });
 
   it("never shows another tenant's tasks", async () => {
     const projectId = await newProject();
@@ -163,12 +186,18 @@ describe('GET, PUT and DELETE /api/tasks/{taskId}', () => {
 
     const stale = await api('PUT', `/tasks/${id}`, { token: await member(), body: { status: 'Done' }, headers: { 'If-Match': '"stale"' } });
     expect(stale.status).toBe(412);
-    const updated = await api('PUT', `/tasks/${id}`, { token: await member(), body: { status: 'Done', assignee: null, priority: 'High' }, headers: { 'If-Match': read.headers.get('etag')! } });
+    const updated = await api('PUT', `/tasks/${id}`, {
+      token: await member(),
+      body: { status: 'Done', assignee: null, priority: 'High' },
+      headers: { 'If-Match': read.headers.get('etag')! },
+    });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ status: 'Done', assignee: null, priority: 'High', title: 'Write the syllabus' });
 
     expect((await api('DELETE', `/tasks/${id}`, { token: await member() })).status).toBe(403);
-    expect((await api('DELETE', `/tasks/${id}`, { token: await token({ roles: ['LMS.Manager'] }), headers: { 'If-Match': read.headers.get('etag')! } })).status).toBe(412);
+    expect(
+      (await api('DELETE', `/tasks/${id}`, { token: await token({ roles: ['LMS.Manager'] }), headers: { 'If-Match': read.headers.get('etag')! } })).status,
+    ).toBe(412);
     expect((await api('DELETE', `/tasks/${id}`, { token: await token({ roles: ['LMS.Manager'] }) })).status).toBe(204);
     expect((await api('GET', `/tasks/${id}`, { token: await member() })).status).toBe(404);
   });
@@ -239,7 +268,9 @@ describe('deleting a project', () => {
     const projectId = await newProject();
     const memberToken = await member();
     for (let start = 0; start < 230; start += 46) {
-      await Promise.all(Array.from({ length: 46 }, (_, index) => api('POST', '/tasks', { token: memberToken, body: { projectId, title: `Bulk ${start + index}` } })));
+      await Promise.all(
+        Array.from({ length: 46 }, (_, index) => api('POST', '/tasks', { token: memberToken, body: { projectId, title: `Bulk ${start + index}` } })),
+      );
     }
     expect((await api('GET', `/tasks?projectId=${projectId}&limit=200`, { token: memberToken })).body).toHaveLength(200);
     expect((await api('DELETE', `/projects/${projectId}`, { token: await admin() })).status).toBe(204);

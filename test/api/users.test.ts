@@ -61,7 +61,8 @@ describe('GET /api/users', () => {
 
   it('pages through the users', async () => {
     const tag = unique();
-    for (let index = 0; index < 3; index++) await api('GET', '/users/me', { token: await token({ roles: ['LMS.Reader'], username: `pager${index}.${tag}@contoso.test` }) });
+    for (let index = 0; index < 3; index++)
+      await api('GET', '/users/me', { token: await token({ roles: ['LMS.Reader'], username: `pager${index}.${tag}@contoso.test` }) });
     const caller = await token({ roles: ['LMS.Reader'] });
     const first = await api('GET', `/users?q=pager&limit=2`, { token: caller });
     expect(first.body).toHaveLength(2);

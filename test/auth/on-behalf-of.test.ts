@@ -18,7 +18,15 @@ async function onBehalfOfWith(authorityHost: string, credential: Record<string, 
 
 async function caller(username = 'obo-user@contoso.test'): Promise<Principal> {
   const accessToken = await token({ roles: ['LMS.Reader'], username });
-  return { tenantId: HOME_TENANT, objectId: decodeJwt(accessToken).oid as string, kind: 'user', roles: ['LMS.Reader'], email: username, displayName: undefined, accessToken };
+  return {
+    tenantId: HOME_TENANT,
+    objectId: decodeJwt(accessToken).oid as string,
+    kind: 'user',
+    roles: ['LMS.Reader'],
+    email: username,
+    displayName: undefined,
+    accessToken,
+  };
 }
 
 describe('On-Behalf-Of with msal-node', () => {

@@ -14,7 +14,9 @@ describe('token validator', () => {
   let provider: IdentityProvider;
   const start = (port = 0) => startIdentityProvider({ port, tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: stack.tls, dataDir });
   const validatorFor = (environment: Record<string, string> = {}) =>
-    createTokenValidator(readAuthSettings({ AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: provider.authorityHost, ...environment }));
+    createTokenValidator(
+      readAuthSettings({ AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: provider.authorityHost, ...environment }),
+    );
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'validator-test-'));
@@ -26,7 +28,13 @@ describe('token validator', () => {
   });
 
   it('reads a verified user token into a principal', async () => {
-    const token = await provider.issueToken({ tenantId: HOME_TENANT, kind: 'user', roles: ['LMS.Member', 'Unknown.Role'], username: 'Kim@Contoso.test', name: 'Kim' });
+    const token = await provider.issueToken({
+      tenantId: HOME_TENANT,
+      kind: 'user',
+      roles: ['LMS.Member', 'Unknown.Role'],
+      username: 'Kim@Contoso.test',
+      name: 'Kim',
+    });
     const principal = await validatorFor().validate(token);
     expect(principal).toMatchObject({ tenantId: HOME_TENANT, kind: 'user', roles: ['LMS.Member'], email: 'kim@contoso.test', displayName: 'Kim' });
   });

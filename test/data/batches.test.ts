@@ -7,7 +7,11 @@ const documents = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.
 
 async function seed(partition: string, count: number): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, index) => `batch-${index}`);
-  await writeInBatches(documents, partition, ids.map((id): OperationInput => ({ operationType: 'Create', partitionKey: partition, resourceBody: { id, tenantId: partition, type: 'batch-test' } })));
+  await writeInBatches(
+    documents,
+    partition,
+    ids.map((id): OperationInput => ({ operationType: 'Create', partitionKey: partition, resourceBody: { id, tenantId: partition, type: 'batch-test' } })),
+  );
   return ids;
 }
 

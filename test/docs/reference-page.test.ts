@@ -30,9 +30,14 @@ describe('the API reference page (/api/docs) in headless Chromium', () => {
         .catch((error: Error) => {
           throw new Error(`Swagger UI listed no operation: ${error.message}\n${problems.join('\n')}`);
         });
-      const listed = await page.locator('.opblock-summary').evaluateAll((summaries) =>
-        summaries.map((summary) => `${summary.querySelector('.opblock-summary-method')?.textContent} ${summary.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`),
-      );
+      const listed = await page
+        .locator('.opblock-summary')
+        .evaluateAll((summaries) =>
+          summaries.map(
+            (summary) =>
+              `${summary.querySelector('.opblock-summary-method')?.textContent} ${summary.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`,
+          ),
+        );
 
       expect(listed.sort()).toEqual(documented.sort());
       expect(await page.locator('.info .title').textContent()).toContain('LMS Platform API');

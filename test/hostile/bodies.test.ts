@@ -73,18 +73,18 @@ async function listedIds(path: string, bearer: Promise<string>, filter: (item: a
 
 /** The fields a project or task body can carry, each refused in the ways its kind allows. */
 const PROJECT_FIELDS: WriteEndpoint['fields'] = [
-      { name: 'name', kind: 'text', max: 200 },
-      { name: 'description', kind: 'multiline', max: 10_000 },
-      { name: 'owner', kind: 'email', max: 254 },
-      { name: 'members', kind: 'emails', max: 500 },
+  { name: 'name', kind: 'text', max: 200 },
+  { name: 'description', kind: 'multiline', max: 10_000 },
+  { name: 'owner', kind: 'email', max: 254 },
+  { name: 'members', kind: 'emails', max: 500 },
 ];
 const TASK_FIELDS: WriteEndpoint['fields'] = [
-      { name: 'title', kind: 'text', max: 200 },
-      { name: 'description', kind: 'multiline', max: 10_000 },
-      { name: 'status', kind: 'enum', max: 10 },
-      { name: 'priority', kind: 'enum', max: 6 },
-      { name: 'assignee', kind: 'email', max: 254, nullable: true },
-      { name: 'dueDate', kind: 'date', max: 10, nullable: true },
+  { name: 'title', kind: 'text', max: 200 },
+  { name: 'description', kind: 'multiline', max: 10_000 },
+  { name: 'status', kind: 'enum', max: 10 },
+  { name: 'priority', kind: 'enum', max: 6 },
+  { name: 'assignee', kind: 'email', max: 254, nullable: true },
+  { name: 'dueDate', kind: 'date', max: 10, nullable: true },
 ];
 
 const ENDPOINTS: WriteEndpoint[] = [
@@ -230,12 +230,19 @@ async function expectRefused(
   const bearer = await endpoint.token();
   const before = await endpoint.stored();
   await inBatches(bodyCases, 6, async ([label, body]) => {
-    const response: HostileResponse = await (options.via ?? shared)(endpoint.method, endpoint.path(), { token: bearer, body, ...(options.headers ? { headers: options.headers } : {}) });
+    const response: HostileResponse = await (options.via ?? shared)(endpoint.method, endpoint.path(), {
+      token: bearer,
+      body,
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
     expectClientError(response, statuses, `${endpoint.label} with ${label}`);
     const field = options.detailFor?.(label);
     if (field !== undefined) {
       const paths = (response.body.details ?? []).map((detail: { path: string }) => detail.path);
-      expect(paths.some((path: string) => path === field || path.startsWith(`${field}.`)), `${label}: details ${JSON.stringify(paths)} name ${field}`).toBe(true);
+      expect(
+        paths.some((path: string) => path === field || path.startsWith(`${field}.`)),
+        `${label}: details ${JSON.stringify(paths)} name ${field}`,
+      ).toBe(true);
     }
     cases.add();
   });
@@ -284,7 +291,10 @@ for (const endpoint of ENDPOINTS) {
       expectClientError(streamed, 413, 'streamed 2 MB');
       expect(streamed.answeredBeforeTheEnd, 'answered while the chunked body was still open').toBe(true);
       cases.add(2);
-      const whole = await shared(endpoint.method, endpoint.path(), { token: bearer, body: withField(endpoint, endpoint.fields[0]!, 'a'.repeat(2 * 1024 * 1024)) });
+      const whole = await shared(endpoint.method, endpoint.path(), {
+        token: bearer,
+        body: withField(endpoint, endpoint.fields[0]!, 'a'.repeat(2 * 1024 * 1024)),
+      });
       expectClientError(whole, 413, 'a whole 2 MB JSON body');
       cases.add();
       expect(await endpoint.stored()).toEqual(before);
@@ -311,7 +321,10 @@ for (const endpoint of ENDPOINTS) {
           ['objects 10,000 deep under an unknown member', `{"nested":${deepObject(10_000)}}`],
           ['arrays 10,000 deep as the whole body', deepArray(10_000)],
           ['arrays 500,000 deep (1 MB)', deepArray(500_000)],
-          ...endpoint.fields.map((field): BodyCase => [`${field.name} nested 10,000 deep`, JSON.stringify(endpoint.validBody()).replace(/}$/, `${Object.keys(endpoint.validBody()).length ? ',' : ''}"${field.name}":${deepArray(10_000)}}`)]),
+          ...endpoint.fields.map((field): BodyCase => [
+            `${field.name} nested 10,000 deep`,
+            JSON.stringify(endpoint.validBody()).replace(/}$/, `${Object.keys(endpoint.validBody()).length ? ',' : ''}"${field.name}":${deepArray(10_000)}}`),
+          ]),
         ],
         [400],
       );
@@ -329,7 +342,9 @@ for (const endpoint of ENDPOINTS) {
           ['constructor.prototype', join(`"constructor":{"prototype":${JSON.stringify(pollution)}}`)],
           ['prototype', join(`"prototype":${JSON.stringify(pollution)}`)],
           ['__proto__ as the only member', `{"__proto__":${JSON.stringify(pollution)}}`],
-          ...endpoint.fields.filter(isList).map((field): BodyCase => [`__proto__ inside ${field.name}`, join(`"${field.name}":[{"__proto__":${JSON.stringify(pollution)}}]`)]),
+          ...endpoint.fields
+            .filter(isList)
+            .map((field): BodyCase => [`__proto__ inside ${field.name}`, join(`"${field.name}":[{"__proto__":${JSON.stringify(pollution)}}]`)]),
         ],
         [400],
         { detailFor: (label) => (label.startsWith('__proto__ inside') ? label.split(' ')[2] : undefined) },
@@ -367,7 +382,13 @@ for (const endpoint of ENDPOINTS) {
     });
 
     hostileTest('strings and lists over the limits in every field (400)', async (cases) => {
-      await expectRefused(endpoint, cases, fieldCases(endpoint, (field) => [[`one over its limit of ${field.max}`, tooLong(field)]]), [400], { detailFor: fieldOf });
+      await expectRefused(
+        endpoint,
+        cases,
+        fieldCases(endpoint, (field) => [[`one over its limit of ${field.max}`, tooLong(field)]]),
+        [400],
+        { detailFor: fieldOf },
+      );
     });
 
     hostileTest('objects with 10,000 members and lists of 10,000 items (400)', async (cases) => {
@@ -430,7 +451,17 @@ for (const endpoint of ENDPOINTS) {
 
     hostileTest('bodies that are not UTF-8 JSON: wrong media type or charset (415), bytes that are not UTF-8 (400)', async (cases) => {
       const valid = JSON.stringify(endpoint.validBody());
-      for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', 'application/json; charset=iso-8859-1', 'application/jsonp', 'application/json-patch+json', 'text/json', '']) {
+      for (const contentType of [
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/json; charset=utf-16',
+        'application/json; charset=iso-8859-1',
+        'application/jsonp',
+        'application/json-patch+json',
+        'text/json',
+        '',
+      ]) {
         await expectRefused(endpoint, cases, [[`Content-Type "${contentType}"`, valid]], [415], { headers: { 'content-type': contentType } });
       }
       await expectRefused(
@@ -439,7 +470,10 @@ for (const endpoint of ENDPOINTS) {
         [
           ['UTF-16LE bytes declared as UTF-8 JSON', Buffer.from(valid, 'utf16le')],
           ['an invalid UTF-8 byte', Buffer.concat([Buffer.from(valid.slice(0, -2)), Buffer.from([0xff]), Buffer.from(valid.slice(-2))])],
-          ['an overlong encoding of a quote', Buffer.concat([Buffer.from(valid.slice(0, -1)), Buffer.from(',"x":'), Buffer.from([0xc0, 0xa2]), Buffer.from('}')])],
+          [
+            'an overlong encoding of a quote',
+            Buffer.concat([Buffer.from(valid.slice(0, -1)), Buffer.from(',"x":'), Buffer.from([0xc0, 0xa2]), Buffer.from('}')]),
+          ],
           ['a UTF-8-encoded surrogate', Buffer.concat([Buffer.from(valid.slice(0, -2)), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(valid.slice(-2))])],
           ['a truncated multi-byte character', Buffer.concat([Buffer.from(valid.slice(0, -2)), Buffer.from([0xe3, 0x81]), Buffer.from(valid.slice(-2))])],
         ],

@@ -73,46 +73,50 @@ async function eventually(request: () => Promise<HostileResponse>, status: numbe
 }
 
 describe('the database unreachable, then back', () => {
-  hostileTest('every kind of request is a 503 with Retry-After while it is down, and the API recovers by itself when it returns', async (cases) => {
-    const port = await freePort();
-    const start = () => startCosmosEmulator({ port, host: '127.0.0.1', database: 'lms', tls: stack.tls });
-    let emulator: CosmosEmulator = await start();
-    cleanups.push(() => emulator.close());
-    const host = await ownHost({ ...sharedStackSettings(), COSMOS_ENDPOINT: emulator.endpoint, COSMOS_KEY: emulator.key });
-    const call = apiAt(host.url);
-    const bearer = await admin();
-    const created = await call('POST', '/projects', { token: bearer, body: { name: 'Before the outage', owner: 'outage@contoso.test' } });
-    expect(created.status, created.text).toBe(201);
-    const id = created.body.id;
+  hostileTest(
+    'every kind of request is a 503 with Retry-After while it is down, and the API recovers by itself when it returns',
+    async (cases) => {
+      const port = await freePort();
+      const start = () => startCosmosEmulator({ port, host: '127.0.0.1', database: 'lms', tls: stack.tls });
+      let emulator: CosmosEmulator = await start();
+      cleanups.push(() => emulator.close());
+      const host = await ownHost({ ...sharedStackSettings(), COSMOS_ENDPOINT: emulator.endpoint, COSMOS_KEY: emulator.key });
+      const call = apiAt(host.url);
+      const bearer = await admin();
+      const created = await call('POST', '/projects', { token: bearer, body: { name: 'Before the outage', owner: 'outage@contoso.test' } });
+      expect(created.status, created.text).toBe(201);
+      const id = created.body.id;
 
-    await emulator.close();
-    const requests: [string, string, unknown?][] = [
-      ['GET', '/projects'],
-      ['POST', '/projects', { name: 'During the outage', owner: 'outage@contoso.test' }],
-      ['GET', `/projects/${id}`],
-      ['PUT', `/projects/${id}`, { name: 'Changed during the outage' }],
-      ['DELETE', `/projects/${id}`],
-      ['GET', '/tasks'],
-      ['POST', '/tasks', { projectId: id, title: 'During the outage' }],
-      ['GET', '/users'],
-      ['GET', '/users/me'],
-      ['GET', '/rag/jobs'],
-      ['POST', '/rag/index', {}],
-    ];
-    for (const [method, path, body] of requests) {
-      await expectUnavailable(() => call(method, path, { token: bearer, ...(body ? { body } : {}) }), 15_000, `${method} ${path} with the database down`);
+      await emulator.close();
+      const requests: [string, string, unknown?][] = [
+        ['GET', '/projects'],
+        ['POST', '/projects', { name: 'During the outage', owner: 'outage@contoso.test' }],
+        ['GET', `/projects/${id}`],
+        ['PUT', `/projects/${id}`, { name: 'Changed during the outage' }],
+        ['DELETE', `/projects/${id}`],
+        ['GET', '/tasks'],
+        ['POST', '/tasks', { projectId: id, title: 'During the outage' }],
+        ['GET', '/users'],
+        ['GET', '/users/me'],
+        ['GET', '/rag/jobs'],
+        ['POST', '/rag/index', {}],
+      ];
+      for (const [method, path, body] of requests) {
+        await expectUnavailable(() => call(method, path, { token: bearer, ...(body ? { body } : {}) }), 15_000, `${method} ${path} with the database down`);
+        cases.add();
+      }
+      // A request that needs no database is still answered as usual.
+      expectClientError(await call('GET', '/projects', { token: 'garbage' }), 401);
       cases.add();
-    }
-    // A request that needs no database is still answered as usual.
-    expectClientError(await call('GET', '/projects', { token: 'garbage' }), 401);
-    cases.add();
 
-    emulator = await start();
-    const back = await eventually(() => call('GET', '/projects', { token: bearer }), 200, 20_000);
-    expect(Array.isArray(back.body)).toBe(true);
-    const after = await call('POST', '/projects', { token: bearer, body: { name: 'After the outage', owner: 'outage@contoso.test' } });
-    expect(after.status, after.text).toBe(201);
-  }, 120_000);
+      emulator = await start();
+      const back = await eventually(() => call('GET', '/projects', { token: bearer }), 200, 20_000);
+      expect(Array.isArray(back.body)).toBe(true);
+      const after = await call('POST', '/projects', { token: bearer, body: { name: 'After the outage', owner: 'outage@contoso.test' } });
+      expect(after.status, after.text).toBe(201);
+    },
+    120_000,
+  );
 });
 
 describe('the database throttling (429)', () => {
@@ -160,57 +164,65 @@ describe('the database throttling (429)', () => {
   });
 
   // shared/data/cosmos.ts configures 5 retries and at most 5 s of waiting (retryOptions).
-  hostileTest('sustained 429s are a 503 with Retry-After within the configured bound (5 retries, 5 s of waiting), and nothing is stored', async (cases) => {
-    throttle(Infinity, 100);
-    const created = await call('POST', '/projects', { token: bearer, body: { name: 'Throttled', owner } });
-    cases.add();
-    expect(created.status, created.text).toBe(503);
-    expect(created.headers['retry-after']).toMatch(/^\d+$/);
-    expect(mostAttempts(), `attempts of one throttled operation (1 + at most 5 retries): ${JSON.stringify([...attempts])}`).toBeLessThanOrEqual(6);
+  hostileTest(
+    'sustained 429s are a 503 with Retry-After within the configured bound (5 retries, 5 s of waiting), and nothing is stored',
+    async (cases) => {
+      throttle(Infinity, 100);
+      const created = await call('POST', '/projects', { token: bearer, body: { name: 'Throttled', owner } });
+      cases.add();
+      expect(created.status, created.text).toBe(503);
+      expect(created.headers['retry-after']).toMatch(/^\d+$/);
+      expect(mostAttempts(), `attempts of one throttled operation (1 + at most 5 retries): ${JSON.stringify([...attempts])}`).toBeLessThanOrEqual(6);
 
-    throttle(Infinity, 2_000);
-    // The SDK retries while its waits add up to less than 5 s: 3 waits of 2 s, then the 503. The bound leaves
-    // a loaded machine room; the attempt count below is the strict check.
-    await expectUnavailable(list, 15_000, 'a read throttled for good, asked to wait 2 s each time');
-    cases.add();
-    expect(mostAttempts(), `attempts of one throttled operation: ${JSON.stringify([...attempts])}`).toBeLessThanOrEqual(6);
+      throttle(Infinity, 2_000);
+      // The SDK retries while its waits add up to less than 5 s: 3 waits of 2 s, then the 503. The bound leaves
+      // a loaded machine room; the attempt count below is the strict check.
+      await expectUnavailable(list, 15_000, 'a read throttled for good, asked to wait 2 s each time');
+      cases.add();
+      expect(mostAttempts(), `attempts of one throttled operation: ${JSON.stringify([...attempts])}`).toBeLessThanOrEqual(6);
 
-    cosmos.intercept = undefined;
-    const recovered = await list();
-    expect(recovered.status).toBe(200);
-    expect(recovered.body, 'the throttled create stored nothing').toEqual([]);
-  }, 60_000);
+      cosmos.intercept = undefined;
+      const recovered = await list();
+      expect(recovered.status).toBe(200);
+      expect(recovered.body, 'the throttled create stored nothing').toEqual([]);
+    },
+    60_000,
+  );
 });
 
 describe('the identity provider unreachable at start, then back', () => {
-  hostileTest('a valid token is a 503 with Retry-After (not a 401 or a 500) until the provider answers, then a 200; cached keys outlive a later outage', async (cases) => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'hostile-idp-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-    const port = await freePort();
-    const start = () => startIdentityProvider({ port, tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: stack.tls, dataDir });
-    let provider: IdentityProvider = await start();
-    const valid = await provider.issueToken({ tenantId: HOME_TENANT, kind: 'user', roles: ['LMS.Admin'] });
-    rememberSecret(String(provider.privateJwk.d));
-    await provider.close();
+  hostileTest(
+    'a valid token is a 503 with Retry-After (not a 401 or a 500) until the provider answers, then a 200; cached keys outlive a later outage',
+    async (cases) => {
+      const dataDir = await mkdtemp(join(tmpdir(), 'hostile-idp-'));
+      cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+      const port = await freePort();
+      const start = () => startIdentityProvider({ port, tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: stack.tls, dataDir });
+      let provider: IdentityProvider = await start();
+      const valid = await provider.issueToken({ tenantId: HOME_TENANT, kind: 'user', roles: ['LMS.Admin'] });
+      rememberSecret(String(provider.privateJwk.d));
+      await provider.close();
 
-    const host = await ownHost({ ...sharedStackSettings(), AUTH_ALLOWED_TENANTS: HOME_TENANT, AUTH_AUTHORITY_HOST: provider.authorityHost });
-    const call = apiAt(host.url);
-    for (const path of ['/projects', '/users/me', '/rag/jobs']) {
-      await expectUnavailable(() => call('GET', path, { token: valid }), 12_000, `GET ${path} with the identity provider down`);
+      const host = await ownHost({ ...sharedStackSettings(), AUTH_ALLOWED_TENANTS: HOME_TENANT, AUTH_AUTHORITY_HOST: provider.authorityHost });
+      const call = apiAt(host.url);
+      for (const path of ['/projects', '/users/me', '/rag/jobs']) {
+        await expectUnavailable(() => call('GET', path, { token: valid }), 12_000, `GET ${path} with the identity provider down`);
+        cases.add();
+      }
+      // A token that is bad on its face needs no identity provider to be refused.
+      expectClientError(await call('GET', '/projects', { token: 'x.y.z' }), 401);
       cases.add();
-    }
-    // A token that is bad on its face needs no identity provider to be refused.
-    expectClientError(await call('GET', '/projects', { token: 'x.y.z' }), 401);
-    cases.add();
 
-    provider = await start();
-    cleanups.push(() => provider.close());
-    await eventually(() => call('GET', '/projects?limit=1', { token: valid }), 200, 15_000);
-    await provider.close();
-    const cached = await call('GET', '/projects?limit=1', { token: valid });
-    expect(cached.status, 'keys fetched before the second outage still validate tokens').toBe(200);
-    cases.add();
-  }, 90_000);
+      provider = await start();
+      cleanups.push(() => provider.close());
+      await eventually(() => call('GET', '/projects?limit=1', { token: valid }), 200, 15_000);
+      await provider.close();
+      const cached = await call('GET', '/projects?limit=1', { token: valid });
+      expect(cached.status, 'keys fetched before the second outage still validate tokens').toBe(200);
+      cases.add();
+    },
+    90_000,
+  );
 });
 
 // ------------------------------------------------------------------ a RAG worker killed mid-job
@@ -231,15 +243,19 @@ async function startQueueProxy(queueEndpoint: URL) {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      const upstream = httpRequest({ host: queueEndpoint.hostname, port: queueEndpoint.port, method: request.method, path: request.url, headers: request.headers }, (answer) => {
-        const body: Buffer[] = [];
-        answer.on('data', (chunk: Buffer) => body.push(chunk));
-        answer.on('end', () => {
-          const text = Buffer.concat(body).toString('utf8');
-          for (const match of text.matchAll(/<MessageId>([^<]+)<\/MessageId>[\s\S]*?<PopReceipt>([^<]+)<\/PopReceipt>/g)) received.push({ messageId: match[1]!, popReceipt: match[2]! });
-          response.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(body));
-        });
-      });
+      const upstream = httpRequest(
+        { host: queueEndpoint.hostname, port: queueEndpoint.port, method: request.method, path: request.url, headers: request.headers },
+        (answer) => {
+          const body: Buffer[] = [];
+          answer.on('data', (chunk: Buffer) => body.push(chunk));
+          answer.on('end', () => {
+            const text = Buffer.concat(body).toString('utf8');
+            for (const match of text.matchAll(/<MessageId>([^<]+)<\/MessageId>[\s\S]*?<PopReceipt>([^<]+)<\/PopReceipt>/g))
+              received.push({ messageId: match[1]!, popReceipt: match[2]! });
+            response.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(body));
+          });
+        },
+      );
       upstream.on('error', () => response.destroy());
       upstream.end(Buffer.concat(chunks));
     });
@@ -248,77 +264,96 @@ async function startQueueProxy(queueEndpoint: URL) {
 }
 
 describe('a RAG worker killed mid-job', () => {
-  hostileTest('the job is retried by the next worker and ends Succeeded with a correct index', async (cases) => {
-    // A tenant of its own, so that its RAG lock is free whatever the other tests do.
-    const tenant = randomUUID();
-    const provider = await startIdentityProvider({ port: 0, tenants: [tenant], clientId: CLIENT_ID, tls: stack.tls });
-    cleanups.push(() => provider.close());
-    rememberSecret(String(provider.privateJwk.d));
-    const bearer = await provider.issueToken({ tenantId: tenant, kind: 'user', roles: ['LMS.Admin'] });
-    const queueName = `hostile-kill-${randomUUID().slice(0, 8)}`;
-    const queueEndpoint = new URL(/QueueEndpoint=([^;]+)/.exec(stack.storageConnectionString)![1]!);
-    const queueProxy = await startQueueProxy(queueEndpoint);
-    cleanups.push(() => queueProxy.close());
-    // Embeddings that never answer: the worker is stuck mid-job when it is killed.
-    const hanging = await startSmallServer(() => undefined);
-    cleanups.push(() => hanging.close());
-    const embeddingsKey = rememberSecret(`hostile-embeddings-key-${randomUUID()}`);
-    const settings = {
-      ...sharedStackSettings(),
-      AUTH_TENANT_ID: tenant,
-      AUTH_ALLOWED_TENANTS: tenant,
-      AUTH_AUTHORITY_HOST: provider.authorityHost,
-      RAG_QUEUE_NAME: queueName,
-      EMBEDDINGS_API_KEY: embeddingsKey,
-      EMBEDDINGS_MODEL: 'text-embedding-3-small',
-      AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
-      AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
-    };
-    const first = await ownHost({
-      ...settings,
-      AzureWebJobsStorage: stack.storageConnectionString.replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}${queueEndpoint.pathname}`),
-      EMBEDDINGS_ENDPOINT: `${hanging.url}/v1`,
-    });
-    const call = apiAt(first.url);
-    const project = await call('POST', '/projects', { token: bearer, body: { name: 'Survives a crash', owner: 'crash@contoso.test' } });
-    expect(project.status, project.text).toBe(201);
-    for (const title of ['Record the intro', 'Write the quiz']) {
-      expect((await call('POST', '/tasks', { token: bearer, body: { projectId: project.body.id, title } })).status).toBe(201);
-    }
-    const started = await call('POST', '/rag/index', { token: bearer, body: {} });
-    expect(started.status, started.text).toBe(202);
-    const jobId = started.body.jobId as string;
+  hostileTest(
+    'the job is retried by the next worker and ends Succeeded with a correct index',
+    async (cases) => {
+      // A tenant of its own, so that its RAG lock is free whatever the other tests do.
+      const tenant = randomUUID();
+      const provider = await startIdentityProvider({ port: 0, tenants: [tenant], clientId: CLIENT_ID, tls: stack.tls });
+      cleanups.push(() => provider.close());
+      rememberSecret(String(provider.privateJwk.d));
+      const bearer = await provider.issueToken({ tenantId: tenant, kind: 'user', roles: ['LMS.Admin'] });
+      const queueName = `hostile-kill-${randomUUID().slice(0, 8)}`;
+      const queueEndpoint = new URL(/QueueEndpoint=([^;]+)/.exec(stack.storageConnectionString)![1]!);
+      const queueProxy = await startQueueProxy(queueEndpoint);
+      cleanups.push(() => queueProxy.close());
+      // Embeddings that never answer: the worker is stuck mid-job when it is killed.
+      const hanging = await startSmallServer(() => undefined);
+      cleanups.push(() => hanging.close());
+      const embeddingsKey = rememberSecret(`hostile-embeddings-key-${randomUUID()}`);
+      const settings = {
+        ...sharedStackSettings(),
+        AUTH_TENANT_ID: tenant,
+        AUTH_ALLOWED_TENANTS: tenant,
+        AUTH_AUTHORITY_HOST: provider.authorityHost,
+        RAG_QUEUE_NAME: queueName,
+        EMBEDDINGS_API_KEY: embeddingsKey,
+        EMBEDDINGS_MODEL: 'text-embedding-3-small',
+        AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
+        AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
+      };
+      const first = await ownHost({
+        ...settings,
+        AzureWebJobsStorage: stack.storageConnectionString.replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}${queueEndpoint.pathname}`),
+        EMBEDDINGS_ENDPOINT: `${hanging.url}/v1`,
+      });
+      const call = apiAt(first.url);
+      const project = await call('POST', '/projects', { token: bearer, body: { name: 'Survives a crash', owner: 'crash@contoso.test' } });
+      expect(project.status, project.text).toBe(201);
+      for (const title of ['Record the intro', 'Write the quiz']) {
+        expect((await call('POST', '/tasks', { token: bearer, body: { projectId: project.body.id, title } })).status).toBe(201);
+      }
+      const started = await call('POST', '/rag/index', { token: bearer, body: {} });
+      expect(started.status, started.text).toBe(202);
+      const jobId = started.body.jobId as string;
 
-    // Killed while it waits for embeddings: the job is Running, its message invisible and unsettled.
-    await expect.poll(() => hanging.hits.length, { timeout: 20_000, interval: 100 }).toBeGreaterThan(0);
-    expect((await call('GET', `/rag/jobs/${jobId}`, { token: bearer })).body.status).toBe('Running');
-    const pid = await first.pid();
-    process.kill(pid, 'SIGKILL');
-    forgetOwnHost(first);
-    await expect.poll(() => isAlive(pid), { timeout: 10_000, interval: 50 }).toBe(false);
-    cases.add();
+      // Killed while it waits for embeddings: the job is Running, its message invisible and unsettled.
+      await expect.poll(() => hanging.hits.length, { timeout: 20_000, interval: 100 }).toBeGreaterThan(0);
+      expect((await call('GET', `/rag/jobs/${jobId}`, { token: bearer })).body.status).toBe('Running');
+      const pid = await first.pid();
+      process.kill(pid, 'SIGKILL');
+      forgetOwnHost(first);
+      await expect.poll(() => isAlive(pid), { timeout: 10_000, interval: 50 }).toBe(false);
+      cases.add();
 
-    // The processing visibility timeout runs out (at once, instead of after 10 minutes).
-    const queue = new QueueClient(stack.storageConnectionString, queueName);
-    const message = queueProxy.received.at(-1);
-    expect(message, 'the killed worker had received the message').toBeDefined();
-    await queue.updateMessage(message!.messageId, message!.popReceipt, undefined, 0);
+      // The processing visibility timeout runs out (at once, instead of after 10 minutes).
+      const queue = new QueueClient(stack.storageConnectionString, queueName);
+      const message = queueProxy.received.at(-1);
+      expect(message, 'the killed worker had received the message').toBeDefined();
+      await queue.updateMessage(message!.messageId, message!.popReceipt, undefined, 0);
 
-    const embeddings = await startEmbeddingsStandIn({ apiKey: embeddingsKey });
-    cleanups.push(() => embeddings.close());
-    const second = await ownHost({ ...settings, EMBEDDINGS_ENDPOINT: embeddings.url });
-    const job = (await eventually(() => apiAt(second.url)('GET', `/rag/jobs/${jobId}`, { token: bearer }).then((response) => ({ ...response, status: ['Succeeded', 'Failed'].includes(response.body.status) ? 299 : 0 })), 299, 30_000)).body;
-    expect(job).toMatchObject({ status: 'Succeeded', error: null, counts: { sources: 3, chunks: 3, written: 3, unchanged: 0, deleted: 0 } });
-    expect(embeddings.counts.inputs).toBe(3);
+      const embeddings = await startEmbeddingsStandIn({ apiKey: embeddingsKey });
+      cleanups.push(() => embeddings.close());
+      const second = await ownHost({ ...settings, EMBEDDINGS_ENDPOINT: embeddings.url });
+      const job = (
+        await eventually(
+          () =>
+            apiAt(second.url)('GET', `/rag/jobs/${jobId}`, { token: bearer }).then((response) => ({
+              ...response,
+              status: ['Succeeded', 'Failed'].includes(response.body.status) ? 299 : 0,
+            })),
+          299,
+          30_000,
+        )
+      ).body;
+      expect(job).toMatchObject({ status: 'Succeeded', error: null, counts: { sources: 3, chunks: 3, written: 3, unchanged: 0, deleted: 0 } });
+      expect(embeddings.counts.inputs).toBe(3);
 
-    const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-chunks');
-    const { resources } = await chunks.items.query<{ id: string; embedding?: number[] }>({ query: 'SELECT * FROM c WHERE c.tenantId = @tenantId', parameters: [{ name: '@tenantId', value: tenant }] }, { partitionKey: tenant }).fetchAll();
-    expect(resources).toHaveLength(3);
-    for (const chunk of resources) expect(chunk.embedding).toHaveLength(32);
-    await expect.poll(async () => (await queue.getProperties()).approximateMessagesCount, { timeout: 10_000 }).toBe(0);
-    const poison = new QueueClient(stack.storageConnectionString, `${queueName}-poison`);
-    expect((await poison.exists()) ? (await poison.getProperties()).approximateMessagesCount : 0).toBe(0);
-  }, 90_000);
+      const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-chunks');
+      const { resources } = await chunks.items
+        .query<{ id: string; embedding?: number[] }>(
+          { query: 'SELECT * FROM c WHERE c.tenantId = @tenantId', parameters: [{ name: '@tenantId', value: tenant }] },
+          { partitionKey: tenant },
+        )
+        .fetchAll();
+      expect(resources).toHaveLength(3);
+      for (const chunk of resources) expect(chunk.embedding).toHaveLength(32);
+      await expect.poll(async () => (await queue.getProperties()).approximateMessagesCount, { timeout: 10_000 }).toBe(0);
+      const poison = new QueueClient(stack.storageConnectionString, `${queueName}-poison`);
+      expect((await poison.exists()) ? (await poison.getProperties()).approximateMessagesCount : 0).toBe(0);
+    },
+    90_000,
+  );
 });
 
 function isAlive(pid: number): boolean {

@@ -47,7 +47,22 @@ const hostileText = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 12 }),
   fc.string({ maxLength: 10 }).map((text) => `${text}\ud800`),
   fc.string({ maxLength: 10 }).map((text) => `\u0000${text}`),
-  fc.constantFrom('', ' ', '\t', '\n', '😀'.repeat(201), 'x'.repeat(10_001), "' OR 1=1 --", '__proto__', 'constructor', 'null', 'Archived', '2027-02-30', 'PRJ-0', 'TSK-0'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\t',
+    '\n',
+    '😀'.repeat(201),
+    'x'.repeat(10_001),
+    "' OR 1=1 --",
+    '__proto__',
+    'constructor',
+    'null',
+    'Archived',
+    '2027-02-30',
+    'PRJ-0',
+    'TSK-0',
+  ),
 );
 
 /** Any JSON value, hostile text included. */
@@ -71,7 +86,14 @@ const someEmail = fc.constantFrom('kim@contoso.test', 'Lee@Contoso.Test', 'fuzz-
 const name = fc.oneof(fc.string({ minLength: 1, maxLength: 40 }), fc.constantFrom('Fuzzed', '新しい 🚀', ' padded '));
 
 /** Unknown members, prototype names among them. */
-const extraMembers = sometimes(fc.dictionary(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'tenantId', 'createdBy', '_etag')), anyJson, { minKeys: 1, maxKeys: 2 }), null);
+const extraMembers = sometimes(
+  fc.dictionary(
+    fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'id', 'tenantId', 'createdBy', '_etag')),
+    anyJson,
+    { minKeys: 1, maxKeys: 2 },
+  ),
+  null,
+);
 
 interface Attempt {
   body: { kind: 'json'; value: unknown } | { kind: 'text'; value: string } | { kind: 'bytes'; value: Uint8Array } | { kind: 'none' };
@@ -94,12 +116,22 @@ function bodyOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<Att
 }
 
 /** Header values Node can send: printable ASCII, tab and Latin-1. */
-const headerText = fc.string({ unit: fc.oneof(fc.constantFrom('\t', 'é', 'ÿ'), fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 1 }).filter((char) => char >= ' ' && char <= '~')), maxLength: 30 });
+const headerText = fc.string({
+  unit: fc.oneof(
+    fc.constantFrom('\t', 'é', 'ÿ'),
+    fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 1 }).filter((char) => char >= ' ' && char <= '~'),
+  ),
+  maxLength: 30,
+});
 
 const headers: fc.Arbitrary<Record<string, string>> = fc
   .record(
     {
-      'content-type': fc.oneof({ weight: 12, arbitrary: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON') }, fc.constantFrom('text/plain', 'application/json; charset=utf-16', 'application/x-www-form-urlencoded', ''), headerText),
+      'content-type': fc.oneof(
+        { weight: 12, arbitrary: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON') },
+        fc.constantFrom('text/plain', 'application/json; charset=utf-16', 'application/x-www-form-urlencoded', ''),
+        headerText,
+      ),
       'idempotency-key': fc.oneof({ weight: 4, arbitrary: fc.constantFrom('fuzz-key-1', 'fuzz-key-2', `fuzz-${unique()}`) }, headerText),
       'accept-language': fc.oneof(fc.constantFrom('ja', 'en', 'ja-JP,ja;q=0.9,en;q=0.5', '*;q=0', 'ja;q=abc'), headerText),
       'if-none-match': fc.constantFrom('*', '"x"', 'W/"x"'),
@@ -111,12 +143,22 @@ const headers: fc.Arbitrary<Record<string, string>> = fc
 
 const query = sometimes(
   fc
-    .array(fc.tuple(fc.oneof(fc.constantFrom('limit', 'cursor', '__proto__', 'access_token', 'status', 'x'), fc.string({ maxLength: 6 })), fc.string({ maxLength: 12 })), { minLength: 1, maxLength: 3 })
+    .array(
+      fc.tuple(
+        fc.oneof(fc.constantFrom('limit', 'cursor', '__proto__', 'access_token', 'status', 'x'), fc.string({ maxLength: 6 })),
+        fc.string({ maxLength: 12 }),
+      ),
+      { minLength: 1, maxLength: 3 },
+    )
     .map((pairs) => `?${new URLSearchParams(pairs).toString()}`),
   '',
 );
 
-const ifMatch = sometimes(fc.oneof({ weight: 3, arbitrary: fc.constantFrom('CURRENT', '*', '"stale"', 'W/CURRENT', 'CURRENT, "stale"', 'garbage', '""') }, headerText), undefined, 3);
+const ifMatch = sometimes(
+  fc.oneof({ weight: 3, arbitrary: fc.constantFrom('CURRENT', '*', '"stale"', 'W/CURRENT', 'CURRENT, "stale"', 'garbage', '""') }, headerText),
+  undefined,
+  3,
+);
 
 function attempts(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<Attempt> {
   return fc.record({ body: bodyOf(fields), headers, query, ifMatch });
@@ -128,7 +170,14 @@ async function send(method: string, path: string, attempt: Attempt, bearer: stri
   const headersToSend = { ...attempt.headers };
   if (attempt.ifMatch !== undefined) headersToSend['if-match'] = currentEtag ? attempt.ifMatch.replace('CURRENT', currentEtag) : attempt.ifMatch;
   const { body } = attempt;
-  const payload = body.kind === 'json' ? JSON.stringify(body.value) ?? 'null' : body.kind === 'text' ? body.value : body.kind === 'bytes' ? Buffer.from(body.value) : undefined;
+  const payload =
+    body.kind === 'json'
+      ? (JSON.stringify(body.value) ?? 'null')
+      : body.kind === 'text'
+        ? body.value
+        : body.kind === 'bytes'
+          ? Buffer.from(body.value)
+          : undefined;
   return call(method, `${path}${attempt.query}`, { token: bearer, headers: headersToSend, ...(payload !== undefined ? { body: payload } : {}) });
 }
 
@@ -188,158 +237,200 @@ async function newTask(projectId: string): Promise<string> {
 }
 
 /** A path id: mostly the target, sometimes one that cannot exist. */
-const targetOr = (target: () => string) => fc.oneof({ weight: 8, arbitrary: fc.constant('TARGET') }, fc.constantFrom('PRJ-999999999', 'TSK-999999999', '..%2Fx', '%00', 'x'.repeat(300))).map((id) => (id === 'TARGET' ? target() : id));
+const targetOr = (target: () => string) =>
+  fc
+    .oneof({ weight: 8, arbitrary: fc.constant('TARGET') }, fc.constantFrom('PRJ-999999999', 'TSK-999999999', '..%2Fx', '%00', 'x'.repeat(300)))
+    .map((id) => (id === 'TARGET' ? target() : id));
 
 // ------------------------------------------------------------------ the properties
 
 describe('random requests to every write endpoint: never a 5xx, errors in the contract shape, a 4xx changes nothing', () => {
-  hostileTest(`POST /api/projects with ${RUNS} random bodies, headers and queries`, async (cases) => {
-    const bearer = await token({ roles: ['LMS.Manager'], username: CREATOR });
-    const listPath = `/projects?owner=${encodeURIComponent(CREATOR)}&limit=200`;
-    const created = new Set(await listIds(listPath, await admin()));
-    const arbitrary = attempts({
-      name: field(name),
-      description: field(fc.string({ maxLength: 60 })),
-      // Only the caller as owner, so that the caller's list shows every project these requests could create.
-      owner: field(fc.constantFrom(CREATOR, CREATOR.toUpperCase())).filter((owner) => typeof owner !== 'string' || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(owner) || owner.toLowerCase() === CREATOR),
-      members: field(fc.array(someEmail, { maxLength: 4 })),
-    });
-    await property(cases, arbitrary, async (attempt) => {
-      const response = await send('POST', '/projects', attempt, bearer);
-      expectNoServerError(response, attempt);
-      if (response.status === 201) {
-        expect(response.body).toMatchObject({ id: expect.stringMatching(/^PRJ-\d+$/), status: 'Active', owner: CREATOR });
-        created.add(response.body.id);
-      }
-      expect(await listIds(listPath, await admin()), `after ${response.status}`).toEqual([...created].sort());
-    });
-  }, 120_000);
-
-  hostileTest(`PUT /api/projects/{id} with ${RUNS} random bodies, headers, queries and ids`, async (cases) => {
-    const bearer = await admin();
-    let target = await newProject();
-    let stored = await readResource(`/projects/${target}`);
-    const arbitrary = fc.tuple(
-      targetOr(() => target),
-      attempts({
+  hostileTest(
+    `POST /api/projects with ${RUNS} random bodies, headers and queries`,
+    async (cases) => {
+      const bearer = await token({ roles: ['LMS.Manager'], username: CREATOR });
+      const listPath = `/projects?owner=${encodeURIComponent(CREATOR)}&limit=200`;
+      const created = new Set(await listIds(listPath, await admin()));
+      const arbitrary = attempts({
         name: field(name),
         description: field(fc.string({ maxLength: 60 })),
-        owner: field(someEmail),
+        // Only the caller as owner, so that the caller's list shows every project these requests could create.
+        owner: field(fc.constantFrom(CREATOR, CREATOR.toUpperCase())).filter(
+          (owner) => typeof owner !== 'string' || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(owner) || owner.toLowerCase() === CREATOR,
+        ),
         members: field(fc.array(someEmail, { maxLength: 4 })),
-        status: field(fc.constantFrom('Planning', 'Active', 'OnHold', 'Completed', 'Archived')),
-      }),
-    ).map(([id, attempt]) => ({ id, attempt }));
-    await property(cases, arbitrary, async ({ id, attempt }) => {
-      const response = await send('PUT', `/projects/${id}`, attempt, bearer, stored.etag as string);
-      expectNoServerError(response, attempt);
-      stored = await expectUpdateAppliedOrNothing('/projects', target, id, response, stored);
-      // An Archived target refuses every change: the next runs get a fresh one.
-      if (stored.body.status === 'Archived') {
-        target = await newProject();
-        stored = await readResource(`/projects/${target}`);
-      }
-    });
-  }, 120_000);
+      });
+      await property(cases, arbitrary, async (attempt) => {
+        const response = await send('POST', '/projects', attempt, bearer);
+        expectNoServerError(response, attempt);
+        if (response.status === 201) {
+          expect(response.body).toMatchObject({ id: expect.stringMatching(/^PRJ-\d+$/), status: 'Active', owner: CREATOR });
+          created.add(response.body.id);
+        }
+        expect(await listIds(listPath, await admin()), `after ${response.status}`).toEqual([...created].sort());
+      });
+    },
+    120_000,
+  );
 
-  hostileTest(`POST /api/tasks with ${RUNS} random bodies, headers and queries`, async (cases) => {
-    const bearer = await token({ roles: ['LMS.Member'] });
-    const project = await newProject();
-    const archived = await newProject();
-    expect((await call('PUT', `/projects/${archived}`, { token: await admin(), body: { status: 'Archived' } })).status).toBe(200);
-    const created = new Set<string>();
-    const arbitrary = attempts({
-      // Only this test's projects, or ids that cannot exist: a random real id would put tasks into another test's project.
-      projectId: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(project, archived, 'PRJ-999999999') }, anyJson.filter((value) => typeof value !== 'string' || !/^PRJ-\d+$/.test(value))),
-      title: field(name),
-      description: field(fc.string({ maxLength: 60 })),
-      status: field(fc.constantFrom('Todo', 'InProgress', 'Blocked', 'Done')),
-      priority: field(fc.constantFrom('Low', 'Medium', 'High', 'Urgent')),
-      assignee: field(fc.option(someEmail, { nil: null })),
-      dueDate: field(fc.option(fc.constantFrom('2027-01-15', '2028-02-29', '2027-02-29'), { nil: null })),
-    });
-    await property(cases, arbitrary, async (attempt) => {
-      const response = await send('POST', '/tasks', attempt, bearer);
-      expectNoServerError(response, attempt);
-      if (response.status === 201) {
-        expect(response.body.projectId).toBe(project);
-        created.add(response.body.id);
-      }
-      expect(await listIds(`/tasks?projectId=${project}&limit=200`, await admin()), `after ${response.status}`).toEqual([...created].sort());
-      expect(await listIds(`/tasks?projectId=${archived}`, await admin()), 'tasks of the Archived project').toEqual([]);
-    });
-  }, 120_000);
+  hostileTest(
+    `PUT /api/projects/{id} with ${RUNS} random bodies, headers, queries and ids`,
+    async (cases) => {
+      const bearer = await admin();
+      let target = await newProject();
+      let stored = await readResource(`/projects/${target}`);
+      const arbitrary = fc
+        .tuple(
+          targetOr(() => target),
+          attempts({
+            name: field(name),
+            description: field(fc.string({ maxLength: 60 })),
+            owner: field(someEmail),
+            members: field(fc.array(someEmail, { maxLength: 4 })),
+            status: field(fc.constantFrom('Planning', 'Active', 'OnHold', 'Completed', 'Archived')),
+          }),
+        )
+        .map(([id, attempt]) => ({ id, attempt }));
+      await property(cases, arbitrary, async ({ id, attempt }) => {
+        const response = await send('PUT', `/projects/${id}`, attempt, bearer, stored.etag as string);
+        expectNoServerError(response, attempt);
+        stored = await expectUpdateAppliedOrNothing('/projects', target, id, response, stored);
+        // An Archived target refuses every change: the next runs get a fresh one.
+        if (stored.body.status === 'Archived') {
+          target = await newProject();
+          stored = await readResource(`/projects/${target}`);
+        }
+      });
+    },
+    120_000,
+  );
 
-  hostileTest(`PUT /api/tasks/{id} with ${RUNS} random bodies, headers, queries and ids`, async (cases) => {
-    const bearer = await token({ roles: ['LMS.Member'] });
-    const target = await newTask(await newProject());
-    let stored = await readResource(`/tasks/${target}`);
-    const arbitrary = fc.tuple(
-      targetOr(() => target),
-      attempts({
+  hostileTest(
+    `POST /api/tasks with ${RUNS} random bodies, headers and queries`,
+    async (cases) => {
+      const bearer = await token({ roles: ['LMS.Member'] });
+      const project = await newProject();
+      const archived = await newProject();
+      expect((await call('PUT', `/projects/${archived}`, { token: await admin(), body: { status: 'Archived' } })).status).toBe(200);
+      const created = new Set<string>();
+      const arbitrary = attempts({
+        // Only this test's projects, or ids that cannot exist: a random real id would put tasks into another test's project.
+        projectId: fc.oneof(
+          { weight: 4, arbitrary: fc.constantFrom(project, archived, 'PRJ-999999999') },
+          anyJson.filter((value) => typeof value !== 'string' || !/^PRJ-\d+$/.test(value)),
+        ),
         title: field(name),
         description: field(fc.string({ maxLength: 60 })),
         status: field(fc.constantFrom('Todo', 'InProgress', 'Blocked', 'Done')),
         priority: field(fc.constantFrom('Low', 'Medium', 'High', 'Urgent')),
         assignee: field(fc.option(someEmail, { nil: null })),
         dueDate: field(fc.option(fc.constantFrom('2027-01-15', '2028-02-29', '2027-02-29'), { nil: null })),
-        projectId: fc.constantFrom('PRJ-999999999', 'PRJ-1001'),
-      }),
-    ).map(([id, attempt]) => ({ id, attempt }));
-    await property(cases, arbitrary, async ({ id, attempt }) => {
-      const response = await send('PUT', `/tasks/${id}`, attempt, bearer, stored.etag as string);
-      expectNoServerError(response, attempt);
-      stored = await expectUpdateAppliedOrNothing('/tasks', target, id, response, stored);
-    });
-  }, 120_000);
+      });
+      await property(cases, arbitrary, async (attempt) => {
+        const response = await send('POST', '/tasks', attempt, bearer);
+        expectNoServerError(response, attempt);
+        if (response.status === 201) {
+          expect(response.body.projectId).toBe(project);
+          created.add(response.body.id);
+        }
+        expect(await listIds(`/tasks?projectId=${project}&limit=200`, await admin()), `after ${response.status}`).toEqual([...created].sort());
+        expect(await listIds(`/tasks?projectId=${archived}`, await admin()), 'tasks of the Archived project').toEqual([]);
+      });
+    },
+    120_000,
+  );
 
-  hostileTest(`POST /api/rag/index with ${RUNS} random bodies, headers and queries (in the other tenant)`, async (cases) => {
-    // The other tenant, whose RAG lock the home tenant's RAG tests never wait for.
-    const bearer = await token({ tenant: OTHER_TENANT, roles: ['LMS.Manager'], username: RAG_CALLER });
-    const oid = decodeJwt(bearer).oid;
-    const jobsOfCaller = async () => {
-      const response = await call('GET', '/rag/jobs?limit=200', { token: bearer });
-      expect(response.status, response.text).toBe(200);
-      return response.body.filter((job: { requestedBy: string }) => job.requestedBy === oid).map((job: { jobId: string }) => job.jobId).sort();
-    };
-    const created = new Set<string>(await jobsOfCaller());
-    const arbitrary = attempts({
-      mode: field(fc.constantFrom('incremental', 'full')),
-      projectIds: field(fc.array(fc.constantFrom('PRJ-999999998', 'PRJ-999999999'), { minLength: 1, maxLength: 3 })),
-    });
-    await property(cases, arbitrary, async (attempt) => {
-      const response = await send('POST', '/rag/index', attempt, bearer);
-      expectNoServerError(response, attempt);
-      if (response.status === 202) created.add(response.body.jobId);
-      if (response.status === 409) expect(response.body.activeJobId).toEqual(expect.any(String));
-      expect(await jobsOfCaller(), `after ${response.status}`).toEqual([...created].sort());
-    });
-  }, 120_000);
+  hostileTest(
+    `PUT /api/tasks/{id} with ${RUNS} random bodies, headers, queries and ids`,
+    async (cases) => {
+      const bearer = await token({ roles: ['LMS.Member'] });
+      const target = await newTask(await newProject());
+      let stored = await readResource(`/tasks/${target}`);
+      const arbitrary = fc
+        .tuple(
+          targetOr(() => target),
+          attempts({
+            title: field(name),
+            description: field(fc.string({ maxLength: 60 })),
+            status: field(fc.constantFrom('Todo', 'InProgress', 'Blocked', 'Done')),
+            priority: field(fc.constantFrom('Low', 'Medium', 'High', 'Urgent')),
+            assignee: field(fc.option(someEmail, { nil: null })),
+            dueDate: field(fc.option(fc.constantFrom('2027-01-15', '2028-02-29', '2027-02-29'), { nil: null })),
+            projectId: fc.constantFrom('PRJ-999999999', 'PRJ-1001'),
+          }),
+        )
+        .map(([id, attempt]) => ({ id, attempt }));
+      await property(cases, arbitrary, async ({ id, attempt }) => {
+        const response = await send('PUT', `/tasks/${id}`, attempt, bearer, stored.etag as string);
+        expectNoServerError(response, attempt);
+        stored = await expectUpdateAppliedOrNothing('/tasks', target, id, response, stored);
+      });
+    },
+    120_000,
+  );
 
-  hostileTest('DELETE /api/projects/{id} and /api/tasks/{id} with 60 random headers, queries and ids each', async (cases) => {
-    const bearer = await admin();
-    for (const kind of ['projects', 'tasks'] as const) {
-      const fresh = async () => (kind === 'projects' ? newProject() : newTask(await newProject()));
-      let target = await fresh();
-      let stored = await readResource(`/${kind}/${target}`);
-      await property(
-        cases,
-        fc.tuple(targetOr(() => target), attempts({})),
-        async ([id, attempt]) => {
-          const response = await send('DELETE', `/${kind}/${id}`, attempt, bearer, stored.etag as string);
-          expectNoServerError(response, attempt);
-          const now = await readResource(`/${kind}/${target}`);
-          if (response.status === 204 && id === target) {
-            expect(now.status).toBe(404);
-            target = await fresh();
-            stored = await readResource(`/${kind}/${target}`);
-          } else {
-            expect(now, `after ${response.status} ${response.text.slice(0, 200)}`).toEqual(stored);
-          }
-        },
-        60,
-      );
-    }
-  }, 120_000);
+  hostileTest(
+    `POST /api/rag/index with ${RUNS} random bodies, headers and queries (in the other tenant)`,
+    async (cases) => {
+      // The other tenant, whose RAG lock the home tenant's RAG tests never wait for.
+      const bearer = await token({ tenant: OTHER_TENANT, roles: ['LMS.Manager'], username: RAG_CALLER });
+      const oid = decodeJwt(bearer).oid;
+      const jobsOfCaller = async () => {
+        const response = await call('GET', '/rag/jobs?limit=200', { token: bearer });
+        expect(response.status, response.text).toBe(200);
+        return response.body
+          .filter((job: { requestedBy: string }) => job.requestedBy === oid)
+          .map((job: { jobId: string }) => job.jobId)
+          .sort();
+      };
+      const created = new Set<string>(await jobsOfCaller());
+      const arbitrary = attempts({
+        mode: field(fc.constantFrom('incremental', 'full')),
+        projectIds: field(fc.array(fc.constantFrom('PRJ-999999998', 'PRJ-999999999'), { minLength: 1, maxLength: 3 })),
+      });
+      await property(cases, arbitrary, async (attempt) => {
+        const response = await send('POST', '/rag/index', attempt, bearer);
+        expectNoServerError(response, attempt);
+        if (response.status === 202) created.add(response.body.jobId);
+        if (response.status === 409) expect(response.body.activeJobId).toEqual(expect.any(String));
+        expect(await jobsOfCaller(), `after ${response.status}`).toEqual([...created].sort());
+      });
+    },
+    120_000,
+  );
+
+  hostileTest(
+    'DELETE /api/projects/{id} and /api/tasks/{id} with 60 random headers, queries and ids each',
+    async (cases) => {
+      const bearer = await admin();
+      for (const kind of ['projects', 'tasks'] as const) {
+        const fresh = async () => (kind === 'projects' ? newProject() : newTask(await newProject()));
+        let target = await fresh();
+        let stored = await readResource(`/${kind}/${target}`);
+        await property(
+          cases,
+          fc.tuple(
+            targetOr(() => target),
+            attempts({}),
+          ),
+          async ([id, attempt]) => {
+            const response = await send('DELETE', `/${kind}/${id}`, attempt, bearer, stored.etag as string);
+            expectNoServerError(response, attempt);
+            const now = await readResource(`/${kind}/${target}`);
+            if (response.status === 204 && id === target) {
+              expect(now.status).toBe(404);
+              target = await fresh();
+              stored = await readResource(`/${kind}/${target}`);
+            } else {
+              expect(now, `after ${response.status} ${response.text.slice(0, 200)}`).toEqual(stored);
+            }
+          },
+          60,
+        );
+      }
+    },
+    120_000,
+  );
 });
 
 logsAreClean("the property tests' host log", () => host.lines);

@@ -64,7 +64,10 @@ async function finishedJob(bearer: string, projectId: string): Promise<string> {
 
 beforeAll(async () => {
   cosmos = await startCosmosProxy();
-  graph = await startGraphStandIn({ identityProvider: stack, users: { [HOME_TENANT]: generateDirectoryUsers(HOME_TENANT, 5), [OTHER_TENANT]: generateDirectoryUsers(OTHER_TENANT, 5) } });
+  graph = await startGraphStandIn({
+    identityProvider: stack,
+    users: { [HOME_TENANT]: generateDirectoryUsers(HOME_TENANT, 5), [OTHER_TENANT]: generateDirectoryUsers(OTHER_TENANT, 5) },
+  });
   host = await startOwnHost({
     ...sharedStackSettings(),
     COSMOS_ENDPOINT: cosmos.endpoint,
@@ -73,16 +76,31 @@ beforeAll(async () => {
   });
   call = apiAt(host.url);
   // Enough recorded users in each tenant for a second page at limit=1.
-  for (const username of [`${MARKER}-a@contoso.test`, `${MARKER}-b@contoso.test`]) await call('GET', '/users/me', { token: await token({ tenant: OTHER_TENANT, roles: ['LMS.Reader'], username }) });
-  for (const username of [`queries-a-${unique()}@contoso.test`, `queries-b-${unique()}@contoso.test`]) await call('GET', '/users/me', { token: await token({ roles: ['LMS.Reader'], username }) });
+  for (const username of [`${MARKER}-a@contoso.test`, `${MARKER}-b@contoso.test`])
+    await call('GET', '/users/me', { token: await token({ tenant: OTHER_TENANT, roles: ['LMS.Reader'], username }) });
+  for (const username of [`queries-a-${unique()}@contoso.test`, `queries-b-${unique()}@contoso.test`])
+    await call('GET', '/users/me', { token: await token({ roles: ['LMS.Reader'], username }) });
   for (let index = 0; index < 3; index++) {
-    home.projects.push(await created(await call('POST', '/projects', { token: await homeAdmin(), body: { name: `Queries home ${index}`, owner: HOME_OWNER } })));
+    home.projects.push(
+      await created(await call('POST', '/projects', { token: await homeAdmin(), body: { name: `Queries home ${index}`, owner: HOME_OWNER } })),
+    );
   }
   for (let index = 0; index < 3; index++) {
-    home.tasks.push(await created(await call('POST', '/tasks', { token: await homeAdmin(), body: { projectId: home.projects[0], title: `Queries task ${index}`, assignee: HOME_OWNER, dueDate: '2027-01-10' } })));
+    home.tasks.push(
+      await created(
+        await call('POST', '/tasks', {
+          token: await homeAdmin(),
+          body: { projectId: home.projects[0], title: `Queries task ${index}`, assignee: HOME_OWNER, dueDate: '2027-01-10' },
+        }),
+      ),
+    );
   }
-  other.project = await created(await call('POST', '/projects', { token: await otherAdmin(), body: { name: `${MARKER} project`, description: MARKER, owner: HOME_OWNER } }));
-  other.task = await created(await call('POST', '/tasks', { token: await otherAdmin(), body: { projectId: other.project, title: `${MARKER} task`, assignee: HOME_OWNER } }));
+  other.project = await created(
+    await call('POST', '/projects', { token: await otherAdmin(), body: { name: `${MARKER} project`, description: MARKER, owner: HOME_OWNER } }),
+  );
+  other.task = await created(
+    await call('POST', '/tasks', { token: await otherAdmin(), body: { projectId: other.project, title: `${MARKER} task`, assignee: HOME_OWNER } }),
+  );
   const otherManager = await token({ tenant: OTHER_TENANT, roles: ['LMS.Manager'], username: `${MARKER}-manager@contoso.test` });
   // Jobs of the other tenant only: a job of the home tenant would hold the lock that test/api/rag.test.ts counts on.
   other.jobs.push(await finishedJob(otherManager, other.project), await finishedJob(otherManager, other.project));
@@ -210,7 +228,12 @@ function expectRefusedOrFiltered(list: ListEndpoint, query: string, response: Ho
   expectClientError(response, 400, context);
 }
 
-async function tryQueries(list: ListEndpoint, cases: CaseCounter, queries: string[], expectation: 'refused' | 'refused-or-filtered' = 'refused'): Promise<void> {
+async function tryQueries(
+  list: ListEndpoint,
+  cases: CaseCounter,
+  queries: string[],
+  expectation: 'refused' | 'refused-or-filtered' = 'refused',
+): Promise<void> {
   const bearer = await list.bearer();
   for (const query of queries) {
     const response = await call('GET', url(list, query), { token: bearer });
@@ -255,7 +278,21 @@ async function realCursor(list: ListEndpoint): Promise<string> {
 for (const list of LISTS) {
   describe(`hostile queries to ${list.label}: a 400 in the contract shape or a matching page, never a 500 or another tenant's data`, () => {
     hostileTest('limit of -1, 0, 201, 1e9, abc, empty, padded, decimal, hexadecimal, full-width or repeated (400)', async (cases) => {
-      await tryQueries(list, cases, ['limit=-1', 'limit=0', 'limit=201', 'limit=1e9', 'limit=abc', 'limit=', 'limit', 'limit=%205', 'limit=5.0', 'limit=0x10', 'limit=%EF%BC%95', `limit=${'9'.repeat(30)}`, 'limit=5&limit=6']);
+      await tryQueries(list, cases, [
+        'limit=-1',
+        'limit=0',
+        'limit=201',
+        'limit=1e9',
+        'limit=abc',
+        'limit=',
+        'limit',
+        'limit=%205',
+        'limit=5.0',
+        'limit=0x10',
+        'limit=%EF%BC%95',
+        `limit=${'9'.repeat(30)}`,
+        'limit=5&limit=6',
+      ]);
     });
 
     hostileTest('a garbage, empty, oversized, forged or edited cursor (400)', async (cases) => {
@@ -280,20 +317,32 @@ for (const list of LISTS) {
       const bearer = await adminOf(list.pagedIn);
       for (const position of [0, Math.floor(real.length / 2), real.length - 1]) {
         const edited = `${real.slice(0, position)}${real[position] === 'A' ? 'B' : 'A'}${real.slice(position + 1)}`;
-        expectClientError(await call('GET', url(list, `${list.paged()}&cursor=${edited}`), { token: bearer }), 400, `${list.label}: a cursor edited at ${position}`);
+        expectClientError(
+          await call('GET', url(list, `${list.paged()}&cursor=${edited}`), { token: bearer }),
+          400,
+          `${list.label}: a cursor edited at ${position}`,
+        );
         cases.add();
       }
     });
 
-    hostileTest("a cursor used with other filters, with another list, or by another tenant (400)", async (cases) => {
+    hostileTest('a cursor used with other filters, with another list, or by another tenant (400)', async (cases) => {
       const cursor = await realCursor(list);
       const owner = await adminOf(list.pagedIn);
       for (const query of list.otherFilters()) {
-        expectClientError(await call('GET', url(list, `${query}&cursor=${cursor}`), { token: owner }), 400, `${list.label} ?${query} with the cursor of ?${list.paged()}`);
+        expectClientError(
+          await call('GET', url(list, `${query}&cursor=${cursor}`), { token: owner }),
+          400,
+          `${list.label} ?${query} with the cursor of ?${list.paged()}`,
+        );
         cases.add();
       }
       for (const otherList of LISTS.filter((candidate) => candidate !== list && candidate.pagedIn === list.pagedIn)) {
-        expectClientError(await call('GET', url(otherList, `${otherList.paged()}&cursor=${cursor}`), { token: owner }), 400, `${otherList.label} with a cursor of ${list.label}`);
+        expectClientError(
+          await call('GET', url(otherList, `${otherList.paged()}&cursor=${cursor}`), { token: owner }),
+          400,
+          `${otherList.label} with a cursor of ${list.label}`,
+        );
         cases.add();
       }
       const stranger = await adminOf(otherTenantThan(list.pagedIn));
@@ -338,7 +387,11 @@ for (const list of LISTS) {
       });
 
       hostileTest('a 10 KB value in every filter (400)', async (cases) => {
-        await tryQueries(list, cases, filterNames.map((name) => `${name}=${'q'.repeat(10 * 1024)}`));
+        await tryQueries(
+          list,
+          cases,
+          filterNames.map((name) => `${name}=${'q'.repeat(10 * 1024)}`),
+        );
       });
     }
   });
@@ -357,14 +410,32 @@ interface IdRoute {
 }
 
 const ID_ROUTES: IdRoute[] = [
-  { label: 'projects/{id}', path: (id) => `/projects/${id}`, methods: ['GET', 'PUT', 'DELETE'], body: { name: 'Hijacked' }, bearer: homeAdmin, otherTenantsId: () => other.project },
-  { label: 'tasks/{id}', path: (id) => `/tasks/${id}`, methods: ['GET', 'PUT', 'DELETE'], body: { title: 'Hijacked' }, bearer: homeAdmin, otherTenantsId: () => other.task },
+  {
+    label: 'projects/{id}',
+    path: (id) => `/projects/${id}`,
+    methods: ['GET', 'PUT', 'DELETE'],
+    body: { name: 'Hijacked' },
+    bearer: homeAdmin,
+    otherTenantsId: () => other.project,
+  },
+  {
+    label: 'tasks/{id}',
+    path: (id) => `/tasks/${id}`,
+    methods: ['GET', 'PUT', 'DELETE'],
+    body: { title: 'Hijacked' },
+    bearer: homeAdmin,
+    otherTenantsId: () => other.task,
+  },
   { label: 'rag/jobs/{id}', path: (id) => `/rag/jobs/${id}`, methods: ['GET'], body: {}, bearer: homeAdmin, otherTenantsId: () => other.jobs[0]! },
 ];
 
 /** A caller of the tenant who may read the route's resources. */
 function ownerOf(route: IdRoute, tenant: string): Promise<string> {
-  return token({ tenant, roles: [route.label === 'rag/jobs/{id}' ? 'LMS.Manager' : 'LMS.Admin'], ...(tenant === OTHER_TENANT ? { username: `${MARKER}@contoso.test` } : {}) });
+  return token({
+    tenant,
+    roles: [route.label === 'rag/jobs/{id}' ? 'LMS.Manager' : 'LMS.Admin'],
+    ...(tenant === OTHER_TENANT ? { username: `${MARKER}@contoso.test` } : {}),
+  });
 }
 
 // Never matches: a PUT or DELETE that did reach a resource of the caller's own tenant with the same
@@ -441,20 +512,23 @@ function lookslikeAnId(route: IdRoute, raw: string): boolean {
 
 for (const route of ID_ROUTES) {
   describe(`hostile ids on ${route.label}: a 404 in the contract shape`, () => {
-    hostileTest(`ids with ../, %00, emoji, 5,000 characters and internal document ids, on ${route.methods.join(', ')}, without a database call`, async (cases) => {
-      const bearer = await route.bearer();
-      // The caller is recorded by now, so a request that reads nothing writes nothing either.
-      await call('GET', '/users/me', { token: bearer });
-      for (const [label, id] of MALFORMED_IDS) {
-        for (const method of route.methods) {
-          const before = cosmos.requests.length;
-          const response = await call(method, route.path(id), { token: bearer, ...(method === 'PUT' ? { body: route.body } : {}) });
-          expectClientError(response, 404, `${method} ${route.label} with ${label}`);
-          if (!lookslikeAnId(route, id)) expect(cosmos.requests.slice(before), `database calls for ${method} ${label}`).toEqual([]);
-          cases.add();
+    hostileTest(
+      `ids with ../, %00, emoji, 5,000 characters and internal document ids, on ${route.methods.join(', ')}, without a database call`,
+      async (cases) => {
+        const bearer = await route.bearer();
+        // The caller is recorded by now, so a request that reads nothing writes nothing either.
+        await call('GET', '/users/me', { token: bearer });
+        for (const [label, id] of MALFORMED_IDS) {
+          for (const method of route.methods) {
+            const before = cosmos.requests.length;
+            const response = await call(method, route.path(id), { token: bearer, ...(method === 'PUT' ? { body: route.body } : {}) });
+            expectClientError(response, 404, `${method} ${route.label} with ${label}`);
+            if (!lookslikeAnId(route, id)) expect(cosmos.requests.slice(before), `database calls for ${method} ${label}`).toEqual([]);
+            cases.add();
+          }
         }
-      }
-    });
+      },
+    );
 
     hostileTest("another tenant's id, on every method, reaches nothing of the other tenant", async (cases) => {
       await expectCrossTenantMiss(cases, route, route.otherTenantsId(), { caller: await route.bearer(), owner: await ownerOf(route, OTHER_TENANT) });
@@ -473,7 +547,14 @@ describe('hostile paths and methods', () => {
   hostileTest('encoded dot segments, unknown routes and sub-resources are the catch-all 404 in the contract shape', async (cases) => {
     const bearer = await homeAdmin();
     // Dot segments are resolved (as every HTTP stack does) but never lead out of /api.
-    for (const path of ['/projects/x/../../nothing', '/users/0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b4c', '/..%2F..%2Fhost.json', '/projects//tasks', '/%2e%2e%2f%2e%2e%2fpackage.json', `/projects/${home.projects[0]}/tasks`]) {
+    for (const path of [
+      '/projects/x/../../nothing',
+      '/users/0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b4c',
+      '/..%2F..%2Fhost.json',
+      '/projects//tasks',
+      '/%2e%2e%2f%2e%2e%2fpackage.json',
+      `/projects/${home.projects[0]}/tasks`,
+    ]) {
       expectClientError(await call('GET', path, { token: bearer }), 404, path);
       cases.add();
     }
@@ -511,7 +592,7 @@ describe('hostile paths and methods', () => {
     }
   });
 
-  it('the home tenant saw nothing of the other tenant in any of this file\'s answers (checked per answer above); the marker exists there', async () => {
+  it("the home tenant saw nothing of the other tenant in any of this file's answers (checked per answer above); the marker exists there", async () => {
     const response = await call('GET', `/projects/${other.project}`, { token: await otherAdmin() });
     expect(response.body.name).toContain(MARKER);
     expect(decodeJwt(await otherAdmin()).tid).toBe(OTHER_TENANT);

@@ -53,120 +53,163 @@ async function allIds(path: string): Promise<string[]> {
 }
 
 describe('races', () => {
-  hostileTest('200 concurrent project creates give 200 distinct ids and 200 stored projects', async (cases) => {
-    const owner = `races-200-${unique()}@contoso.test`;
-    const bearer = await admin();
-    const responses = await Promise.all(Array.from({ length: 200 }, (_, index) => call('POST', '/projects', { token: bearer, body: { name: `Concurrent ${index}`, owner } })));
-    cases.add(200);
-    expect(statuses(responses)).toEqual(Array(200).fill(201));
-    const ids = responses.map((response) => response.body.id as string);
-    expect(new Set(ids).size).toBe(200);
-    expect((await allIds(`/projects?owner=${encodeURIComponent(owner)}&limit=200`)).sort()).toEqual([...ids].sort());
-  }, 60_000);
+  hostileTest(
+    '200 concurrent project creates give 200 distinct ids and 200 stored projects',
+    async (cases) => {
+      const owner = `races-200-${unique()}@contoso.test`;
+      const bearer = await admin();
+      const responses = await Promise.all(
+        Array.from({ length: 200 }, (_, index) => call('POST', '/projects', { token: bearer, body: { name: `Concurrent ${index}`, owner } })),
+      );
+      cases.add(200);
+      expect(statuses(responses)).toEqual(Array(200).fill(201));
+      const ids = responses.map((response) => response.body.id as string);
+      expect(new Set(ids).size).toBe(200);
+      expect((await allIds(`/projects?owner=${encodeURIComponent(owner)}&limit=200`)).sort()).toEqual([...ids].sort());
+    },
+    60_000,
+  );
 
   hostileTest('20 concurrent PUTs of a task with the same If-Match give exactly one 200 and 19 412s', async (cases) => {
     const task = await newTask((await newProject()).id);
     const bearer = await admin();
-    const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => call('PUT', `/tasks/${task.id}`, { token: bearer, body: { title: `Writer ${index}` }, headers: { 'If-Match': task.etag } })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        call('PUT', `/tasks/${task.id}`, { token: bearer, body: { title: `Writer ${index}` }, headers: { 'If-Match': task.etag } }),
+      ),
+    );
     cases.add(20);
     expect(statuses(responses)).toEqual([200, ...Array(19).fill(412)]);
     const winner = responses.find((response) => response.status === 200)!;
     expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).body.title).toBe(winner.body.title);
   });
 
-  hostileTest('20 concurrent DELETEs of a project with the same If-Match: each a 204, 404 or 412, never a 5xx, and the project and its tasks gone', async (cases) => {
-    const project = await newProject();
-    const task = await newTask(project.id);
-    const bearer = await admin();
-    const responses = await Promise.all(Array.from({ length: 20 }, () => call('DELETE', `/projects/${project.id}`, { token: bearer, headers: { 'If-Match': project.etag } })));
-    cases.add(20);
-    const sorted = statuses(responses);
-    expect(sorted, `${sorted}`).toContain(204);
-    for (const status of sorted) expect([204, 404, 412], `${sorted}`).toContain(status);
-    expect((await call('GET', `/projects/${project.id}`, { token: bearer })).status).toBe(404);
-    expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).status).toBe(404);
-  });
+  hostileTest(
+    '20 concurrent DELETEs of a project with the same If-Match: each a 204, 404 or 412, never a 5xx, and the project and its tasks gone',
+    async (cases) => {
+      const project = await newProject();
+      const task = await newTask(project.id);
+      const bearer = await admin();
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, () => call('DELETE', `/projects/${project.id}`, { token: bearer, headers: { 'If-Match': project.etag } })),
+      );
+      cases.add(20);
+      const sorted = statuses(responses);
+      expect(sorted, `${sorted}`).toContain(204);
+      for (const status of sorted) expect([204, 404, 412], `${sorted}`).toContain(status);
+      expect((await call('GET', `/projects/${project.id}`, { token: bearer })).status).toBe(404);
+      expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).status).toBe(404);
+    },
+  );
 
   for (const kind of ['projects', 'tasks'] as const) {
     hostileTest(`20 concurrent PUTs of one ${kind.slice(0, -1)} without If-Match all succeed (the last write wins), none a 5xx`, async (cases) => {
       const project = await newProject();
       const id = kind === 'projects' ? project.id : (await newTask(project.id)).id;
       const bearer = await admin();
-      const responses = await Promise.all(Array.from({ length: 20 }, (_, index) => call('PUT', `/${kind}/${id}`, { token: bearer, body: { description: `Writer ${index}` } })));
+      const responses = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => call('PUT', `/${kind}/${id}`, { token: bearer, body: { description: `Writer ${index}` } })),
+      );
       cases.add(20);
-      expect(statuses(responses), responses.filter((response) => response.status !== 200).map((response) => host.explain(response)).join('\n')).toEqual(Array(20).fill(200));
+      expect(
+        statuses(responses),
+        responses
+          .filter((response) => response.status !== 200)
+          .map((response) => host.explain(response))
+          .join('\n'),
+      ).toEqual(Array(20).fill(200));
       const stored = await call('GET', `/${kind}/${id}`, { token: bearer });
       expect(responses.map((response) => response.body.description)).toContain(stored.body.description);
     });
   }
 
-  hostileTest('a project delete racing 20 updates leaves no half state: every update a 200 or a 404, then the project and its tasks gone for good', async (cases) => {
-    const bearer = await admin();
-    for (let round = 0; round < 3; round++) {
-      const project = await newProject();
-      const tasks = await Promise.all(Array.from({ length: 5 }, () => newTask(project.id)));
-      const updates = Array.from({ length: 20 }, (_, index) => call('PUT', `/projects/${project.id}`, { token: bearer, body: { description: `Update ${index}` } }));
-      const deletion = call('DELETE', `/projects/${project.id}`, { token: bearer });
-      const [deleted, ...updated] = await Promise.all([deletion, ...updates]);
-      cases.add(21);
-      expect(deleted!.status, host.explain(deleted!)).toBe(204);
-      for (const response of updated) expect([200, 404], host.explain(response)).toContain(response.status);
-      expect((await call('GET', `/projects/${project.id}`, { token: bearer })).status).toBe(404);
-      expect(await allIds(`/projects?owner=${encodeURIComponent(project.owner)}`)).toEqual([]);
-      expect(await allIds(`/tasks?projectId=${project.id}`)).toEqual([]);
-      for (const task of tasks) expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).status).toBe(404);
-      // Nothing brings it back.
-      expect((await call('PUT', `/projects/${project.id}`, { token: bearer, body: { name: 'Resurrected?' } })).status).toBe(404);
-    }
-  }, 60_000);
-
-  hostileTest('a task delete racing 20 updates leaves no half state: every update a 200 or a 404, then the task gone', async (cases) => {
-    const bearer = await admin();
-    const project = await newProject();
-    for (let round = 0; round < 3; round++) {
-      const task = await newTask(project.id);
-      const updates = Array.from({ length: 20 }, (_, index) => call('PUT', `/tasks/${task.id}`, { token: bearer, body: { description: `Update ${index}` } }));
-      const [deleted, ...updated] = await Promise.all([call('DELETE', `/tasks/${task.id}`, { token: bearer }), ...updates]);
-      cases.add(21);
-      expect(deleted!.status, host.explain(deleted!)).toBe(204);
-      for (const response of updated) expect([200, 404], host.explain(response)).toContain(response.status);
-      expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).status).toBe(404);
-      expect(await allIds(`/tasks?projectId=${project.id}`)).not.toContain(task.id);
-    }
-  }, 60_000);
-
-  hostileTest('a project delete racing deletes of its own tasks: every answer a 204 or a 404, and nothing left', async (cases) => {
-    const bearer = await admin();
-    for (let round = 0; round < 3; round++) {
-      const project = await newProject();
-      // More tasks than one batch holds, so some batches of the project delete meet tasks already gone.
-      const tasks = await Promise.all(Array.from({ length: 150 }, () => newTask(project.id)));
-      const taskDeletes = tasks.filter((_, index) => index % 3 === 0).map((task) => call('DELETE', `/tasks/${task.id}`, { token: bearer }));
-      const [deleted, ...results] = await Promise.all([call('DELETE', `/projects/${project.id}`, { token: bearer }), ...taskDeletes]);
-      cases.add(1 + taskDeletes.length);
-      expect(deleted!.status, host.explain(deleted!)).toBe(204);
-      for (const result of results) expect([204, 404], host.explain(result)).toContain(result.status);
-      expect(await allIds(`/tasks?projectId=${project.id}&limit=200`)).toEqual([]);
-    }
-  }, 60_000);
-
-  hostileTest('100 task creates racing a project delete, three times, leave no orphan task', async (cases) => {
-    const bearer = await admin();
-    const member = await token({ roles: ['LMS.Member'] });
-    for (let round = 0; round < 3; round++) {
-      const project = await newProject();
-      await newTask(project.id);
-      const creates = Array.from({ length: 100 }, (_, index) => call('POST', '/tasks', { token: member, body: { projectId: project.id, title: `Racer ${index}` } }));
-      const [deleted, ...results] = await Promise.all([call('DELETE', `/projects/${project.id}`, { token: bearer }), ...creates]);
-      cases.add(101);
-      expect(deleted!.status, host.explain(deleted!)).toBe(204);
-      for (const result of results) expect([201, 404], host.explain(result)).toContain(result.status);
-      expect(await allIds(`/tasks?projectId=${project.id}&limit=200`)).toEqual([]);
-      for (const survivor of results.filter((result) => result.status === 201)) {
-        expect((await call('GET', `/tasks/${survivor.body.id}`, { token: bearer })).status, `orphan ${survivor.body.id}`).toBe(404);
+  hostileTest(
+    'a project delete racing 20 updates leaves no half state: every update a 200 or a 404, then the project and its tasks gone for good',
+    async (cases) => {
+      const bearer = await admin();
+      for (let round = 0; round < 3; round++) {
+        const project = await newProject();
+        const tasks = await Promise.all(Array.from({ length: 5 }, () => newTask(project.id)));
+        const updates = Array.from({ length: 20 }, (_, index) =>
+          call('PUT', `/projects/${project.id}`, { token: bearer, body: { description: `Update ${index}` } }),
+        );
+        const deletion = call('DELETE', `/projects/${project.id}`, { token: bearer });
+        const [deleted, ...updated] = await Promise.all([deletion, ...updates]);
+        cases.add(21);
+        expect(deleted!.status, host.explain(deleted!)).toBe(204);
+        for (const response of updated) expect([200, 404], host.explain(response)).toContain(response.status);
+        expect((await call('GET', `/projects/${project.id}`, { token: bearer })).status).toBe(404);
+        expect(await allIds(`/projects?owner=${encodeURIComponent(project.owner)}`)).toEqual([]);
+        expect(await allIds(`/tasks?projectId=${project.id}`)).toEqual([]);
+        for (const task of tasks) expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).status).toBe(404);
+        // Nothing brings it back.
+        expect((await call('PUT', `/projects/${project.id}`, { token: bearer, body: { name: 'Resurrected?' } })).status).toBe(404);
       }
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
+
+  hostileTest(
+    'a task delete racing 20 updates leaves no half state: every update a 200 or a 404, then the task gone',
+    async (cases) => {
+      const bearer = await admin();
+      const project = await newProject();
+      for (let round = 0; round < 3; round++) {
+        const task = await newTask(project.id);
+        const updates = Array.from({ length: 20 }, (_, index) => call('PUT', `/tasks/${task.id}`, { token: bearer, body: { description: `Update ${index}` } }));
+        const [deleted, ...updated] = await Promise.all([call('DELETE', `/tasks/${task.id}`, { token: bearer }), ...updates]);
+        cases.add(21);
+        expect(deleted!.status, host.explain(deleted!)).toBe(204);
+        for (const response of updated) expect([200, 404], host.explain(response)).toContain(response.status);
+        expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).status).toBe(404);
+        expect(await allIds(`/tasks?projectId=${project.id}`)).not.toContain(task.id);
+      }
+    },
+    60_000,
+  );
+
+  hostileTest(
+    'a project delete racing deletes of its own tasks: every answer a 204 or a 404, and nothing left',
+    async (cases) => {
+      const bearer = await admin();
+      for (let round = 0; round < 3; round++) {
+        const project = await newProject();
+        // More tasks than one batch holds, so some batches of the project delete meet tasks already gone.
+        const tasks = await Promise.all(Array.from({ length: 150 }, () => newTask(project.id)));
+        const taskDeletes = tasks.filter((_, index) => index % 3 === 0).map((task) => call('DELETE', `/tasks/${task.id}`, { token: bearer }));
+        const [deleted, ...results] = await Promise.all([call('DELETE', `/projects/${project.id}`, { token: bearer }), ...taskDeletes]);
+        cases.add(1 + taskDeletes.length);
+        expect(deleted!.status, host.explain(deleted!)).toBe(204);
+        for (const result of results) expect([204, 404], host.explain(result)).toContain(result.status);
+        expect(await allIds(`/tasks?projectId=${project.id}&limit=200`)).toEqual([]);
+      }
+    },
+    60_000,
+  );
+
+  hostileTest(
+    '100 task creates racing a project delete, three times, leave no orphan task',
+    async (cases) => {
+      const bearer = await admin();
+      const member = await token({ roles: ['LMS.Member'] });
+      for (let round = 0; round < 3; round++) {
+        const project = await newProject();
+        await newTask(project.id);
+        const creates = Array.from({ length: 100 }, (_, index) =>
+          call('POST', '/tasks', { token: member, body: { projectId: project.id, title: `Racer ${index}` } }),
+        );
+        const [deleted, ...results] = await Promise.all([call('DELETE', `/projects/${project.id}`, { token: bearer }), ...creates]);
+        cases.add(101);
+        expect(deleted!.status, host.explain(deleted!)).toBe(204);
+        for (const result of results) expect([201, 404], host.explain(result)).toContain(result.status);
+        expect(await allIds(`/tasks?projectId=${project.id}&limit=200`)).toEqual([]);
+        for (const survivor of results.filter((result) => result.status === 201)) {
+          expect((await call('GET', `/tasks/${survivor.body.id}`, { token: bearer })).status, `orphan ${survivor.body.id}`).toBe(404);
+        }
+      }
+    },
+    60_000,
+  );
 });
 
 logsAreClean("the race tests' host log", () => host.lines);

@@ -5,7 +5,17 @@
  * test/api/auth.test.ts checks the 401s against the shared stack; this file adds the attacks it
  * lacks and the proof that nothing reaches the database.
  */
-import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign as cryptoSign, constants, X509Certificate, type KeyObject } from 'node:crypto';
+import {
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomUUID,
+  sign as cryptoSign,
+  constants,
+  X509Certificate,
+  type KeyObject,
+} from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -117,12 +127,16 @@ function signature(algorithm: Algorithm, input: string, key: KeyObject | Buffer)
     case 'ES256':
       return cryptoSign('sha256', data, { key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
     case 'HS256':
-      return createHmac('sha256', key as Buffer).update(data).digest();
+      return createHmac('sha256', key as Buffer)
+        .update(data)
+        .digest();
   }
 }
 
 /** Signs exactly the header and payload given (objects as JSON, buffers as they are): jose would refuse to write most of these. */
-function craft(options: { header?: Record<string, unknown> | Buffer; payload?: JWTPayload | Buffer; algorithm?: Algorithm; key?: KeyObject | Buffer } = {}): string {
+function craft(
+  options: { header?: Record<string, unknown> | Buffer; payload?: JWTPayload | Buffer; algorithm?: Algorithm; key?: KeyObject | Buffer } = {},
+): string {
   const algorithm = options.algorithm ?? 'RS256';
   const header = options.header ?? {};
   const headerPart = Buffer.isBuffer(header) ? b64(header) : json({ alg: algorithm, typ: 'JWT', kid: provider.signingKid, ...header });
@@ -189,10 +203,13 @@ describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and 
     ['signed with RS512 by the real key', () => craft({ algorithm: 'RS512' })],
     ['signed with PS256 by the real key', () => craft({ algorithm: 'PS256' })],
     ['signed with ES256 by an attacker key', () => craft({ algorithm: 'ES256', key: attackerEc.privateKey })],
-    ['whose header says RS256 over an RS384 signature of the real key', () => {
-      const [header, payload] = craft().split('.');
-      return `${header}.${payload}.${b64(signature('RS384', `${header}.${payload}`, realKey))}`;
-    }],
+    [
+      'whose header says RS256 over an RS384 signature of the real key',
+      () => {
+        const [header, payload] = craft().split('.');
+        return `${header}.${payload}.${b64(signature('RS384', `${header}.${payload}`, realKey))}`;
+      },
+    ],
     // The key
     ['with an unknown kid, signed by the real key', () => craft({ header: { kid: 'no-such-key' } })],
     ['with a path-traversal kid', () => craft({ header: { kid: '../../../../etc/passwd' }, key: attackerRsa.privateKey })],
@@ -201,38 +218,62 @@ describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and 
     ['without a kid, signed by an attacker key', () => craft({ header: { kid: undefined }, key: attackerRsa.privateKey })],
     ["with jku pointing at the attacker's key set", () => craft({ header: { kid: 'attacker-key', jku: `${attacker.url}/jwks` }, key: attackerRsa.privateKey })],
     ["with jku pointing at the attacker's key set under the real kid", () => craft({ header: { jku: `${attacker.url}/jwks` }, key: attackerRsa.privateKey })],
-    ["with x5u pointing at the attacker's certificate", () => craft({ header: { kid: 'attacker-key', x5u: `${attacker.url}/x5u` }, key: attackerRsa.privateKey })],
+    [
+      "with x5u pointing at the attacker's certificate",
+      () => craft({ header: { kid: 'attacker-key', x5u: `${attacker.url}/x5u` }, key: attackerRsa.privateKey }),
+    ],
     ["with the attacker's key embedded as jwk", () => craft({ header: { kid: 'attacker-key', jwk: attackerJwk }, key: attackerRsa.privateKey })],
-    ["with the attacker's key embedded as jwk under the real kid", () => craft({ header: { jwk: { ...attackerJwk, kid: provider.signingKid } }, key: attackerRsa.privateKey })],
-    ["with the attacker's certificate embedded as x5c", async () => craft({ header: { kid: 'attacker-key', x5c: [await attackerCertificate()] }, key: attackerRsa.privateKey })],
-    ['with an unknown crit header, signed by the real key', () => craft({ header: { crit: ['urn:hostile:must-understand'], 'urn:hostile:must-understand': true } })],
+    [
+      "with the attacker's key embedded as jwk under the real kid",
+      () => craft({ header: { jwk: { ...attackerJwk, kid: provider.signingKid } }, key: attackerRsa.privateKey }),
+    ],
+    [
+      "with the attacker's certificate embedded as x5c",
+      async () => craft({ header: { kid: 'attacker-key', x5c: [await attackerCertificate()] }, key: attackerRsa.privateKey }),
+    ],
+    [
+      'with an unknown crit header, signed by the real key',
+      () => craft({ header: { crit: ['urn:hostile:must-understand'], 'urn:hostile:must-understand': true } }),
+    ],
     ['with a crit header naming a parameter it does not carry', () => craft({ header: { crit: ['exp'] } })],
     // Lifetime
     ['expired beyond the 5-minute clock skew', () => craft({ payload: claims({ iat: now() - 4000, nbf: now() - 4000, exp: now() - 400 }) })],
     ['not valid before a time beyond the clock skew (nbf in the future)', () => craft({ payload: claims({ nbf: now() + 600, exp: now() + 4000 }) })],
     ['without exp', () => craft({ payload: without('exp') })],
     ['with exp as a string', () => craft({ payload: claims({ exp: String(now() + 3600) as unknown as number }) })],
-    ['without nbf and iat', () => {
-      const { nbf: _nbf, iat: _iat, ...rest } = claims();
-      return craft({ payload: rest });
-    }],
+    [
+      'without nbf and iat',
+      () => {
+        const { nbf: _nbf, iat: _iat, ...rest } = claims();
+        return craft({ payload: rest });
+      },
+    ],
     // Audience
     ['issued for Microsoft Graph', () => craft({ payload: claims({ aud: 'https://graph.microsoft.com' }) })],
     ['issued for another app', () => craft({ payload: claims({ aud: `api://${randomUUID()}` }) })],
     ['whose audience only differs by a trailing slash', () => craft({ payload: claims({ aud: `api://${CLIENT_ID}/` }) })],
     // Issuer and tenant
     ['issued by another tenant', () => craft({ payload: claims({ iss: v1Issuer(randomUUID()) }) })],
-    ['of a tenant that is not allowed, consistent in tid and iss', () => {
-      const tenant = randomUUID();
-      return craft({ payload: claims({ tid: tenant, iss: v1Issuer(tenant) }) });
-    }],
+    [
+      'of a tenant that is not allowed, consistent in tid and iss',
+      () => {
+        const tenant = randomUUID();
+        return craft({ payload: claims({ tid: tenant, iss: v1Issuer(tenant) }) });
+      },
+    ],
     ['whose tid does not match its issuer', () => craft({ payload: claims({ tid: OTHER_TENANT }) })],
     ['whose tid is not a GUID', () => craft({ payload: claims({ tid: 'contoso.onmicrosoft.com', iss: v1Issuer('contoso.onmicrosoft.com') }) })],
-    ['whose tid is the home tenant in upper case', () => craft({ payload: claims({ tid: HOME_TENANT.toUpperCase(), iss: v1Issuer(HOME_TENANT.toUpperCase()) }) })],
+    [
+      'whose tid is the home tenant in upper case',
+      () => craft({ payload: claims({ tid: HOME_TENANT.toUpperCase(), iss: v1Issuer(HOME_TENANT.toUpperCase()) }) }),
+    ],
     ['of version 2.0 with a v1 issuer', () => craft({ payload: claims({ ver: '2.0', aud: CLIENT_ID }) })],
     ['of version 1.0 with a v2 issuer', () => craft({ payload: claims({ iss: v2Issuer(HOME_TENANT) }) })],
     ['without ver', () => craft({ payload: without('ver') })],
-    ["with the real Entra ID's v2 issuer instead of the configured authority's", () => craft({ payload: claims({ ver: '2.0', aud: CLIENT_ID, iss: `https://login.microsoftonline.com/${HOME_TENANT}/v2.0` }) })],
+    [
+      "with the real Entra ID's v2 issuer instead of the configured authority's",
+      () => craft({ payload: claims({ ver: '2.0', aud: CLIENT_ID, iss: `https://login.microsoftonline.com/${HOME_TENANT}/v2.0` }) }),
+    ],
     // Scope
     ['whose scope only contains access_as_user as a prefix (access_as_user_x)', () => craft({ payload: claims({ scp: 'access_as_user_x' }) })],
     ['whose scope only contains access_as_user as a suffix (xaccess_as_user)', () => craft({ payload: claims({ scp: 'xaccess_as_user' }) })],
@@ -240,11 +281,14 @@ describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and 
     ['whose scope list is comma-separated around access_as_user', () => craft({ payload: claims({ scp: 'User.Read,access_as_user' }) })],
     // Size and format
     ['over 16 KB', () => craft({ payload: claims({ padding: 'x'.repeat(12 * 1024) }) })],
-    ['re-encoded in standard base64 with padding', () =>
-      craft({ payload: claims({ name: 'ÿÿÿ??>>' }) })
-        .split('.')
-        .map((part) => Buffer.from(part, 'base64url').toString('base64'))
-        .join('.')],
+    [
+      're-encoded in standard base64 with padding',
+      () =>
+        craft({ payload: claims({ name: 'ÿÿÿ??>>' }) })
+          .split('.')
+          .map((part) => Buffer.from(part, 'base64url').toString('base64'))
+          .join('.'),
+    ],
     ['with a segment that is not base64 at all', () => `${json({ alg: 'RS256', kid: provider.signingKid })}.%%%not*base64%%%.${craft().split('.')[2]}`],
     ['with five segments (JWE-shaped)', () => `${craft()}.${b64('iv')}.${b64('tag')}`],
     ['with two segments', () => craft().split('.').slice(0, 2).join('.')],
@@ -253,24 +297,36 @@ describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and 
     ['whose payload is truncated JSON, signed by the real key', () => craft({ payload: Buffer.from(JSON.stringify(claims()).slice(0, -1)) })],
     ['whose payload is JSON null, signed by the real key', () => craft({ payload: Buffer.from('null') })],
     ['whose payload is a JSON array, signed by the real key', () => craft({ payload: Buffer.from(`[${JSON.stringify(claims())}]`) })],
-    ['whose payload is not UTF-8, signed by the real key', () => {
-      const text = JSON.stringify(claims({ name: 'MARK' }));
-      const [before, after] = text.split('MARK');
-      return craft({ payload: Buffer.concat([Buffer.from(before!), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(after!)]) });
-    }],
-    ['whose header is not UTF-8, signed by the real key', () => {
-      const text = JSON.stringify({ alg: 'RS256', typ: 'MARK', kid: provider.signingKid });
-      const [before, after] = text.split('MARK');
-      return craft({ header: Buffer.concat([Buffer.from(before!), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(after!)]) });
-    }],
-    ['with a Latin-1 byte inside a segment', () => {
-      const [header, payload, sig] = craft().split('.');
-      return `${header}.${payload!.slice(0, 10)}\u00e9${payload!.slice(10)}.${sig}`;
-    }],
-    ['with a tab inside a segment', () => {
-      const [header, payload, sig] = craft().split('.');
-      return `${header}.${payload!.slice(0, 10)}\t${payload!.slice(10)}.${sig}`;
-    }],
+    [
+      'whose payload is not UTF-8, signed by the real key',
+      () => {
+        const text = JSON.stringify(claims({ name: 'MARK' }));
+        const [before, after] = text.split('MARK');
+        return craft({ payload: Buffer.concat([Buffer.from(before!), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from(after!)]) });
+      },
+    ],
+    [
+      'whose header is not UTF-8, signed by the real key',
+      () => {
+        const text = JSON.stringify({ alg: 'RS256', typ: 'MARK', kid: provider.signingKid });
+        const [before, after] = text.split('MARK');
+        return craft({ header: Buffer.concat([Buffer.from(before!), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(after!)]) });
+      },
+    ],
+    [
+      'with a Latin-1 byte inside a segment',
+      () => {
+        const [header, payload, sig] = craft().split('.');
+        return `${header}.${payload!.slice(0, 10)}\u00e9${payload!.slice(10)}.${sig}`;
+      },
+    ],
+    [
+      'with a tab inside a segment',
+      () => {
+        const [header, payload, sig] = craft().split('.');
+        return `${header}.${payload!.slice(0, 10)}\t${payload!.slice(10)}.${sig}`;
+      },
+    ],
   ];
 
   for (const [label, make] of attacks) {
@@ -304,13 +360,17 @@ describe('unknown key ids and the identity provider', () => {
     // A token with the real kid loads the key set, if nothing has yet.
     expect((await call('GET', '/projects?limit=1', { token: craft() })).status).toBe(200);
     const before = { ...provider.counts };
-    const responses = await Promise.all(Array.from({ length: 25 }, () => call('GET', '/projects?limit=1', { token: craft({ header: { kid: randomUUID() } }) })));
+    const responses = await Promise.all(
+      Array.from({ length: 25 }, () => call('GET', '/projects?limit=1', { token: craft({ header: { kid: randomUUID() } }) })),
+    );
     for (const response of responses) expectUnauthorized(response, 'unknown kid');
     cases.add(responses.length);
     expect(provider.counts.metadata - before.metadata, 'metadata fetches').toBe(0);
     // A second burst within jose's 30 s cooldown fetches nothing more: one refetch at most for both bursts,
     // whichever of them the cooldown's end may fall between.
-    for (const response of await Promise.all(Array.from({ length: 25 }, () => call('GET', '/projects?limit=1', { token: craft({ header: { kid: randomUUID() } }) })))) {
+    for (const response of await Promise.all(
+      Array.from({ length: 25 }, () => call('GET', '/projects?limit=1', { token: craft({ header: { kid: randomUUID() } }) })),
+    )) {
       expectUnauthorized(response, 'unknown kid, second burst');
     }
     cases.add(25);
@@ -347,7 +407,8 @@ describe('role names in another case: a valid token with no known role is a 403,
       }
       // The only writes are the caller's own record (the contract records every authenticated caller).
       for (const write of writesIn(cosmos.requests.slice(before))) {
-        const isCallerRecord = write.path.endsWith(`/docs/${oid}`) || (write.method === 'POST' && write.body.includes(`"id":"${oid}"`) && write.body.includes('"type":"user"'));
+        const isCallerRecord =
+          write.path.endsWith(`/docs/${oid}`) || (write.method === 'POST' && write.body.includes(`"id":"${oid}"`) && write.body.includes('"type":"user"'));
         expect(isCallerRecord, `${write.method} ${write.path} ${write.body.slice(0, 200)}`).toBe(true);
       }
       const admin = craft();

@@ -1,13 +1,7 @@
 import { generateKeyPair, SignJWT, decodeJwt, type JSONWebKeySet } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
-import {
-  directoryUser,
-  generateDirectoryUsers,
-  startGraphStandIn,
-  type GraphStandIn,
-  type GraphUser,
-} from '../../local/graph-stand-in.js';
+import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn, type GraphUser } from '../../local/graph-stand-in.js';
 import { GRAPH_RESOURCE, startIdentityProvider, type IdentityProvider, type TokenOptions } from '../../local/identity-provider.js';
 
 const PAT = directoryUser(LOCAL_HOME_TENANT_ID, 'pat.obrien@contoso.test', "Pat O'Brien", '2023-05-01T08:00:00Z');
@@ -53,14 +47,15 @@ describe('local Microsoft Graph stand-in', () => {
     });
     return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
   };
-  const graphToken = (options: Partial<TokenOptions> = {}) => provider.issueToken({
-    tenantId: LOCAL_HOME_TENANT_ID,
-    kind: 'user',
-    username: 'user0005@contoso.test',
-    audience: GRAPH_RESOURCE,
-    scopes: ['User.Read.All'],
-    ...options,
-  });
+  const graphToken = (options: Partial<TokenOptions> = {}) =>
+    provider.issueToken({
+      tenantId: LOCAL_HOME_TENANT_ID,
+      kind: 'user',
+      username: 'user0005@contoso.test',
+      audience: GRAPH_RESOURCE,
+      scopes: ['User.Read.All'],
+      ...options,
+    });
 
   beforeAll(async () => {
     // The stack's certificate: test workers trust it (NODE_EXTRA_CA_CERTS), so fetch reaches this provider.
@@ -106,10 +101,14 @@ describe('local Microsoft Graph stand-in', () => {
     it.each([
       ["a token for the API's own audience", () => provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user' }), /Invalid audience/],
       ['an expired token', () => graphToken({ expiresInSeconds: -3600 }), /expired/],
-      ['a token signed by an unknown key', async () => {
-        const { privateKey } = await generateKeyPair('RS256');
-        return new SignJWT(decodeJwt(await graphToken())).setProtectedHeader({ alg: 'RS256', kid: 'unknown' }).sign(privateKey);
-      }, /validation failure/],
+      [
+        'a token signed by an unknown key',
+        async () => {
+          const { privateKey } = await generateKeyPair('RS256');
+          return new SignJWT(decodeJwt(await graphToken())).setProtectedHeader({ alg: 'RS256', kid: 'unknown' }).sign(privateKey);
+        },
+        /validation failure/,
+      ],
       ['a malformed token', async () => 'not-a-token', /not well formed/],
     ])('rejects %s with 401', async (_case, makeToken, message) => {
       const response = await get('/v1.0/users', await makeToken());
@@ -183,11 +182,7 @@ describe('local Microsoft Graph stand-in', () => {
       const { status, body } = await get(`/v1.0/users?$filter=${encodeURIComponent(filter)}&$select=displayName`);
       expect(status).toBe(200);
       const names = (body as unknown as GraphPage).value.map((user) => user.displayName);
-      expect(names).toEqual([
-        'User 0002',
-        ...Array.from({ length: 10 }, (_, index) => `User 00${10 + index}`),
-        "Pat O'Brien",
-      ]);
+      expect(names).toEqual(['User 0002', ...Array.from({ length: 10 }, (_, index) => `User 00${10 + index}`), "Pat O'Brien"]);
     });
 
     it.each([
@@ -204,7 +199,7 @@ describe('local Microsoft Graph stand-in', () => {
       expectGraphError(await get(`/v1.0/users?${query}`), 400, code);
     });
 
-    it("shows each tenant only its own directory", async () => {
+    it('shows each tenant only its own directory', async () => {
       const otherToken = await graphToken({ tenantId: LOCAL_OTHER_TENANT_ID, username: 'member0001@fabrikam.test' });
       const { body } = await get('/v1.0/users?$select=userPrincipalName', otherToken);
       expect((body as unknown as GraphPage).value).toEqual(OTHER_USERS.map(({ userPrincipalName }) => ({ userPrincipalName })));

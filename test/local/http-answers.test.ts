@@ -14,13 +14,32 @@ async function expectSameAsHttpResponse(init: HttpResponseInit): Promise<void> {
   expect(wire(fast!)).toEqual(wire(await answerOf(new HttpResponse(init))));
 }
 
-const headerName = fc.constantFrom('ETag', 'etag', 'Location', 'Retry-After', 'Content-Type', 'X-Request-Id', 'Cache-Control', 'constructor', 'toString', '__proto__');
+const headerName = fc.constantFrom(
+  'ETag',
+  'etag',
+  'Location',
+  'Retry-After',
+  'Content-Type',
+  'X-Request-Id',
+  'Cache-Control',
+  'constructor',
+  'toString',
+  '__proto__',
+);
 const headerValue = fc.stringMatching(/^[\t ]{0,2}[!-~]{0,20}[\t ]{0,2}$/);
 
 describe('the local host answers', () => {
   it('exactly as HttpResponse does for the app answers', async () => {
-    await expectSameAsHttpResponse({ status: 200, jsonBody: { id: 'PRJ-1001', name: 'Kurs', tags: [] }, headers: { ETag: '"abc"', 'Cache-Control': 'no-store' } });
-    await expectSameAsHttpResponse({ status: 201, jsonBody: { id: 'TSK-1' }, headers: { Location: '/api/tasks/TSK-1', 'Content-Type': 'application/json; charset=utf-8' } });
+    await expectSameAsHttpResponse({
+      status: 200,
+      jsonBody: { id: 'PRJ-1001', name: 'Kurs', tags: [] },
+      headers: { ETag: '"abc"', 'Cache-Control': 'no-store' },
+    });
+    await expectSameAsHttpResponse({
+      status: 201,
+      jsonBody: { id: 'TSK-1' },
+      headers: { Location: '/api/tasks/TSK-1', 'Content-Type': 'application/json; charset=utf-8' },
+    });
     await expectSameAsHttpResponse({ status: 204, headers: { 'X-Request-Id': 'r' } });
     await expectSameAsHttpResponse({ status: 304, jsonBody: { ignored: true }, headers: { ETag: '"abc"' } });
     await expectSameAsHttpResponse({ status: 503, jsonBody: { error: 'Service Unavailable', message: 'データベース' }, headers: { 'Retry-After': '5' } });

@@ -65,21 +65,25 @@ interface JsonResponse {
 function requestJson(url: string, ca: string | undefined, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<JsonResponse> {
   const body = form ? new URLSearchParams(form).toString() : undefined;
   return new Promise((resolve, reject) => {
-    const request = https.request(url, {
-      method: form ? 'POST' : 'GET',
-      ca,
-      headers: form ? { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' } : headers,
-    }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => {
-        resolve({
-          status: response.statusCode ?? 0,
-          headers: response.headers,
-          body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+    const request = https.request(
+      url,
+      {
+        method: form ? 'POST' : 'GET',
+        ca,
+        headers: form ? { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' } : headers,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
+          });
         });
-      });
-    });
+      },
+    );
     request.on('error', reject);
     request.end(body);
   });
@@ -145,8 +149,7 @@ describe('local identity provider', () => {
     });
 
     it('is refused by clients that trust only the public CAs', async () => {
-      await expect(requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, undefined))
-        .rejects.toThrow(/self-signed certificate/);
+      await expect(requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, undefined)).rejects.toThrow(/self-signed certificate/);
     });
   });
 
@@ -211,7 +214,13 @@ describe('local identity provider', () => {
 
   describe('issueToken', () => {
     it('mints v1 user tokens that jose verifies with the v1 issuer and api:// audience', async () => {
-      const token = await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'], username: 'ada@contoso.test', name: 'Ada' });
+      const token = await provider.issueToken({
+        tenantId: LOCAL_HOME_TENANT_ID,
+        kind: 'user',
+        roles: ['LMS.Admin'],
+        username: 'ada@contoso.test',
+        name: 'Ada',
+      });
       const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
       expect(protectedHeader).toEqual({ alg: 'RS256', typ: 'JWT', kid: provider.signingKid, x5t: provider.signingKid });
       expect(payload).toMatchObject({
@@ -233,8 +242,7 @@ describe('local identity provider', () => {
     });
 
     it('keeps a user oid stable per tenant and user name, and different across tenants', async () => {
-      const oidOf = async (tenantId: string, username: string) =>
-        decodeJwt(await provider.issueToken({ tenantId, kind: 'user', username })).oid;
+      const oidOf = async (tenantId: string, username: string) => decodeJwt(await provider.issueToken({ tenantId, kind: 'user', username })).oid;
       const homeOid = await oidOf(LOCAL_HOME_TENANT_ID, 'dev@contoso.test');
       expect(await oidOf(LOCAL_HOME_TENANT_ID, 'Dev@Contoso.test')).toBe(homeOid);
       expect(await oidOf(LOCAL_OTHER_TENANT_ID, 'dev@contoso.test')).not.toBe(homeOid);
@@ -327,9 +335,14 @@ describe('local identity provider', () => {
       const daemonClientId = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee';
       const scope = `api://${LOCAL_CLIENT_ID}/.default`;
       const viaBody = await post({ grant_type: 'client_credentials', client_id: daemonClientId, client_secret: 's', scope, roles: 'LMS.Index.Write' });
-      const viaBasic = await requestJson(tokenUrl(), provider.caCertPem, { grant_type: 'client_credentials', scope }, {
-        Authorization: `Basic ${Buffer.from(`${daemonClientId}:s`).toString('base64')}`,
-      });
+      const viaBasic = await requestJson(
+        tokenUrl(),
+        provider.caCertPem,
+        { grant_type: 'client_credentials', scope },
+        {
+          Authorization: `Basic ${Buffer.from(`${daemonClientId}:s`).toString('base64')}`,
+        },
+      );
       for (const response of [viaBody, viaBasic]) {
         expect(response.body).toMatchObject({ token_type: 'Bearer', scope, expires_in: 3600 });
         const { payload } = await jwtVerify(response.body.access_token as string, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
@@ -345,22 +358,67 @@ describe('local identity provider', () => {
     });
 
     it.each([
-      ['a client credentials scope without /.default', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` }, 400, 'invalid_scope', 1002012],
-      ['a missing client secret', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, scope: `api://${LOCAL_CLIENT_ID}/.default` }, 401, 'invalid_client', 7000218],
-      ['a scope of another resource', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'api://other-api/access_as_user' }, 400, 'invalid_resource', 500011],
-      ['a scope without resource', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'openid profile' }, 400, 'invalid_scope', 70011],
-      ['a missing password', { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` }, 400, 'invalid_request', 900144],
+      [
+        'a client credentials scope without /.default',
+        { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` },
+        400,
+        'invalid_scope',
+        1002012,
+      ],
+      [
+        'a missing client secret',
+        { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, scope: `api://${LOCAL_CLIENT_ID}/.default` },
+        401,
+        'invalid_client',
+        7000218,
+      ],
+      [
+        'a scope of another resource',
+        { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'api://other-api/access_as_user' },
+        400,
+        'invalid_resource',
+        500011,
+      ],
+      [
+        'a scope without resource',
+        { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', password: 'x', scope: 'openid profile' },
+        400,
+        'invalid_scope',
+        70011,
+      ],
+      [
+        'a missing password',
+        { grant_type: 'password', client_id: LOCAL_CLIENT_ID, username: 'dev@contoso.test', scope: `api://${LOCAL_CLIENT_ID}/access_as_user` },
+        400,
+        'invalid_request',
+        900144,
+      ],
       ['a missing grant type', { client_id: LOCAL_CLIENT_ID }, 400, 'invalid_request', 900144],
-      ['an unsupported grant type', { grant_type: 'authorization_code', client_id: LOCAL_CLIENT_ID, client_secret: 's', code: 'x' }, 400, 'unsupported_grant_type', 70003],
-      ['an invalid token_version', { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/.default`, token_version: '3' }, 400, 'invalid_request', 9002313],
+      [
+        'an unsupported grant type',
+        { grant_type: 'authorization_code', client_id: LOCAL_CLIENT_ID, client_secret: 's', code: 'x' },
+        400,
+        'unsupported_grant_type',
+        70003,
+      ],
+      [
+        'an invalid token_version',
+        { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/.default`, token_version: '3' },
+        400,
+        'invalid_request',
+        9002313,
+      ],
     ])('rejects %s with an Entra error', async (_case, form, status, error, code) => {
       expectEntraError(await post(form), status, error, code);
     });
 
     it('rejects tenants it does not serve and echoes the client request id as correlation id', async () => {
-      const response = await requestJson(tokenUrl(UNKNOWN_TENANT_ID), provider.caCertPem,
+      const response = await requestJson(
+        tokenUrl(UNKNOWN_TENANT_ID),
+        provider.caCertPem,
         { grant_type: 'client_credentials', client_id: LOCAL_CLIENT_ID, client_secret: 's', scope: `api://${LOCAL_CLIENT_ID}/.default` },
-        { 'client-request-id': 'my-correlation-id' });
+        { 'client-request-id': 'my-correlation-id' },
+      );
       expectEntraError(response, 400, 'invalid_tenant', 90002);
       expect(response.body.correlation_id).toBe('my-correlation-id');
     });
@@ -425,8 +483,7 @@ describe('local identity provider', () => {
         audience: LOCAL_CLIENT_ID,
       });
       expect(idToken).toMatchObject({ ver: '2.0', oid: user.oid, tid: LOCAL_HOME_TENANT_ID, preferred_username: 'ada@contoso.test', name: 'Ada' });
-      expect(JSON.parse(Buffer.from(response.body.client_info as string, 'base64url').toString('utf8')))
-        .toEqual({ uid: user.oid, utid: LOCAL_HOME_TENANT_ID });
+      expect(JSON.parse(Buffer.from(response.body.client_info as string, 'base64url').toString('utf8'))).toEqual({ uid: user.oid, utid: LOCAL_HOME_TENANT_ID });
       expect(provider.counts).toMatchObject({ token: before.token + 1, onBehalfOf: before.onBehalfOf + 1 });
     });
 
@@ -451,12 +508,42 @@ describe('local identity provider', () => {
     });
 
     it.each([
-      ['a client assertion of another type', async () => ({ ...(await withClientAssertion(await userAssertion(), await clientAssertion())), client_assertion_type: 'urn:other' }), 400, 'invalid_request', 9002313],
+      [
+        'a client assertion of another type',
+        async () => ({ ...(await withClientAssertion(await userAssertion(), await clientAssertion())), client_assertion_type: 'urn:other' }),
+        400,
+        'invalid_request',
+        9002313,
+      ],
       ['a malformed client assertion', async () => withClientAssertion(await userAssertion(), 'not-a-jwt'), 401, 'invalid_client', 50027],
-      ['a client assertion without certificate thumbprint', async () => withClientAssertion(await userAssertion(), await clientAssertion({}, { alg: 'PS256' })), 401, 'invalid_client', 700027],
-      ['a client assertion of another client', async () => withClientAssertion(await userAssertion(), await clientAssertion({ iss: 'someone-else', sub: 'someone-else' })), 401, 'invalid_client', 700021],
-      ['a client assertion for another audience', async () => withClientAssertion(await userAssertion(), await clientAssertion({ aud: 'https://login.microsoftonline.com/x/oauth2/v2.0/token' })), 401, 'invalid_client', 700023],
-      ['an expired client assertion', async () => withClientAssertion(await userAssertion(), await clientAssertion({ exp: Math.floor(Date.now() / 1000) - 10 })), 401, 'invalid_client', 700024],
+      [
+        'a client assertion without certificate thumbprint',
+        async () => withClientAssertion(await userAssertion(), await clientAssertion({}, { alg: 'PS256' })),
+        401,
+        'invalid_client',
+        700027,
+      ],
+      [
+        'a client assertion of another client',
+        async () => withClientAssertion(await userAssertion(), await clientAssertion({ iss: 'someone-else', sub: 'someone-else' })),
+        401,
+        'invalid_client',
+        700021,
+      ],
+      [
+        'a client assertion for another audience',
+        async () => withClientAssertion(await userAssertion(), await clientAssertion({ aud: 'https://login.microsoftonline.com/x/oauth2/v2.0/token' })),
+        401,
+        'invalid_client',
+        700023,
+      ],
+      [
+        'an expired client assertion',
+        async () => withClientAssertion(await userAssertion(), await clientAssertion({ exp: Math.floor(Date.now() / 1000) - 10 })),
+        401,
+        'invalid_client',
+        700024,
+      ],
     ])('rejects %s', async (_case, form, status, error, code) => {
       expectEntraError(await post(await form()), status, error, code);
     });
@@ -472,10 +559,34 @@ describe('local identity provider', () => {
       ['an expired assertion', async () => oboForm(await userAssertion({ expiresInSeconds: -60 })), 400, 'invalid_grant', 500133],
       ["another tenant's assertion", async () => oboForm(await userAssertion({ tenantId: LOCAL_OTHER_TENANT_ID })), 400, 'invalid_grant', 50013],
       ['an assertion for another audience', async () => oboForm(await userAssertion({ audience: graphAudience })), 400, 'invalid_grant', 500131],
-      ['an assertion presented by another client', async () => oboForm(await userAssertion(), { client_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' }), 400, 'invalid_grant', 500131],
-      ['an app-only assertion', async () => oboForm(await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', roles: ['LMS.Admin'] })), 400, 'invalid_grant', 50013],
-      ['a scope of a resource the tenant does not know', async () => oboForm(await userAssertion(), { scope: 'https://vault.azure.net/user_impersonation' }), 400, 'invalid_resource', 500011],
-      ['.default with other scopes', async () => oboForm(await userAssertion(), { scope: `${graphAudience}/.default ${graphScope}` }), 400, 'invalid_scope', 70011],
+      [
+        'an assertion presented by another client',
+        async () => oboForm(await userAssertion(), { client_id: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee' }),
+        400,
+        'invalid_grant',
+        500131,
+      ],
+      [
+        'an app-only assertion',
+        async () => oboForm(await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', roles: ['LMS.Admin'] })),
+        400,
+        'invalid_grant',
+        50013,
+      ],
+      [
+        'a scope of a resource the tenant does not know',
+        async () => oboForm(await userAssertion(), { scope: 'https://vault.azure.net/user_impersonation' }),
+        400,
+        'invalid_resource',
+        500011,
+      ],
+      [
+        '.default with other scopes',
+        async () => oboForm(await userAssertion(), { scope: `${graphAudience}/.default ${graphScope}` }),
+        400,
+        'invalid_scope',
+        70011,
+      ],
     ])('rejects %s', async (_case, form, status, error, code) => {
       const response = await post(await form());
       expectEntraError(response, status, error, code);
@@ -598,7 +709,14 @@ describe('local identity provider', () => {
         account: { username: 'ada@contoso.test', homeAccountId: `${ada.oid}.${LOCAL_HOME_TENANT_ID}`, tenantId: LOCAL_HOME_TENANT_ID },
       });
       const { payload } = await jwtVerify(success.accessToken!, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: 'https://graph.microsoft.com' });
-      expect(payload).toMatchObject({ scp: 'User.Read.All', oid: ada.oid, tid: LOCAL_HOME_TENANT_ID, name: 'Ada', upn: 'ada@contoso.test', appid: LOCAL_CLIENT_ID });
+      expect(payload).toMatchObject({
+        scp: 'User.Read.All',
+        oid: ada.oid,
+        tid: LOCAL_HOME_TENANT_ID,
+        name: 'Ada',
+        upn: 'ada@contoso.test',
+        appid: LOCAL_CLIENT_ID,
+      });
       // The same assertion and scopes again: msal-node answers from its cache, so the response was one it can store.
       // (msal-node 7 gives cache hits of On-Behalf-Of no account: it does not find the cached id token.)
       expect(results.cached).toMatchObject({ fromCache: true, accessToken: success.accessToken, account: null });
@@ -620,8 +738,18 @@ describe('local identity provider', () => {
         errorNo: 50076,
       });
       expect(JSON.parse(results.mfa!.error!.claims!)).toMatchObject({ access_token: { capolids: { essential: true } } });
-      for (const [name, code] of [['badSignature', 50013], ['expired', 500133], ['appOnly', 50013]] as const) {
-        expect(results[name]!.error, name).toMatchObject({ name: 'ServerError', serverError: true, interactionRequired: false, errorCode: 'invalid_grant', errorNo: code });
+      for (const [name, code] of [
+        ['badSignature', 50013],
+        ['expired', 500133],
+        ['appOnly', 50013],
+      ] as const) {
+        expect(results[name]!.error, name).toMatchObject({
+          name: 'ServerError',
+          serverError: true,
+          interactionRequired: false,
+          errorCode: 'invalid_grant',
+          errorNo: code,
+        });
       }
       // Every case but the cached one reached the provider.
       expect(provider.counts.onBehalfOf).toBe(onBehalfOfBefore + cases.length - 1);
@@ -670,9 +798,22 @@ describe('local identity provider', () => {
     });
 
     it('builds a password grant form for users and a client credentials form for apps', () => {
-      const user = tokenRequestForm({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['A', 'B'], username: 'u@contoso.test', name: 'U', scope: 'access_as_user', version: 2 }, LOCAL_CLIENT_ID);
-      expect(Object.fromEntries(user)).toMatchObject({ grant_type: 'password', username: 'u@contoso.test', scope: `api://${LOCAL_CLIENT_ID}/access_as_user`, roles: 'A B', name: 'U', token_version: '2' });
-      const app = tokenRequestForm({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', roles: [], username: 'ignored', scope: 'access_as_user', version: 1 }, LOCAL_CLIENT_ID);
+      const user = tokenRequestForm(
+        { tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['A', 'B'], username: 'u@contoso.test', name: 'U', scope: 'access_as_user', version: 2 },
+        LOCAL_CLIENT_ID,
+      );
+      expect(Object.fromEntries(user)).toMatchObject({
+        grant_type: 'password',
+        username: 'u@contoso.test',
+        scope: `api://${LOCAL_CLIENT_ID}/access_as_user`,
+        roles: 'A B',
+        name: 'U',
+        token_version: '2',
+      });
+      const app = tokenRequestForm(
+        { tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', roles: [], username: 'ignored', scope: 'access_as_user', version: 1 },
+        LOCAL_CLIENT_ID,
+      );
       expect(Object.fromEntries(app)).toMatchObject({ grant_type: 'client_credentials', scope: `api://${LOCAL_CLIENT_ID}/.default` });
       expect(app.has('username')).toBe(false);
       expect(app.has('roles')).toBe(false);

@@ -20,14 +20,18 @@ describe('the embedded parts', () => {
   it.concurrent.each([
     ['database', `${stack.cosmosEndpoint}`],
     ['identity provider', `${stack.authorityHost}/${HOME_TENANT}/v2.0/.well-known/openid-configuration`],
-  ])('keep an idle connection open for its client to reuse: the %s', async (_, url) => {
-    const agent = new Agent({ ca: stack.caCertPem, keepAlive: true, maxSockets: 1 });
-    try {
-      expect(await get(url, agent)).toEqual({ status: 200, reusedSocket: false });
-      await delay(IDLE_MS);
-      expect(await get(url, agent)).toEqual({ status: 200, reusedSocket: true });
-    } finally {
-      agent.destroy();
-    }
-  }, 20_000);
+  ])(
+    'keep an idle connection open for its client to reuse: the %s',
+    async (_, url) => {
+      const agent = new Agent({ ca: stack.caCertPem, keepAlive: true, maxSockets: 1 });
+      try {
+        expect(await get(url, agent)).toEqual({ status: 200, reusedSocket: false });
+        await delay(IDLE_MS);
+        expect(await get(url, agent)).toEqual({ status: 200, reusedSocket: true });
+      } finally {
+        agent.destroy();
+      }
+    },
+    20_000,
+  );
 });

@@ -75,7 +75,10 @@ type Handler = (queueItem: unknown, context: InvocationContext) => unknown;
 /** A registration as `app.storageQueue(name, { queueName, connection, handler })` makes it. */
 function queueFunction(name: string, queueName: string, handler: Handler): Registration {
   return {
-    metadata: { name, bindings: { queueTrigger1a2b3c: { name: 'queueTrigger1a2b3c', type: 'queueTrigger', direction: 'in', queueName, connection: 'TestStorage' } } },
+    metadata: {
+      name,
+      bindings: { queueTrigger1a2b3c: { name: 'queueTrigger1a2b3c', type: 'queueTrigger', direction: 'in', queueName, connection: 'TestStorage' } },
+    },
     callback: handler as Registration['callback'],
   };
 }

@@ -59,7 +59,9 @@ export class ApiDescription {
     // What no operation matches gets the catch-all's 404 in the contract's error shape.
     if (!found) {
       const where = `${method} ${requestPath} (no operation) → ${response.status}`;
-      return response.status === 404 ? schemaProblems(this.resolved.components.schemas.Error, response.body).map((problem) => `${where} body ${problem}`) : [`${where} is not a 404`];
+      return response.status === 404
+        ? schemaProblems(this.resolved.components.schemas.Error, response.body).map((problem) => `${where} body ${problem}`)
+        : [`${where} is not a 404`];
     }
     const where = `${method} ${found.path} → ${response.status}`;
     const documented = found.operation.responses[String(response.status)] as Json | undefined;
@@ -83,7 +85,8 @@ export class ApiDescription {
     const contentType = essence(response.headers.get('content-type') ?? '');
     const mediaType = Object.entries(content).find(([type]) => essence(type) === contentType)?.[1];
     if (!mediaType) return [...problems, `${where} is ${contentType}, which the document does not list`];
-    if (mediaType.schema && contentType === 'application/json') problems.push(...schemaProblems(mediaType.schema, response.body).map((problem) => `${where} body ${problem}`));
+    if (mediaType.schema && contentType === 'application/json')
+      problems.push(...schemaProblems(mediaType.schema, response.body).map((problem) => `${where} body ${problem}`));
     return problems;
   }
 }

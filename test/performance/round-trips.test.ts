@@ -24,7 +24,13 @@ describe('round trips per operation', () => {
     provider = await startIdentityProvider({ tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: stack.tls, dataDir: folder });
     const host = await startHostProcess({
       port: 0,
-      environment: { AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: provider.authorityHost, COSMOS_ENDPOINT: cosmos.endpoint, COSMOS_KEY: cosmos.key },
+      environment: {
+        AUTH_TENANT_ID: HOME_TENANT,
+        AUTH_CLIENT_ID: CLIENT_ID,
+        AUTH_AUTHORITY_HOST: provider.authorityHost,
+        COSMOS_ENDPOINT: cosmos.endpoint,
+        COSMOS_KEY: cosmos.key,
+      },
       extraCaCerts: stack.caCertPath,
       hostOutput: 'pipe',
     });
@@ -89,7 +95,8 @@ describe('round trips per operation', () => {
     const project = await call('POST', '/projects', { name: 'Tasks' });
     await call('POST', '/tasks', { projectId: project.body.id, title: 'Warm-up' });
     /** The requests of one create: the project read and the batch writing the task, and apart from them the id reservations. */
-    const taskCreate = (headers: Record<string, string> = {}) => requestsAndReservations(() => call('POST', '/tasks', { projectId: project.body.id, title: 'Counted' }, headers), 201);
+    const taskCreate = (headers: Record<string, string> = {}) =>
+      requestsAndReservations(() => call('POST', '/tasks', { projectId: project.body.id, title: 'Counted' }, headers), 201);
     const creates = [];
     for (let index = 0; index < 40; index++) creates.push(await taskCreate());
     expect(creates.map(({ requests }) => requests)).toEqual(creates.map(() => 2));
@@ -106,7 +113,22 @@ describe('round trips per operation', () => {
     const tasks = Array.from({ length: 500 }, (_, index): OperationInput => ({
       operationType: 'Create',
       partitionKey: HOME_TENANT,
-      resourceBody: { id: `TSK-${900_000 + index}`, tenantId: HOME_TENANT, type: 'task', projectId: project.body.id, title: `Task ${index}`, description: '', status: 'Todo', priority: 'Medium', priorityRank: 2, assignee: null, dueDate: null, createdAt: now, updatedAt: now, createdBy: 'seed' },
+      resourceBody: {
+        id: `TSK-${900_000 + index}`,
+        tenantId: HOME_TENANT,
+        type: 'task',
+        projectId: project.body.id,
+        title: `Task ${index}`,
+        description: '',
+        status: 'Todo',
+        priority: 'Medium',
+        priorityRank: 2,
+        assignee: null,
+        dueDate: null,
+        createdAt: now,
+        updatedAt: now,
+        createdBy: 'seed',
+      },
     }));
     await writeInBatches(cosmos.client.database('lms').container('tenant-data'), HOME_TENANT, tasks);
     // Read, mark as deleting, list the tasks, 5 batches of 100, delete the project, list again: 10.

@@ -67,7 +67,15 @@ describe('splitIntoChunks', () => {
 describe('chunks of projects and tasks', () => {
   it('carry their metadata and a content hash', () => {
     const [chunk] = projectChunks(project);
-    expect(chunk).toMatchObject({ id: 'PRJ-1001-c0', sourceType: 'project', sourceId: 'PRJ-1001', projectId: 'PRJ-1001', title: 'Onboarding', chunkIndex: 0, updatedAt: project.updatedAt });
+    expect(chunk).toMatchObject({
+      id: 'PRJ-1001-c0',
+      sourceType: 'project',
+      sourceId: 'PRJ-1001',
+      projectId: 'PRJ-1001',
+      title: 'Onboarding',
+      chunkIndex: 0,
+      updatedAt: project.updatedAt,
+    });
     expect(chunk!.content).toContain('Short.');
     expect(chunk!.contentHash).toMatch(/^[\w-]{43}$/);
     expect(taskChunks(task)[0]).toMatchObject({ id: 'TSK-1001-c0', sourceType: 'task', projectId: 'PRJ-1001', title: 'Record video' });

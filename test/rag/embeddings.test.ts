@@ -23,8 +23,11 @@ describe('embeddings settings', () => {
   });
 
   it('take the endpoint, key and model as given', () => {
-    expect(readEmbeddingsSettings({ EMBEDDINGS_ENDPOINT: 'https://api.openai.com/v1', EMBEDDINGS_API_KEY: ' k ', EMBEDDINGS_MODEL: MODEL }))
-      .toEqual({ endpoint: 'https://api.openai.com/v1', apiKey: 'k', model: MODEL });
+    expect(readEmbeddingsSettings({ EMBEDDINGS_ENDPOINT: 'https://api.openai.com/v1', EMBEDDINGS_API_KEY: ' k ', EMBEDDINGS_MODEL: MODEL })).toEqual({
+      endpoint: 'https://api.openai.com/v1',
+      apiKey: 'k',
+      model: MODEL,
+    });
     expect(readEmbeddingsSettings({ EMBEDDINGS_ENDPOINT: AZURE_ENDPOINT })).toEqual({ endpoint: AZURE_ENDPOINT, apiKey: undefined, model: undefined });
   });
 
@@ -48,12 +51,13 @@ describe('embeddings client against the stand-in', () => {
   let waits: number[];
   const openAi = (overrides: Partial<EmbeddingsSettings> = {}): EmbeddingsSettings => ({ endpoint: standIn.url, apiKey: API_KEY, model: MODEL, ...overrides });
   /** An embedder whose waits are recorded instead of waited. */
-  const embedder = (settings: EmbeddingsSettings, options: EmbedderOptions = {}) => createEmbedder(settings, {
-    sleep: async (milliseconds) => {
-      waits.push(milliseconds);
-    },
-    ...options,
-  });
+  const embedder = (settings: EmbeddingsSettings, options: EmbedderOptions = {}) =>
+    createEmbedder(settings, {
+      sleep: async (milliseconds) => {
+        waits.push(milliseconds);
+      },
+      ...options,
+    });
   /** Sends what the client addressed to a real service's host to the stand-in, headers and query untouched. */
   const viaStandIn: typeof fetch = (input, init) => {
     const target = new URL(input instanceof Request ? input.url : String(input));
@@ -86,25 +90,31 @@ describe('embeddings client against the stand-in', () => {
     expect(standIn.counts.requests).toBe(2);
   });
 
-  it("posts to a full Azure OpenAI deployment URL as given, keeping its query", async () => {
+  it('posts to a full Azure OpenAI deployment URL as given, keeping its query', async () => {
     const inputs = texts(3);
     const vectors = await embedder({ endpoint: standIn.azureUrl('embeddings-small'), apiKey: API_KEY }).embed(inputs);
 
     expect(vectors).toEqual(inputs.map((text) => standInEmbedding(text)));
-    expect(standIn.received).toEqual([{
-      path: '/openai/deployments/embeddings-small/embeddings',
-      query: '?api-version=2024-10-21',
-      authorization: 'bearer',
-      inputs: 3,
-      model: undefined,
-      status: 200,
-    }]);
+    expect(standIn.received).toEqual([
+      {
+        path: '/openai/deployments/embeddings-small/embeddings',
+        query: '?api-version=2024-10-21',
+        authorization: 'bearer',
+        inputs: 3,
+        model: undefined,
+        status: 200,
+      },
+    ]);
   });
 
   it.each([
     [AZURE_ENDPOINT, 'api-key', '/openai/deployments/embeddings-small/embeddings', '?api-version=2024-10-21'],
-    ['https://contoso.cognitiveservices.azure.com/openai/deployments/small/embeddings?api-version=2024-10-21', 'api-key',
-      '/openai/deployments/small/embeddings', '?api-version=2024-10-21'],
+    [
+      'https://contoso.cognitiveservices.azure.com/openai/deployments/small/embeddings?api-version=2024-10-21',
+      'api-key',
+      '/openai/deployments/small/embeddings',
+      '?api-version=2024-10-21',
+    ],
     ['https://api.openai.com/v1/', 'bearer', '/v1/embeddings', ''],
   ])('for %s sends the key as %s', async (endpoint, authorization, path, query) => {
     await embedder({ endpoint, apiKey: API_KEY, model: MODEL }, { fetch: viaStandIn }).embed(['one']);
@@ -149,7 +159,9 @@ describe('embeddings client against the stand-in', () => {
 
   it('gives up after the attempt budget with EmbeddingsUnavailableError', async () => {
     standIn.failNext(100, 429, 1);
-    const failure = await embedder(openAi()).embed(['never']).catch((error: unknown) => error);
+    const failure = await embedder(openAi())
+      .embed(['never'])
+      .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(EmbeddingsUnavailableError);
     expect(failure).toMatchObject({ attempts: 6, message: expect.stringContaining('answered 429: Rate limit reached') });
@@ -159,17 +171,22 @@ describe('embeddings client against the stand-in', () => {
   });
 
   it('gives up on requests that time out', async () => {
-    const hanging: typeof fetch = (_input, init) => new Promise((_resolve, reject) => {
-      init?.signal?.addEventListener('abort', () => reject(init.signal?.reason));
-    });
-    const failure = await embedder(openAi(), { fetch: hanging, requestTimeoutMs: 20, maxAttempts: 2 }).embed(['slow']).catch((error: unknown) => error);
+    const hanging: typeof fetch = (_input, init) =>
+      new Promise((_resolve, reject) => {
+        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+      });
+    const failure = await embedder(openAi(), { fetch: hanging, requestTimeoutMs: 20, maxAttempts: 2 })
+      .embed(['slow'])
+      .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(EmbeddingsUnavailableError);
     expect((failure as Error).message).toContain('could not be reached (timed out), after 2 attempts');
   });
 
   it('fails at once on a 400, with the status and the API message', async () => {
-    const failure = await embedder(openAi({ model: undefined })).embed(['no model']).catch((error: unknown) => error);
+    const failure = await embedder(openAi({ model: undefined }))
+      .embed(['no model'])
+      .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(EmbeddingsRequestError);
     expect(failure).toMatchObject({ status: 400, message: expect.stringContaining('refused the request with 400: you must provide a model parameter') });
@@ -179,7 +196,9 @@ describe('embeddings client against the stand-in', () => {
 
   it('fails at once on a wrong key, without the key in the error', async () => {
     const wrongKey = 'sk-wrong-key-abcdefghijklmnop';
-    const failure = await embedder(openAi({ apiKey: wrongKey })).embed(['hello']).catch((error: unknown) => error);
+    const failure = await embedder(openAi({ apiKey: wrongKey }))
+      .embed(['hello'])
+      .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(EmbeddingsRequestError);
     expect(failure).toMatchObject({ status: 401, message: expect.stringContaining('refused the request with 401: Incorrect API key provided: [redacted]') });

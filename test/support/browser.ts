@@ -16,7 +16,16 @@ const SYSTEM_CHROMIUM = '/usr/bin/chromium';
  * browser that enforces the same-origin policy. The network flags keep Chromium from calling home
  * on a machine without internet.
  */
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 async function executablePath(): Promise<string> {
   if (existsSync(SYSTEM_CHROMIUM)) return SYSTEM_CHROMIUM;

@@ -6,7 +6,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  Agent as HttpAgent,
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { expect, it } from 'vitest';
@@ -79,7 +86,8 @@ export const responsesChecked = { count: 0 };
 
 const STACK_TRACE = /\bat [\w$.<>]+ \(|\n\s+at\s|node:internal/;
 const FILE_PATH = /(?:\/[\w.@+-]+){2,}\.(?:[cm]?js|ts)\b|node_modules|file:\/\/|[A-Z]:\\/;
-const INTERNALS = /cosmos|x-ms-|activityid|substatus|ECONN|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up|RestError|\b[A-Z][a-z]+Error\b|https?:\/\/|jose|zod|undici|SELECT |partition/i;
+const INTERNALS =
+  /cosmos|x-ms-|activityid|substatus|ECONN|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|socket hang up|RestError|\b[A-Z][a-z]+Error\b|https?:\/\/|jose|zod|undici|SELECT |partition/i;
 
 /** What a 5xx body must never reveal: stack traces, file paths, SDK or database messages, secrets. */
 export function expectNothingInternal(text: string): void {
@@ -102,7 +110,12 @@ export function checkResponse(response: HostileResponse, context: string): void 
 export function expectErrorShape(response: HostileResponse, context = ''): void {
   const { body, status } = response;
   expect(typeof body, `error body of ${context}: ${response.text.slice(0, 300)}`).toBe('object');
-  expect(body, `error body of ${context}`).toMatchObject({ error: STATUS_NAMES[status], status, message: expect.stringMatching(/\S/), requestId: expect.any(String) });
+  expect(body, `error body of ${context}`).toMatchObject({
+    error: STATUS_NAMES[status],
+    status,
+    message: expect.stringMatching(/\S/),
+    requestId: expect.any(String),
+  });
   if (body.details !== undefined) {
     expect(Array.isArray(body.details), `details of ${context}`).toBe(true);
     for (const detail of body.details) expect(detail, `detail of ${context}`).toEqual({ path: expect.any(String), message: expect.any(String) });
@@ -186,7 +199,12 @@ function bodyRequestOptions(baseUrl: string, method: string, path: string, optio
  * without it, 64 KB chunks are streamed (chunked encoding) up to `maxBytes`. The request body is
  * never finished, so an answer proves that the host decided without reading the whole body.
  */
-export function sendEndlessBody(baseUrl: string, method: string, path: string, options: { token: string; declaredLength?: number; maxBytes?: number }): Promise<StreamedAnswer> {
+export function sendEndlessBody(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { token: string; declaredLength?: number; maxBytes?: number },
+): Promise<StreamedAnswer> {
   const chunk = Buffer.alloc(64 * 1024, 'a');
   const maxBytes = options.maxBytes ?? 2 * 1024 * 1024;
   return new Promise((resolve, reject) => {
@@ -202,7 +220,14 @@ export function sendEndlessBody(baseUrl: string, method: string, path: string, o
       response.on('data', (data: Buffer) => chunks.push(data));
       response.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        const result: StreamedAnswer = { status: response.statusCode ?? 0, headers: response.headers, text, body: text ? JSON.parse(text) : text, bytesSent, answeredBeforeTheEnd: !request.writableEnded };
+        const result: StreamedAnswer = {
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          text,
+          body: text ? JSON.parse(text) : text,
+          bytesSent,
+          answeredBeforeTheEnd: !request.writableEnded,
+        };
         request.destroy();
         agent.destroy();
         try {
@@ -463,31 +488,40 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
     intercept: undefined,
     close: async () => undefined,
   };
-  const server = keepIdleConnectionsOpen(createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, (request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const record: CosmosRequestRecord = {
-        method: request.method ?? 'GET',
-        path: decodeURIComponent(request.url ?? '/'),
-        body: body.subarray(0, 4096).toString('utf8'),
-        isQuery: String(request.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
-      };
-      proxy.requests.push(record);
-      const answer = proxy.intercept?.(record);
-      if (answer) {
-        const text = JSON.stringify(answer.body ?? { code: 'TooManyRequests', message: 'Request rate is large.' });
-        response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(text);
-        return;
-      }
-      forward(request, body, response);
-    });
-  }));
+  const server = keepIdleConnectionsOpen(
+    createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, (request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const record: CosmosRequestRecord = {
+          method: request.method ?? 'GET',
+          path: decodeURIComponent(request.url ?? '/'),
+          body: body.subarray(0, 4096).toString('utf8'),
+          isQuery: String(request.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
+        };
+        proxy.requests.push(record);
+        const answer = proxy.intercept?.(record);
+        if (answer) {
+          const text = JSON.stringify(answer.body ?? { code: 'TooManyRequests', message: 'Request rate is large.' });
+          response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(text);
+          return;
+        }
+        forward(request, body, response);
+      });
+    }),
+  );
 
   function forward(request: IncomingMessage, body: Buffer, response: ServerResponse): void {
     const upstream = httpsRequest(
-      { host: targetUrl.hostname, port: targetUrl.port, method: request.method, path: request.url, headers: { ...request.headers, host: targetUrl.host }, agent },
+      {
+        host: targetUrl.hostname,
+        port: targetUrl.port,
+        method: request.method,
+        path: request.url,
+        headers: { ...request.headers, host: targetUrl.host },
+        agent,
+      },
       (answer) => {
         const chunks: Buffer[] = [];
         answer.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -532,13 +566,18 @@ export interface SmallServer {
 }
 
 /** A tiny HTTP(S) server answering with `handle`, recording every request. */
-export async function startSmallServer(handle: (request: IncomingMessage, response: ServerResponse) => void, options: { https?: boolean } = {}): Promise<SmallServer> {
+export async function startSmallServer(
+  handle: (request: IncomingMessage, response: ServerResponse) => void,
+  options: { https?: boolean } = {},
+): Promise<SmallServer> {
   const hits: SmallServer['hits'] = [];
   const listener = (request: IncomingMessage, response: ServerResponse) => {
     hits.push({ method: request.method ?? '', path: request.url ?? '' });
     handle(request, response);
   };
-  const server = keepIdleConnectionsOpen(options.https ? createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, listener) : createHttpServer(listener));
+  const server = keepIdleConnectionsOpen(
+    options.https ? createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, listener) : createHttpServer(listener),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

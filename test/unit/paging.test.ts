@@ -12,7 +12,9 @@ describe('cursors', () => {
 
   it('refuse a cursor from another tenant or query', () => {
     const cursor = encodeCursor(scope, 'continuation');
-    expect(() => decodeCursor(JSON.stringify(['projects', 'tenant-b', 'Active']), cursor)).toThrow(expect.objectContaining({ status: 400, messageKey: 'cursorForOtherQuery' }));
+    expect(() => decodeCursor(JSON.stringify(['projects', 'tenant-b', 'Active']), cursor)).toThrow(
+      expect.objectContaining({ status: 400, messageKey: 'cursorForOtherQuery' }),
+    );
   });
 
   it('refuse garbage and edited cursors', () => {

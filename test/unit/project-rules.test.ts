@@ -8,7 +8,17 @@ describe('project status moves', () => {
 
   it('allows exactly the contract moves', () => {
     expect([...allowed].sort()).toEqual(
-      ['Planning->Active', 'Planning->Archived', 'Active->OnHold', 'Active->Completed', 'Active->Archived', 'OnHold->Active', 'OnHold->Archived', 'Completed->Active', 'Completed->Archived'].sort(),
+      [
+        'Planning->Active',
+        'Planning->Archived',
+        'Active->OnHold',
+        'Active->Completed',
+        'Active->Archived',
+        'OnHold->Active',
+        'OnHold->Archived',
+        'Completed->Active',
+        'Completed->Archived',
+      ].sort(),
     );
   });
 
