@@ -147,7 +147,7 @@ function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
 async function startFloor(stack: LocalStack): Promise<Server & { stop(): Promise<void> }> {
   const child = fork(new URL('./floor-server.js', import.meta.url), [], { env: embeddedSettings(stack) });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (message) => resolve(message as { port: number })));
-  return { baseUrl: `http://127.0.0.1:${port}/api`, pid: child.pid!, stop: async () => void child.kill() };
+  return { baseUrl: `http://127.0.0.1:${port}/api`, pid: child.pid!, stop: () => Promise.resolve(void child.kill()) };
 }
 
 /** A second local host, serving a function app whose one file is bench/floor-function.ts. */

@@ -3,10 +3,12 @@
  * (bench/floor-work.ts), to measure the API against. Run as a child process with the same settings
  * and certificate trust as the local host.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { floorWork } from './floor-work.js';
 
-const server = createServer(async (request, response) => {
+const server = createServer((request, response) => void serve(request, response));
+
+async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
   const answer = await floorWork({
     method: request.method ?? 'GET',
     url: new URL(request.url ?? '/', 'http://floor'),
@@ -18,7 +20,7 @@ const server = createServer(async (request, response) => {
     },
   });
   response.writeHead(answer.status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(answer.document));
-});
+}
 
 server.listen(0, '127.0.0.1', () => {
   const address = server.address();

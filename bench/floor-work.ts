@@ -62,7 +62,7 @@ export async function floorWork(request: FloorRequest): Promise<{ status: number
     } else if (method === 'POST' && url.pathname === '/api/projects') {
       const now = new Date().toISOString();
       ({ resource: body } = await documents.items.create({
-        ...JSON.parse(await request.text()),
+        ...(JSON.parse(await request.text()) as Record<string, unknown>),
         id: `FLOOR-${randomUUID()}`,
         tenantId: tenant,
         type: 'floor',

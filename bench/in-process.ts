@@ -56,7 +56,7 @@ const variants: Record<keyof InProcessCosts, () => Promise<unknown>> = {
     return answerTo(fixedResult);
   },
   functionUs: callFunction,
-  floorWorkUs: () => floorWork({ method: 'GET', url, authorization, text: async () => '' }).then((answer) => JSON.stringify(answer.document)),
+  floorWorkUs: () => floorWork({ method: 'GET', url, authorization, text: () => Promise.resolve('') }).then((answer) => JSON.stringify(answer.document)),
 };
 
 async function cpuPerCall(run: () => Promise<unknown>, calls: number): Promise<number> {

@@ -21,7 +21,9 @@ if (values.json) {
   const perRequest = (columns: (row: (typeof api.throughput)[number]) => Record<string, unknown>) =>
     Object.fromEntries(api.throughput.map((row) => [row.endpoint, columns(row)]));
   console.log(
-    "\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 connections, 2 s of warm-up, then 10 s each in five 2 s turns taken in rotation with the floor's work as a function, below; p99 is the median of the turns; CPU per request is that of the serving process)",
+    '\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 ' +
+      "connections, 2 s of warm-up, then 10 s each in five 2 s turns taken in rotation with the floor's work as a " +
+      'function, below; p99 is the median of the turns; CPU per request is that of the serving process)',
   );
   console.table(
     perRequest((row) => ({
@@ -37,7 +39,8 @@ if (values.json) {
     })),
   );
   console.log(
-    "\nThe same gap split in two: the floor's work served as a function by a local host of its own (the Functions layer: routing, the objects Azure's worker builds for each invocation, the answer), in the same turns",
+    "\nThe same gap split in two: the floor's work served as a function by a local host of its own (the Functions " +
+      "layer: routing, the objects Azure's worker builds for each invocation, the answer), in the same turns",
   );
   console.table(
     perRequest((row) => ({

@@ -11,11 +11,13 @@ export const docsGet = publicOperation(
     success: { status: 200, body: z.string(), mediaTypes: ['text/html'] },
   },
   (request, context) =>
-    respond(request, context, async () => ({
-      status: 200,
-      body: referencePage(new URL(request.url).pathname),
-      headers: { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': PAGE_CONTENT_SECURITY_POLICY },
-    })),
+    respond(request, context, () =>
+      Promise.resolve({
+        status: 200,
+        body: referencePage(new URL(request.url).pathname),
+        headers: { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': PAGE_CONTENT_SECURITY_POLICY },
+      }),
+    ),
 );
 
 app.http('docs-get', { methods: ['GET'], route: 'docs', authLevel: 'anonymous', handler: docsGet });

@@ -11,7 +11,8 @@ export const projectsCreate = endpoint({
   docs: {
     summary: 'Create a project',
     description:
-      "A new project is `Active`. The owner defaults to the caller's e-mail (app-only tokens have none, so they must give it) and is always the first member; members are lower-cased and de-duplicated.",
+      "A new project is `Active`. The owner defaults to the caller's e-mail (app-only tokens have none, so they must " +
+      'give it) and is always the first member; members are lower-cased and de-duplicated.',
     success: { status: 201, body: project, headers: ['Location', 'ETag'] },
     honours: ['Idempotency-Key'],
     errors: { 400: ['ownerRequired', 'tooManyMembers'] },

@@ -11,7 +11,10 @@ export const ragIndexStart = endpoint({
   docs: {
     summary: 'Start a RAG index rebuild',
     description:
-      'Stores a job and queues it; follow `Location` to see it run. `incremental` (the default) writes only the chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`. When the queue cannot take the job, it is marked Failed and the answer is a 503.',
+      'Stores a job and queues it; follow `Location` to see it run. `incremental` (the default) writes only the ' +
+      'chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and ' +
+      'their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`. When the queue ' +
+      'cannot take the job, it is marked Failed and the answer is a 503.',
     success: { status: 202, body: ragJob, headers: ['Location'] },
     errors: { 409: ['ragJobActive'], 503: ['queueUnavailable'] },
   },

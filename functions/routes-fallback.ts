@@ -9,9 +9,9 @@ import type { HttpHandler } from '@azure/functions';
  * route over this catch-all.
  */
 export const routesFallback: HttpHandler = (request, context) =>
-  respond(request, context, async () => {
-    throw new ApiError(404, 'routeNotFound', { method: request.method, path: new URL(request.url).pathname.slice(0, 200) });
-  });
+  respond(request, context, () =>
+    Promise.reject(new ApiError(404, 'routeNotFound', { method: request.method, path: new URL(request.url).pathname.slice(0, 200) })),
+  );
 
 app.http('routes-fallback', {
   methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'],

@@ -11,7 +11,8 @@ export const tasksList = endpoint({
   docs: {
     summary: 'List tasks',
     description:
-      '`dueBefore` finds the tasks due strictly before a date (a task without a due date is never due). By `dueDate`, tasks without one come first (last with `-dueDate`); by `priority`, Low < Medium < High < Urgent.',
+      '`dueBefore` finds the tasks due strictly before a date (a task without a due date is never due). By ' +
+      '`dueDate`, tasks without one come first (last with `-dueDate`); by `priority`, Low < Medium < High < Urgent.',
     success: { status: 200, body: z.array(task), headers: ['Link'] },
   },
   async handle({ principal, query, request }) {

@@ -12,7 +12,11 @@ export const usersList = endpoint({
   docs: {
     summary: 'List users',
     description:
-      "By display name. `source=recorded` (the default): the users of your tenant who have called the API. `source=directory`: your tenant's users from Microsoft Graph, read with your own permission through On-Behalf-Of; they have no `roles`, `createdAt` or `lastSeenAt`, and `role` cannot filter them. When your organisation requires a new sign-in, the 401 carries the claims challenge in `WWW-Authenticate` and in the body's `claims`.",
+      'By display name. `source=recorded` (the default): the users of your tenant who have called the API. ' +
+      "`source=directory`: your tenant's users from Microsoft Graph, read with your own permission through " +
+      'On-Behalf-Of; they have no `roles`, `createdAt` or `lastSeenAt`, and `role` cannot filter them. When your ' +
+      'organisation requires a new sign-in, the 401 carries the claims challenge in `WWW-Authenticate` and in the ' +
+      "body's `claims`.",
     success: { status: 200, body: z.array(user), headers: ['Link'] },
     errors: {
       400: ['roleFilterNeedsRecordedUsers'],

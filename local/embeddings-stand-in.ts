@@ -140,7 +140,8 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
       if (!key) {
         throw new StandInError(
           401,
-          "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY) or an api-key header.",
+          "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth " +
+            '(i.e. Authorization: Bearer YOUR_KEY) or an api-key header.',
           'invalid_request_error',
         );
       }

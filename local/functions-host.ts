@@ -37,7 +37,7 @@ function log(functionName: string, level: string, message: string): void {
  * Authorization or Content-Type and would hide the repetition from the app.
  */
 function headerRecord(request: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = Object.create(null);
+  const headers = Object.create(null) as Record<string, string>;
   for (let index = 0; index < request.rawHeaders.length; index += 2) {
     const name = request.rawHeaders[index]!.toLowerCase();
     const value = request.rawHeaders[index + 1]!;
@@ -116,7 +116,7 @@ export function withAppSettingOverrides(hostJson: Record<string, unknown>, envir
 }
 
 export async function startFunctionsHost(appRoot: string, port: number, host: string) {
-  const hostJson = withAppSettingOverrides(JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')), process.env) as HostJson;
+  const hostJson = withAppSettingOverrides(JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as Record<string, unknown>, process.env) as HostJson;
   const prefix = hostJson.extensions?.http?.routePrefix ?? 'api';
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
 
@@ -129,8 +129,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   });
   const router = createRouter(httpFunctions);
 
-  // Azure's host accepts 32 KB of request headers; Node's default of 16 KB would refuse large tokens before the app sees them.
-  const server = createServer({ maxHeaderSize: 32 * 1024 }, async (req, res) => {
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${host}:${port}`}`);
     const found = router.find(req.method ?? 'GET', url.pathname);
     if (!found) {
@@ -166,7 +165,9 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
       if (!res.headersSent) res.writeHead(500);
       res.end();
     }
-  });
+  }
+  // Azure's host accepts 32 KB of request headers; Node's default of 16 KB would refuse large tokens before the app sees them.
+  const server = createServer({ maxHeaderSize: 32 * 1024 }, (req, res) => void serve(req, res));
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolveListen) => server.listen(port, host, resolveListen));
   const address = server.address();
@@ -195,11 +196,10 @@ if (isMain) {
   const { server, port, routes, queueTriggers } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
   process.send?.({ ready: true, port, routes, queueFunctions: queueTriggers.functions });
   let stopping = false;
-  const stop = async () => {
+  const stop = () => {
     if (stopping) return;
     stopping = true;
-    await Promise.all([queueTriggers.stop(QUEUE_STOP_GRACE_MS), new Promise((resolveClose) => server.close(resolveClose))]);
-    process.exit(0);
+    void Promise.all([queueTriggers.stop(QUEUE_STOP_GRACE_MS), new Promise((resolveClose) => server.close(resolveClose))]).then(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

@@ -105,7 +105,8 @@ const FAILURES: Record<Exclude<GraphFailure, 'drop'>, { code: string; message: s
   503: {
     code: 'serviceNotAvailable',
     message:
-      'The service is temporarily unavailable for maintenance or is overloaded. You may repeat the request after a delay, which may be specified in a Retry-After header.',
+      'The service is temporarily unavailable for maintenance or is overloaded. You may repeat the request after a ' +
+      'delay, which may be specified in a Retry-After header.',
   },
 };
 
@@ -260,7 +261,7 @@ function me(url: URL, caller: Caller, directory: GraphUser[], baseUrl: string): 
 }
 
 function userFromToken(claims: JWTPayload): GraphUser {
-  const userPrincipalName = String(claims.upn ?? claims.preferred_username ?? '');
+  const userPrincipalName = [claims.upn, claims.preferred_username].find((claim) => typeof claim === 'string') ?? '';
   return {
     id: String(claims.oid),
     displayName: typeof claims.name === 'string' ? claims.name : null,
@@ -396,7 +397,8 @@ function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']
     if (!token) throw invalidToken('Access token is empty.');
     let tenantId: string;
     try {
-      tenantId = String(decodeJwt(token).tid ?? '').toLowerCase();
+      const { tid } = decodeJwt(token);
+      tenantId = typeof tid === 'string' ? tid.toLowerCase() : '';
     } catch {
       throw invalidToken('IDX14100: JWT is not well formed.');
     }

@@ -33,7 +33,7 @@ export function httpInvocation(input: HttpInvocationInput): [HttpRequest, Invoca
   const request =
     body instanceof ReadableStream
       ? // A body still arriving: a fetch Request streaming it, as the library's HTTP stream mode builds.
-        new HttpRequestClass({ nativeRequest: new Request(input.url, { method, headers, body, duplex: 'half' } as RequestInit), params } as never)
+        new HttpRequestClass({ nativeRequest: new Request(input.url, { method, headers, body, duplex: 'half' }), params } as never)
       : new HttpRequestClass({ url: input.url.href, method, headers, params, ...(body ? { body: { bytes: body } } : {}) });
   const context = new InvocationContextClass({
     invocationId: randomUUID(),

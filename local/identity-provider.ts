@@ -300,7 +300,7 @@ export async function readIdentityProviderInfo(dataDir: string): Promise<Identit
     text = await readFile(file, 'utf8');
   } catch (error) {
     if (isFileMissing(error)) {
-      throw new Error(`No local identity provider found (${file} is missing): start the API with \`npm start\` first.`);
+      throw new Error(`No local identity provider found (${file} is missing): start the API with \`npm start\` first.`, { cause: error });
     }
     throw error;
   }
@@ -366,7 +366,8 @@ async function handleTokenRequest(form: URLSearchParams, authorizationHeader: st
           400,
           'invalid_scope',
           1002012,
-          `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).`,
+          `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with ` +
+            `/.default suffixed to the resource identifier (application ID URI).`,
         );
       }
       tokenOptions = {
@@ -453,7 +454,8 @@ function invalidScope(scopeParameter: string): EntraError {
     400,
     'invalid_scope',
     70011,
-    `The provided request must include a 'scope' input parameter. The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`,
+    `The provided request must include a 'scope' input parameter. The provided value for the input parameter ` +
+      `'scope' is not valid. The scope ${scopeParameter} is not valid.`,
   );
 }
 
@@ -462,7 +464,9 @@ function unknownResource(resource: string, tenantId: string): EntraError {
     400,
     'invalid_resource',
     500011,
-    `The resource principal named ${resource} was not found in the tenant named ${tenantId}. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You might have sent your authentication request to the wrong tenant.`,
+    `The resource principal named ${resource} was not found in the tenant named ${tenantId}. This can happen ` +
+      `if the application has not been installed by the administrator of the tenant or consented to by any user ` +
+      `in the tenant. You might have sent your authentication request to the wrong tenant.`,
   );
 }
 
@@ -543,7 +547,8 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
   } catch (error) {
     if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
       throw invalid(
-        `Assertion failed signature validation. [Reason - The provided signature value did not match the expected signature value., Thumbprint of key used by client: '${thumbprint}']`,
+        `Assertion failed signature validation. [Reason - The provided signature value did not match the expected ` +
+          `signature value., Thumbprint of key used by client: '${thumbprint}']`,
       );
     }
     if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JWTExpired) {
@@ -552,7 +557,9 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
           400,
           'invalid_grant',
           500133,
-          `Assertion is not within its valid time range. Ensure that the access token is not expired before using it for user assertion, or request a new token. Current time: ${entraTime(Date.now())}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
+          `Assertion is not within its valid time range. Ensure that the access token is not expired before using ` +
+            `it for user assertion, or request a new token. Current time: ${entraTime(Date.now())}, expiry time of ` +
+            `assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
         );
       }
     }
@@ -570,7 +577,11 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
       400,
       'invalid_grant',
       500131,
-      `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion was '${String(claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token for the expected audience (the application that made the OBO request) and this application should use that token as the assertion.`,
+      `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion ` +
+        `was '${String(claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application ` +
+        `Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token ` +
+        `for the expected audience (the application that made the OBO request) and this application should use ` +
+        `that token as the assertion.`,
     );
   }
   // An app-only token has no user to act for; Entra answers such assertions with its InvalidAssertion code too.
@@ -603,7 +614,8 @@ function simulatedOnBehalfOfFailure(username: string, clientId: string): EntraEr
       400,
       'invalid_grant',
       65001,
-      `The user or administrator has not consented to use the application with ID '${clientId}' named 'Local API'. Send an interactive authorization request for this user and resource.`,
+      `The user or administrator has not consented to use the application with ID '${clientId}' named 'Local ` +
+        `API'. Send an interactive authorization request for this user and resource.`,
       { suberror: 'consent_required' },
     );
   }
@@ -612,7 +624,8 @@ function simulatedOnBehalfOfFailure(username: string, clientId: string): EntraEr
       400,
       'interaction_required',
       50076,
-      `Due to a configuration change made by your administrator, or because you moved to a new location, you must use multi-factor authentication to access '${GRAPH_APP_ID}'.`,
+      `Due to a configuration change made by your administrator, or because you moved to a new location, you ` +
+        `must use multi-factor authentication to access '${GRAPH_APP_ID}'.`,
       {
         suberror: 'basic_action',
         claims: JSON.stringify({ access_token: { capolids: { essential: true, values: [MFA_POLICY_ID] } } }),
@@ -724,7 +737,8 @@ function checkClientAssertion(clientId: string, assertion: { type: string | null
       401,
       'invalid_client',
       700027,
-      `Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used by client: '${String(thumbprint ?? '')}']`,
+      `Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used ` +
+        `by client: '${typeof thumbprint === 'string' ? thumbprint : ''}']`,
     );
   }
   if (claims.iss !== clientId || claims.sub !== clientId) {
@@ -751,7 +765,8 @@ function checkClientAssertion(clientId: string, assertion: { type: string | null
       401,
       'invalid_client',
       700024,
-      `Client assertion is not within its valid time range. Current time: ${entraTime(now * 1000)}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
+      `Client assertion is not within its valid time range. Current time: ${entraTime(now * 1000)}, expiry time ` +
+        `of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
     );
   }
 }

@@ -78,7 +78,8 @@ export function queueExtensionSettings(queues: Record<string, unknown> = {}): Qu
   const batchSize = queues.batchSize === undefined ? 16 : positiveInteger('batchSize', queues.batchSize, MAX_BATCH_SIZE);
   const maxPollingIntervalMs = queues.maxPollingInterval === undefined ? 60_000 : timeSpanMs('maxPollingInterval', queues.maxPollingInterval);
   if (maxPollingIntervalMs < MIN_POLLING_INTERVAL_MS) throw new Error('host.json extensions.queues.maxPollingInterval must be at least 00:00:00.1');
-  const messageEncoding = String(queues.messageEncoding ?? 'base64').toLowerCase();
+  const messageEncoding =
+    typeof queues.messageEncoding === 'string' ? queues.messageEncoding.toLowerCase() : queues.messageEncoding === undefined ? 'base64' : '';
   if (messageEncoding !== 'base64' && messageEncoding !== 'none') {
     throw new Error(`host.json extensions.queues.messageEncoding must be "base64" or "none", not ${JSON.stringify(queues.messageEncoding)}`);
   }
@@ -245,7 +246,7 @@ class QueueListener {
     return new InvocationContext({
       invocationId,
       functionName: name,
-      options: { trigger: trigger as never, extraInputs: [], extraOutputs: [] },
+      options: { trigger: trigger, extraInputs: [], extraOutputs: [] },
       triggerMetadata: {
         id: message.messageId,
         queueTrigger: text,

@@ -92,6 +92,6 @@ export function integerParameter(options: { min: number; max: number; default: n
 /** An update body must change something: `{}` is refused rather than answered with an unchanged resource. */
 export function atLeastOneField<S extends z.ZodObject>(schema: S) {
   return schema.check((ctx) => {
-    if (Object.keys(ctx.value as object).length === 0) ctx.issues.push({ code: 'custom', input: ctx.value, params: { messageKey: 'emptyUpdate' } });
+    if (Object.keys(ctx.value).length === 0) ctx.issues.push({ code: 'custom', input: ctx.value, params: { messageKey: 'emptyUpdate' } });
   });
 }

@@ -52,7 +52,7 @@ export async function setup(project: TestProject): Promise<void> {
     caCertPem: identityProvider!.caCertPem,
     caCertPath: stack.caCertPath,
     tls: stack.tls,
-    privateJwk: identityProvider!.privateJwk as Record<string, unknown>,
+    privateJwk: identityProvider!.privateJwk,
     signingKid: identityProvider!.signingKid,
     cosmosEndpoint: cosmos!.endpoint,
     cosmosKey: cosmos!.key,

@@ -4,7 +4,7 @@
 // on first use. `@azure/functions-core` stays external: the Functions host supplies it.
 import { build } from 'esbuild';
 import { readdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, URL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const functionFiles = readdirSync(`${root}functions`)

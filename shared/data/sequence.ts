@@ -61,7 +61,8 @@ export async function nextInSequence(container: Container, tenantId: string, nam
     const { block } = sequence;
     if (block && block.next <= block.last) {
       const number = block.next++;
-      if (!sequence.upcoming && block.last - number < BLOCK_SIZE / 2) reserveNext(sequence, container, tenantId, id);
+      // Its failure is handled where it is awaited (or forgotten, see reserveNext).
+      if (!sequence.upcoming && block.last - number < BLOCK_SIZE / 2) void reserveNext(sequence, container, tenantId, id);
       return number;
     }
     // Concurrent creates wait for the same reservation instead of each taking a block.

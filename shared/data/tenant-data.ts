@@ -104,7 +104,8 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
     const replay = await recordedResult<R>(documents, tenantId, options.idempotent);
     if (replay) return { representation: replay, replayed: true };
   }
-  let [number, checked] = await Promise.all([nextInSequence(documents, tenantId, options.sequence), options.check?.()]);
+  const [number, checkedFirst] = await Promise.all([nextInSequence(documents, tenantId, options.sequence), options.check?.()]);
+  let checked = checkedFirst;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 && options.check) checked = await options.check();
     const { document, guard } = options.prepare(number, checked as C);

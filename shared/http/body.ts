@@ -24,7 +24,7 @@ async function readLimited(request: HttpRequest, limit: number): Promise<Uint8Ar
   if (declared !== null && Number(declared) > limit) throw tooLarge();
   const stream = request.body;
   if (!stream) return new Uint8Array();
-  const reader = stream.getReader();
+  const reader = (stream as ReadableStream<Uint8Array>).getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

@@ -39,7 +39,7 @@ export type Endpoint = HttpHandler & { readonly definition: EndpointDefinition<S
 
 function queryObject(request: HttpRequest): Record<string, string> {
   // No prototype: a parameter named __proto__ must stay a parameter (and be refused as unknown).
-  const query: Record<string, string> = Object.create(null);
+  const query = Object.create(null) as Record<string, string>;
   for (const [name, value] of request.query) {
     if (Object.hasOwn(query, name)) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
     query[name] = value;
@@ -79,5 +79,5 @@ export function endpoint<QS extends Schema | undefined = undefined, BS extends S
       const body = definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined;
       return definition.handle({ principal, query, body, request, language, context } as EndpointInput<Output<QS>, Output<BS>>);
     });
-  return Object.assign(handler, { definition: definition as EndpointDefinition<Schema | undefined, Schema | undefined> });
+  return Object.assign(handler, { definition: definition });
 }

@@ -79,5 +79,6 @@ function describe(error: unknown): string {
     .map((line) => line.trim())
     .join(' | ');
   const cause = error.cause instanceof Error ? `; caused by ${describe(error.cause)}` : '';
-  return `${error.name}${code !== undefined ? ` (${String(code)})` : ''}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}${cause}`;
+  const shownCode = typeof code === 'string' || typeof code === 'number' ? ` (${code})` : '';
+  return `${error.name}${shownCode}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}${cause}`;
 }

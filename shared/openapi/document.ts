@@ -66,7 +66,8 @@ const RESPONSE_HEADERS: Record<string, Json> = {
   RetryAfter: { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
   WWWAuthenticate: {
     description:
-      '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims.',
+      '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client ' +
+      'must sign the user in again with those claims.',
     required: true,
     schema: { type: 'string' },
   },
@@ -80,7 +81,8 @@ const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: 
       name: 'If-Match',
       in: 'header',
       description:
-        'Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.',
+        'Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags ' +
+        'never match. Without it the last write wins.',
       schema: { type: 'string' },
       example: '"3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"',
     },
@@ -101,7 +103,9 @@ const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: 
       name: 'Idempotency-Key',
       in: 'header',
       description:
-        'Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.',
+        'Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer ' +
+        'and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII ' +
+        'characters.',
       schema: { type: 'string', minLength: 1, maxLength: 255 },
       example: '8d0c7a52-onboarding',
     },
@@ -343,11 +347,13 @@ function overview(): string {
 
 ${rolesTable()}
 
-**Errors** are JSON objects \`{ error, message, status, requestId }\`, plus \`details: [{ path, message }]\` for validation errors; some carry more (\`claims\`, \`activeJobId\`). Messages are in Japanese when \`Accept-Language\` prefers \`ja\`. Unknown query parameters and unknown body fields are a 400.
+**Errors** are JSON objects \`{ error, message, status, requestId }\`, plus \`details: [{ path, message }]\` for validation errors; some carry more
+(\`claims\`, \`activeJobId\`). Messages are in Japanese when \`Accept-Language\` prefers \`ja\`. Unknown query parameters and unknown body fields are a 400.
 
 **Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
 
-**Changes.** Single resources carry an \`ETag\`; \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304). Creates honour \`Idempotency-Key\`.`;
+**Changes.** Single resources carry an \`ETag\`; \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches)
+and reads honour \`If-None-Match\` (304). Creates honour \`Idempotency-Key\`.`;
 }
 
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {
@@ -381,7 +387,9 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
       securitySchemes: {
         entra: {
           type: 'oauth2',
-          description: `Microsoft Entra ID, signing the user in. Replace \`{clientId}\` with the API's application id; a single-tenant client may use its tenant id in place of \`organizations\`.`,
+          description:
+            "Microsoft Entra ID, signing the user in. Replace `{clientId}` with the API's application id; " +
+            'a single-tenant client may use its tenant id in place of `organizations`.',
           flows: {
             authorizationCode: {
               authorizationUrl: `${AUTHORITY}/authorize`,
@@ -395,7 +403,8 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            'An access token obtained any other way: an app-only token (authorised by its roles), a Teams or Office single-sign-on token, or `npm run -s token` locally.',
+            'An access token obtained any other way: an app-only token (authorised by its roles), a Teams or Office ' +
+            'single-sign-on token, or `npm run -s token` locally.',
         },
       },
     },

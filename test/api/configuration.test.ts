@@ -66,7 +66,7 @@ describe('settings that are given replace the embedded parts', () => {
       hostOutput: 'pipe',
       onHostOutput: (line) => lines.push(line),
     });
-    hosts.push({ stop: second.stop });
+    hosts.push({ stop: () => second.stop() });
     expect(second.embedded).toEqual([]);
     expect(second.identityProvider).toBeUndefined();
     const response = await fetch(`${second.apiBaseUrl}/projects/${created.id}`, { headers: { authorization: `Bearer ${adminToken}` } });

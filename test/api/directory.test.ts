@@ -103,13 +103,13 @@ describe('when Microsoft Graph fails', () => {
 
   it('is a 503 with Retry-After while Graph is busy, and works again when it recovers', async () => {
     const graph: GraphStandIn = await startGraphStandIn({ identityProvider: stack, users: { [HOME_TENANT]: generateDirectoryUsers(HOME_TENANT, 3) } });
-    stops.push(graph.close);
+    stops.push(() => graph.close());
     const listDirectory = await hostWithGraph(graph.baseUrl);
     graph.setFailure(503);
     const busy = await listDirectory();
     expect(busy.status).toBe(503);
     expect(busy.headers.get('retry-after')).toBe('1');
-    expect((await busy.json()).error).toBe('Service Unavailable');
+    expect(((await busy.json()) as { error: string }).error).toBe('Service Unavailable');
     graph.setFailure(undefined);
     const recovered = await listDirectory();
     expect(recovered.status).toBe(200);
@@ -120,6 +120,6 @@ describe('when Microsoft Graph fails', () => {
     const listDirectory = await hostWithGraph('http://127.0.0.1:1');
     const response = await listDirectory();
     expect(response.status).toBe(502);
-    expect((await response.json()).error).toBe('Bad Gateway');
+    expect(((await response.json()) as { error: string }).error).toBe('Bad Gateway');
   });
 });

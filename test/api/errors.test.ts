@@ -56,7 +56,7 @@ describe('request bodies', () => {
       headers: { authorization: `Bearer ${await admin()}`, 'content-type': 'application/json' },
       body: chunked,
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(response.status).toBe(413);
     expectErrorShape(await response.json(), 413, 'Payload Too Large');
   });
@@ -86,7 +86,7 @@ describe('request bodies', () => {
       body: Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
     });
     expect(response.status).toBe(400);
-    expect((await response.json()).message).toContain('UTF-8');
+    expect(((await response.json()) as { message: string }).message).toContain('UTF-8');
   });
 });
 

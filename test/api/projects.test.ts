@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { api, OTHER_TENANT, token, uniqueEmail } from '../support/stack.js';
+import { api, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
 
@@ -126,12 +126,12 @@ describe('GET /api/projects', () => {
     let next: string | undefined = `/projects?owner=${encodeURIComponent(owner)}&limit=3`;
     let pages = 0;
     while (next) {
-      const page = await api('GET', next, { token: adminToken });
+      const page: ApiResponse<{ id: string }[]> = await api('GET', next, { token: adminToken });
       expect(page.status).toBe(200);
       expect(Array.isArray(page.body)).toBe(true);
       seen.push(...page.body.map((project: { id: string }) => project.id));
       pages++;
-      const link = page.headers.get('link');
+      const link: string | null = page.headers.get('link');
       next = link ? new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]!).href.replace(/^.*\/api/, '') : undefined;
     }
     expect(pages).toBe(3);

@@ -211,7 +211,7 @@ describe('the RAG worker under failure', () => {
 
   async function embeddings(): Promise<EmbeddingsStandIn> {
     const standIn = await startEmbeddingsStandIn({ apiKey: 'test-key' });
-    stops.push(standIn.close);
+    stops.push(() => standIn.close());
     return standIn;
   }
 

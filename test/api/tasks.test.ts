@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { api, OTHER_TENANT, token, uniqueEmail } from '../support/stack.js';
+import { api, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
 const member = () => token({ roles: ['LMS.Member'] });
@@ -113,10 +113,10 @@ describe('GET /api/tasks', () => {
     const seen: string[] = [];
     let path: string | undefined = `/tasks?projectId=${projectId}&limit=2`;
     while (path) {
-      const page = await api('GET', path, { token: await token({ roles: ['LMS.Reader'] }) });
+      const page: ApiResponse<{ id: string }[]> = await api('GET', path, { token: await token({ roles: ['LMS.Reader'] }) });
       expect(page.status).toBe(200);
       seen.push(...ids(page.body));
-      const link = page.headers.get('link');
+      const link: string | null = page.headers.get('link');
       path = link ? /<[^>]*\/api(\/[^>]+)>/.exec(link)![1] : undefined;
     }
     expect(seen).toEqual([...created].reverse());

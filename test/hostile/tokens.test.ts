@@ -121,15 +121,13 @@ function signature(algorithm: Algorithm, input: string, key: KeyObject | Buffer)
     case 'RS256':
     case 'RS384':
     case 'RS512':
-      return cryptoSign(`sha${algorithm.slice(2)}`, data, key as KeyObject);
+      return cryptoSign(`sha${algorithm.slice(2)}`, data, key);
     case 'PS256':
       return cryptoSign('sha256', data, { key: key as KeyObject, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 });
     case 'ES256':
       return cryptoSign('sha256', data, { key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
     case 'HS256':
-      return createHmac('sha256', key as Buffer)
-        .update(data)
-        .digest();
+      return createHmac('sha256', key).update(data).digest();
   }
 }
 

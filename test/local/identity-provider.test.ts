@@ -706,7 +706,7 @@ describe('local identity provider', () => {
         fromCache: false,
         tokenType: 'Bearer',
         scopes: graphScopes,
-        account: { username: 'ada@contoso.test', homeAccountId: `${ada.oid}.${LOCAL_HOME_TENANT_ID}`, tenantId: LOCAL_HOME_TENANT_ID },
+        account: { username: 'ada@contoso.test', homeAccountId: `${String(ada.oid)}.${LOCAL_HOME_TENANT_ID}`, tenantId: LOCAL_HOME_TENANT_ID },
       });
       const { payload } = await jwtVerify(success.accessToken!, createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: 'https://graph.microsoft.com' });
       expect(payload).toMatchObject({

@@ -17,7 +17,7 @@ const validators = new WeakMap<object, z.ZodType>();
 export function schemaProblems(schema: Json, value: unknown): string[] {
   let validator = validators.get(schema);
   if (!validator) {
-    validator = z.fromJSONSchema(schema as z.core.JSONSchema.JSONSchema);
+    validator = z.fromJSONSchema(schema);
     validators.set(schema, validator);
   }
   const result = validator.safeParse(value);
@@ -41,7 +41,7 @@ export class ApiDescription {
 
   static async served(): Promise<ApiDescription> {
     const document = (await (await fetch(`${stack.apiBaseUrl}/openapi.json`)).json()) as Json;
-    return new ApiDescription(document, (await SwaggerParser.dereference(structuredClone(document) as never)) as Json);
+    return new ApiDescription(document, await SwaggerParser.dereference(structuredClone(document) as never));
   }
 
   /** The operation a request goes to: among the templates that match, the one with the fewest parameters. */

@@ -18,7 +18,7 @@ beforeAll(async () => {
 type Options = Parameters<typeof api>[2];
 
 /** Calls the API and expects the answer to be one the document describes, with the status given. */
-async function call(method: string, path: string, status: number | number[], options: Options = {}): Promise<ApiResponse> {
+async function call(method: string, path: string, status: number | number[], options: Options = {}): Promise<ApiResponse<any>> {
   const response = await api(method, path, options);
   expect(description.problems(method, path, response), `${method} ${path}`).toEqual([]);
   expect([status].flat(), `${method} ${path}: ${JSON.stringify(response.body)}`).toContain(response.status);

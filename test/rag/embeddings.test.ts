@@ -173,7 +173,7 @@ describe('embeddings client against the stand-in', () => {
   it('gives up on requests that time out', async () => {
     const hanging: typeof fetch = (_input, init) =>
       new Promise((_resolve, reject) => {
-        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason as Error));
       });
     const failure = await embedder(openAi(), { fetch: hanging, requestTimeoutMs: 20, maxAttempts: 2 })
       .embed(['slow'])
