@@ -486,6 +486,10 @@ export interface components {
         WWWAuthenticate: string;
         /** @description Identifies the request in the service log; quote it when reporting a problem. */
         XRequestId: string;
+        /** @description RFC 9745: when the operation was deprecated, as `@<Unix seconds>`. */
+        Deprecation: string;
+        /** @description RFC 8594: the HTTP date after which the operation may be gone. */
+        Sunset: string;
     };
     pathItems: never;
 }

@@ -1,14 +1,15 @@
 import { app } from '@azure/functions';
 import { z } from 'zod';
-import { respond } from '../shared/http/endpoint.js';
-import { publicOperation } from '../shared/openapi/operation.js';
+import { publicOperation, respond } from '../shared/http/endpoint.js';
 import { PAGE_CONTENT_SECURITY_POLICY, referencePage } from '../shared/openapi/reference-page.js';
 
 export const docsGet = publicOperation(
   {
-    summary: 'API reference page',
-    description: 'Swagger UI rendering this document, served by the API itself. No token needed to read it; to try operations, authorise with a token.',
     success: { status: 200, body: z.string(), mediaTypes: ['text/html'] },
+    docs: {
+      summary: 'API reference page',
+      description: 'Swagger UI rendering this document, served by the API itself. No token needed to read it; to try operations, authorise with a token.',
+    },
   },
   (request, context) =>
     respond(request, context, () =>

@@ -1,19 +1,16 @@
 import { app } from '@azure/functions';
 import { getProject } from '../shared/data/projects-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { notModifiedOr } from '../shared/http/responses.js';
-import { project } from '../shared/schemas/projects.js';
+import { project, projectIdParameter } from '../shared/schemas/projects.js';
 
 export const projectsGet = endpoint({
   permission: 'projects:read',
-  docs: {
-    summary: 'Read a project',
-    success: { status: 200, body: project, headers: ['ETag'] },
-    honours: ['If-None-Match'],
-    errors: { 404: ['projectNotFound'] },
-  },
-  async handle({ principal, request }) {
-    return notModifiedOr(request, await getProject(principal, request.params.projectId ?? ''));
+  params: { projectId: projectIdParameter },
+  honours: ['If-None-Match'],
+  success: { status: 200, body: project, headers: ['ETag'] },
+  docs: { summary: 'Read a project', errors: { 404: ['projectNotFound'] } },
+  async handle({ principal, params }) {
+    return { body: await getProject(principal, params.projectId) };
   },
 });
 

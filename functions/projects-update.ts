@@ -1,27 +1,27 @@
 import { app } from '@azure/functions';
 import { updateProject } from '../shared/data/projects-repository.js';
-import { STATUS_MOVES } from '../shared/domain/project-rules.js';
+import { STATUS_MOVES } from '../shared/domain/projects.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { parseIfMatch } from '../shared/http/etag.js';
-import { resource } from '../shared/http/responses.js';
-import { project, updateProjectBody } from '../shared/schemas/projects.js';
+import { project, projectIdParameter, updateProjectBody } from '../shared/schemas/projects.js';
+
+const statusMoves = Object.entries(STATUS_MOVES)
+  .filter(([, next]) => next.length)
+  .map(([from, next]) => `${from} → ${next.join(' or ')}`)
+  .join('; ');
 
 export const projectsUpdate = endpoint({
   permission: 'projects:write',
+  params: { projectId: projectIdParameter },
   body: updateProjectBody,
+  honours: ['If-Match'],
+  success: { status: 200, body: project, headers: ['ETag'] },
   docs: {
     summary: 'Update a project',
-    description: `Changes the fields given and keeps the others. Status moves: ${Object.entries(STATUS_MOVES)
-      .filter(([, next]) => next.length)
-      .map(([from, next]) => `${from} → ${next.join(' or ')}`)
-      .join('; ')}. An Archived project is read-only (it can still be deleted).`,
-    success: { status: 200, body: project, headers: ['ETag'] },
-    honours: ['If-Match'],
+    description: `Changes the fields given and keeps the others. Status moves: ${statusMoves}. An Archived project is read-only (it can still be deleted).`,
     errors: { 400: ['tooManyMembers'], 404: ['projectNotFound'], 409: ['statusMoveNotAllowed', 'projectArchived'] },
   },
-  async handle({ principal, body, request }) {
-    const ifMatch = parseIfMatch(request.headers.get('if-match'));
-    return resource(200, await updateProject(principal, request.params.projectId ?? '', body, ifMatch));
+  async handle({ principal, params, body, ifMatch }) {
+    return { body: await updateProject(principal, params.projectId, body, ifMatch) };
   },
 });
 

@@ -1,13 +1,13 @@
 import { app } from '@azure/functions';
 import { createJob, finishJob } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { json } from '../shared/http/responses.js';
 import { enqueueRagJob } from '../shared/rag/queue.js';
 import { ragJob, startRagIndexBody } from '../shared/schemas/rag.js';
 
 export const ragIndexStart = endpoint({
   permission: 'rag:run',
   body: startRagIndexBody,
+  success: { status: 202, body: ragJob, headers: ['Location'] },
   docs: {
     summary: 'Start a RAG index rebuild',
     description:
@@ -15,10 +15,9 @@ export const ragIndexStart = endpoint({
       'chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and ' +
       'their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`. When the queue ' +
       'cannot take the job, it is marked Failed and the answer is a 503.',
-    success: { status: 202, body: ragJob, headers: ['Location'] },
     errors: { 409: ['ragJobActive'], 503: ['queueUnavailable'] },
   },
-  async handle({ principal, body, request }) {
+  async handle({ principal, body, path }) {
     const job = await createJob(principal, body);
     try {
       await enqueueRagJob({ jobId: job.jobId, tenantId: principal.tenantId });
@@ -27,8 +26,7 @@ export const ragIndexStart = endpoint({
       await finishJob(principal.tenantId, job.jobId, { error: 'The job could not be put on the queue.' });
       throw error;
     }
-    const jobsPath = new URL(request.url).pathname.replace(/\/index$/, '/jobs');
-    return json(202, job, { Location: `${jobsPath}/${job.jobId}` });
+    return { body: job, location: `${path.replace(/\/index$/, '/jobs')}/${job.jobId}` };
   },
 });
 

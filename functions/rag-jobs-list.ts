@@ -2,20 +2,16 @@ import { app } from '@azure/functions';
 import { z } from 'zod';
 import { listJobs } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { json, nextPageLink } from '../shared/http/responses.js';
 import { listRagJobsQuery, ragJob } from '../shared/schemas/rag.js';
 
 export const ragJobsList = endpoint({
   permission: 'rag:run',
   query: listRagJobsQuery,
-  docs: {
-    summary: 'List RAG index jobs',
-    description: 'Newest first.',
-    success: { status: 200, body: z.array(ragJob), headers: ['Link'] },
-  },
-  async handle({ principal, query, request }) {
-    const page = await listJobs(principal, query);
-    return json(200, page.items, nextPageLink(request.url, page.nextCursor));
+  success: { status: 200, body: z.array(ragJob), headers: ['Link'] },
+  docs: { summary: 'List RAG index jobs', description: 'Newest first.' },
+  async handle({ principal, query }) {
+    const { items, nextCursor } = await listJobs(principal, query);
+    return { body: items, nextCursor };
   },
 });
 

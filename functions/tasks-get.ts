@@ -1,19 +1,16 @@
 import { app } from '@azure/functions';
 import { getTask } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { notModifiedOr } from '../shared/http/responses.js';
-import { task } from '../shared/schemas/tasks.js';
+import { task, taskIdParameter } from '../shared/schemas/tasks.js';
 
 export const tasksGet = endpoint({
   permission: 'tasks:read',
-  docs: {
-    summary: 'Read a task',
-    success: { status: 200, body: task, headers: ['ETag'] },
-    honours: ['If-None-Match'],
-    errors: { 404: ['taskNotFound'] },
-  },
-  async handle({ principal, request }) {
-    return notModifiedOr(request, await getTask(principal, request.params.taskId ?? ''));
+  params: { taskId: taskIdParameter },
+  honours: ['If-None-Match'],
+  success: { status: 200, body: task, headers: ['ETag'] },
+  docs: { summary: 'Read a task', errors: { 404: ['taskNotFound'] } },
+  async handle({ principal, params }) {
+    return { body: await getTask(principal, params.taskId) };
   },
 });
 

@@ -2,22 +2,21 @@ import { app } from '@azure/functions';
 import { z } from 'zod';
 import { listTasks } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { json, nextPageLink } from '../shared/http/responses.js';
 import { listTasksQuery, task } from '../shared/schemas/tasks.js';
 
 export const tasksList = endpoint({
   permission: 'tasks:read',
   query: listTasksQuery,
+  success: { status: 200, body: z.array(task), headers: ['Link'] },
   docs: {
     summary: 'List tasks',
     description:
-      '`dueBefore` finds the tasks due strictly before a date (a task without a due date is never due). By ' +
-      '`dueDate`, tasks without one come first (last with `-dueDate`); by `priority`, Low < Medium < High < Urgent.',
-    success: { status: 200, body: z.array(task), headers: ['Link'] },
+      '`dueBefore` finds the tasks due strictly before a date (a task without a due date is never due). By `dueDate`, tasks without one ' +
+      'come first (last with `-dueDate`); by `priority`, Low < Medium < High < Urgent.',
   },
-  async handle({ principal, query, request }) {
-    const page = await listTasks(principal, query);
-    return json(200, page.items, nextPageLink(request.url, page.nextCursor));
+  async handle({ principal, query }) {
+    const { items, nextCursor } = await listTasks(principal, query);
+    return { body: items, nextCursor };
   },
 });
 

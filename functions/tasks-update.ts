@@ -1,23 +1,21 @@
 import { app } from '@azure/functions';
 import { updateTask } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { parseIfMatch } from '../shared/http/etag.js';
-import { resource } from '../shared/http/responses.js';
-import { task, updateTaskBody } from '../shared/schemas/tasks.js';
+import { task, taskIdParameter, updateTaskBody } from '../shared/schemas/tasks.js';
 
 export const tasksUpdate = endpoint({
   permission: 'tasks:write',
+  params: { taskId: taskIdParameter },
   body: updateTaskBody,
+  honours: ['If-Match'],
+  success: { status: 200, body: task, headers: ['ETag'] },
   docs: {
     summary: 'Update a task',
     description: "Changes the fields given and keeps the others; a task cannot move to another project. An Archived project's tasks are read-only.",
-    success: { status: 200, body: task, headers: ['ETag'] },
-    honours: ['If-Match'],
     errors: { 404: ['taskNotFound'], 409: ['projectArchived'] },
   },
-  async handle({ principal, body, request }) {
-    const ifMatch = parseIfMatch(request.headers.get('if-match'));
-    return resource(200, await updateTask(principal, request.params.taskId ?? '', body, ifMatch));
+  async handle({ principal, params, body, ifMatch }) {
+    return { body: await updateTask(principal, params.taskId, body, ifMatch) };
   },
 });
 

@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { listRecordedUsers } from '../shared/data/users-repository.js';
 import { listDirectoryUsers } from '../shared/graph/directory-users.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { json, nextPageLink } from '../shared/http/responses.js';
 import { listUsersQuery, user } from '../shared/schemas/users.js';
 
 export const usersList = endpoint({
   permission: 'users:read',
   query: listUsersQuery,
+  success: { status: 200, body: z.array(user), headers: ['Link'] },
   docs: {
     summary: 'List users',
     description:
@@ -17,7 +17,6 @@ export const usersList = endpoint({
       'On-Behalf-Of; they have no `roles`, `createdAt` or `lastSeenAt`, and `role` cannot filter them. When your ' +
       'organisation requires a new sign-in, the 401 carries the claims challenge in `WWW-Authenticate` and in the ' +
       "body's `claims`.",
-    success: { status: 200, body: z.array(user), headers: ['Link'] },
     errors: {
       400: ['roleFilterNeedsRecordedUsers'],
       401: ['interactionRequired'],
@@ -26,9 +25,9 @@ export const usersList = endpoint({
       503: ['directoryUnavailable'],
     },
   },
-  async handle({ principal, query, request }) {
-    const page = query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query);
-    return json(200, page.items, nextPageLink(request.url, page.nextCursor));
+  async handle({ principal, query }) {
+    const { items, nextCursor } = query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query);
+    return { body: items, nextCursor };
   },
 });
 

@@ -2,20 +2,19 @@ import { app } from '@azure/functions';
 import { getCurrentUser } from '../shared/data/users-repository.js';
 import { ApiError } from '../shared/errors.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { resource } from '../shared/http/responses.js';
 import { user } from '../shared/schemas/users.js';
 
 export const usersMe = endpoint({
   permission: 'users:read',
+  success: { status: 200, body: user, headers: ['ETag'] },
   docs: {
     summary: 'Read the caller',
     description: 'The user the token belongs to, as recorded by this request.',
-    success: { status: 200, body: user, headers: ['ETag'] },
     errors: { 403: ['usersOnly'], 404: ['userNotFound'] },
   },
   async handle({ principal }) {
     if (principal.kind !== 'user') throw new ApiError(403, 'usersOnly');
-    return resource(200, await getCurrentUser(principal));
+    return { body: await getCurrentUser(principal) };
   },
 });
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
 import { appRootAbove } from '../shared/app-root.js';
+import { DEFAULT_RAG_QUEUE_NAME } from '../shared/config.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
@@ -18,8 +19,6 @@ import { DEFAULT_LOCAL_USERNAME, startIdentityProvider, writeIdentityProviderInf
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
-// The contract's default; the deployed app sets it too, as the queue trigger binds to %RAG_QUEUE_NAME%.
-const DEFAULT_RAG_QUEUE_NAME = 'rag-index-jobs';
 
 export interface StackOptions {
   apiPort: number;

@@ -1,7 +1,9 @@
 import { ConfigurationError } from './errors.js';
 import { isRole, type Role } from './auth/roles.js';
+import { GUID } from './guid.js';
 
-const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
+export const DEFAULT_RAG_QUEUE_NAME = 'rag-index-jobs';
 
 export interface AuthSettings {
   homeTenantId: string;
@@ -42,7 +44,7 @@ function readAuthSettings(env: NodeJS.ProcessEnv): AuthSettings {
   const homeTenantId = env.AUTH_TENANT_ID?.trim() ?? '';
   const clientId = env.AUTH_CLIENT_ID?.trim() ?? '';
   if (!homeTenantId) problems.push('AUTH_TENANT_ID is not set');
-  else if (!GUID.test(homeTenantId)) problems.push('AUTH_TENANT_ID is not a GUID');
+  else if (!GUID.test(homeTenantId.toLowerCase())) problems.push('AUTH_TENANT_ID is not a GUID');
   if (!clientId) problems.push('AUTH_CLIENT_ID is not set');
   const allowedTenants = list(env.AUTH_ALLOWED_TENANTS).map((tenant) => tenant.toLowerCase());
   for (const tenant of allowedTenants) if (!GUID.test(tenant)) problems.push(`AUTH_ALLOWED_TENANTS has "${tenant}", which is not a GUID`);
@@ -102,7 +104,7 @@ export interface QueueSettings {
 function readQueueSettings(env: NodeJS.ProcessEnv): QueueSettings {
   const connectionString = env.AzureWebJobsStorage?.trim();
   const serviceUri = env.AzureWebJobsStorage__queueServiceUri?.trim();
-  const ragQueueName = env.RAG_QUEUE_NAME?.trim() || 'rag-index-jobs';
+  const ragQueueName = env.RAG_QUEUE_NAME?.trim() || DEFAULT_RAG_QUEUE_NAME;
   if (connectionString) return { connection: { connectionString }, ragQueueName };
   if (serviceUri) return { connection: { serviceUri }, ragQueueName };
   throw new ConfigurationError(['AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set']);

@@ -1,16 +1,16 @@
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ConfidentialClientApplication, Configuration } from '@azure/msal-node';
+import { BoundedMap } from '../bounded-map.js';
 import { authSettings, onBehalfOfCredential } from '../config.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
+import { lazily } from '../lazy.js';
 import type { Principal } from './principal.js';
 
 const CACHE_LIMIT = 500;
 // A token this close to expiry is not handed out: the downstream call could outlive it.
 const EXPIRY_MARGIN_MS = 60_000;
 const SERVER_ERROR_CODES_FOR_A_BAD_ASSERTION = new Set(['invalid_grant', 'invalid_request']);
-
-let client: Promise<ConfidentialClientApplication> | undefined;
 
 /** A certificate credential from a PEM file holding the private key and its certificate (chain). */
 function certificateCredential(path: string) {
@@ -26,36 +26,24 @@ function certificateCredential(path: string) {
 }
 
 /** One confidential client per process; msal-node loads only when a request first needs it. */
-async function confidentialClient(): Promise<ConfidentialClientApplication> {
-  if (!client) {
-    client = (async () => {
-      const { authorityHost, clientId, homeTenantId } = authSettings();
-      const credential = onBehalfOfCredential();
-      const { ConfidentialClientApplication } = await import('@azure/msal-node');
-      const configuration: Configuration = {
-        auth: {
-          clientId,
-          authority: `${authorityHost}/${homeTenantId}`,
-          // Trusted as configured, so sovereign clouds and other identity providers work the same way.
-          knownAuthorities: [new URL(authorityHost).host],
-          ...('secret' in credential ? { clientSecret: credential.secret } : { clientCertificate: certificateCredential(credential.certificatePath) }),
-        },
-      };
-      return new ConfidentialClientApplication(configuration);
-    })();
-    client.catch(() => (client = undefined));
-  }
-  return client;
-}
+const confidentialClient = lazily(async (): Promise<ConfidentialClientApplication> => {
+  const { authorityHost, clientId, homeTenantId } = authSettings();
+  const credential = onBehalfOfCredential();
+  const { ConfidentialClientApplication } = await import('@azure/msal-node');
+  const configuration: Configuration = {
+    auth: {
+      clientId,
+      authority: `${authorityHost}/${homeTenantId}`,
+      // Trusted as configured, so sovereign clouds and other identity providers work the same way.
+      knownAuthorities: [new URL(authorityHost).host],
+      ...('secret' in credential ? { clientSecret: credential.secret } : { clientCertificate: certificateCredential(credential.certificatePath) }),
+    },
+  };
+  return new ConfidentialClientApplication(configuration);
+});
 
-/** Tokens already exchanged, per caller token and scopes; the oldest go first when it is full. */
-const exchanged = new Map<string, { accessToken: string; expiresAt: number }>();
-
-function remember(key: string, accessToken: string, expiresAt: number): void {
-  exchanged.delete(key);
-  exchanged.set(key, { accessToken, expiresAt });
-  if (exchanged.size > CACHE_LIMIT) exchanged.delete(exchanged.keys().next().value!);
-}
+/** Tokens already exchanged, per caller token and scopes. */
+const exchanged = new BoundedMap<string, { accessToken: string; expiresAt: number }>(CACHE_LIMIT);
 
 interface MsalFailure {
   errorCode?: string;
@@ -127,6 +115,6 @@ export async function onBehalfOf(principal: Principal, scopes: string[]): Promis
     application.clearCache();
   }
   if (!result?.accessToken) throw new DependencyUnavailableError('identityProvider');
-  remember(key, result.accessToken, result.expiresOn?.getTime() ?? Date.now());
+  exchanged.set(key, { accessToken: result.accessToken, expiresAt: result.expiresOn?.getTime() ?? Date.now() });
   return result.accessToken;
 }

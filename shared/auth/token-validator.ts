@@ -1,11 +1,12 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { AuthSettings } from '../config.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
+import { GUID } from '../guid.js';
+import { lazily } from '../lazy.js';
 import type { MessageKey } from '../messages.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from './roles.js';
 
-const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MAX_TOKEN_LENGTH = 16 * 1024;
 const CLOCK_SKEW_SECONDS = 300;
 const REQUIRED_SCOPE = 'access_as_user';
@@ -59,32 +60,24 @@ function stringClaim(payload: JWTPayload, name: string): string | undefined {
  * One instance per process: it keeps each tenant's metadata and key set.
  */
 export function createTokenValidator(settings: AuthSettings) {
-  const tenants = new Map<string, Promise<TenantKeys>>();
-
-  function tenantKeys(tenantId: string): Promise<TenantKeys> {
-    let keys = tenants.get(tenantId);
-    if (!keys) {
-      keys = (async () => {
-        const base = `${settings.authorityHost}/${tenantId}`;
-        const [v2, v1] = await Promise.all([
-          fetchMetadata(`${base}/v2.0/.well-known/openid-configuration`),
-          fetchMetadata(`${base}/.well-known/openid-configuration`),
-        ]);
-        return { issuers: { v1: v1.issuer, v2: v2.issuer }, keySet: createRemoteJWKSet(new URL(v2.jwks_uri), { timeoutDuration: METADATA_TIMEOUT_MS }) };
-      })();
-      tenants.set(tenantId, keys);
-      // A failed discovery is forgotten so that the next request tries again.
-      keys.catch(() => tenants.delete(tenantId));
-    }
-    return keys;
+  async function discover(tenantId: string): Promise<TenantKeys> {
+    const base = `${settings.authorityHost}/${tenantId}`;
+    const [v2, v1] = await Promise.all([
+      fetchMetadata(`${base}/v2.0/.well-known/openid-configuration`),
+      fetchMetadata(`${base}/.well-known/openid-configuration`),
+    ]);
+    return { issuers: { v1: v1.issuer, v2: v2.issuer }, keySet: createRemoteJWKSet(new URL(v2.jwks_uri), { timeoutDuration: METADATA_TIMEOUT_MS }) };
   }
+
+  /** Each allowed tenant's issuers and key set, discovered when its first token arrives. */
+  const tenants = new Map(settings.allowedTenants.map((tenantId) => [tenantId, lazily(() => discover(tenantId))]));
 
   function tenantOf(token: string): string {
     // Read before verification only to choose which allowed tenant's keys to verify with. The token's
     // shape was checked, so the segment is base64url; jwtVerify decodes it again, strictly, and
     // refuses any algorithm but RS256 before it asks for a key.
     const tid = claim(segmentJson(token.slice(token.indexOf('.') + 1, token.lastIndexOf('.'))), 'tid');
-    if (typeof tid !== 'string' || !GUID.test(tid) || !settings.allowedTenants.includes(tid)) throw invalidToken();
+    if (typeof tid !== 'string' || !tenants.has(tid)) throw invalidToken();
     return tid;
   }
 
@@ -99,7 +92,7 @@ export function createTokenValidator(settings: AuthSettings) {
     const tenantId = tenantOf(token);
     let keys: TenantKeys;
     try {
-      keys = await tenantKeys(tenantId);
+      keys = await tenants.get(tenantId)!();
     } catch (error) {
       throw new DependencyUnavailableError('identityProvider', error);
     }

@@ -1,10 +1,10 @@
 import { CosmosClient, type Container, type CosmosClientOptions } from '@azure/cosmos';
 import { cosmosSettings } from '../config.js';
+import { lazily } from '../lazy.js';
 import { CONTAINERS, type ContainerName } from './containers.js';
 
-let client: Promise<CosmosClient> | undefined;
-
-async function createClient(): Promise<CosmosClient> {
+/** One client per process, made on first use, so that settings are read only when needed. */
+const client = lazily(async (): Promise<CosmosClient> => {
   const { endpoint, key } = cosmosSettings();
   const options: CosmosClientOptions = {
     endpoint,
@@ -18,19 +18,15 @@ async function createClient(): Promise<CosmosClient> {
   // Without a key the app signs in as its managed identity; the identity library loads only then.
   const { DefaultAzureCredential } = await import('@azure/identity');
   return new CosmosClient({ ...options, aadCredentials: new DefaultAzureCredential() });
-}
+});
 
 const containers = new Map<ContainerName, Container>();
 
-/** One client per process, created on first use, so that settings are read only when needed; and one handle per container. */
+/** One handle per container and process. */
 export async function container(name: ContainerName): Promise<Container> {
   const known = containers.get(name);
   if (known) return known;
-  if (!client) {
-    client = createClient();
-    client.catch(() => (client = undefined));
-  }
-  const created = (await client).database(cosmosSettings().database).container(CONTAINERS[name].id);
+  const created = (await client()).database(cosmosSettings().database).container(CONTAINERS[name].id);
   containers.set(name, created);
   return created;
 }

@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
-import type { HttpRequest } from '@azure/functions';
-import type { Principal } from '../auth/principal.js';
 import { ApiError } from '../errors.js';
 import { cosmosStatus } from './cosmos.js';
 
 const RETENTION_SECONDS = 24 * 60 * 60;
-const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+
+/** An Idempotency-Key as a create receives it: the key, and the operation it belongs to. */
+export interface Idempotency {
+  key: string;
+  scope: string;
+}
 
 interface IdempotencyDocument<T> {
   id: string;
@@ -19,7 +22,7 @@ interface IdempotencyDocument<T> {
   _etag?: string;
 }
 
-/** A create made under an Idempotency-Key: where its record lives and what the request looked like. */
+/** Where a create's record lives (per caller, operation and key) and what its request looked like. */
 export interface IdempotentRequest {
   recordId: string;
   requestHash: string;
@@ -31,15 +34,9 @@ function sha256(...parts: string[]): string {
   return hash.digest('base64url');
 }
 
-/** The request's Idempotency-Key, scoped to the caller and the operation; undefined without one. */
-export function idempotentRequest(request: HttpRequest, principal: Principal, operation: string, body: unknown): IdempotentRequest | undefined {
-  const key = request.headers.get('idempotency-key');
-  if (key === null) return undefined;
-  if (!KEY_FORMAT.test(key)) throw new ApiError(400, 'invalidIdempotencyKey');
-  return {
-    recordId: `idempotency-${sha256(principal.objectId, operation, key)}`,
-    requestHash: sha256(JSON.stringify(body)),
-  };
+/** The record of a create made by `callerId` under an Idempotency-Key, for the request it was made with. */
+export function idempotentRequest({ key, scope }: Idempotency, callerId: string, request: unknown): IdempotentRequest {
+  return { recordId: `idempotency-${sha256(callerId, scope, key)}`, requestHash: sha256(JSON.stringify(request)) };
 }
 
 /**

@@ -1,54 +1,62 @@
 import type { Container, OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
-import { assertStatusMove, membersWithOwner } from '../domain/project-rules.js';
-import { ApiError, conflict, notFound } from '../errors.js';
-import type { IfMatch } from '../http/etag.js';
-import { projectId, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
+import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner, ownerOf } from '../domain/projects.js';
+import type { ExpectedVersion } from '../domain/versions.js';
+import { notFound } from '../errors.js';
+import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
 import { writeInBatches } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
-import type { IdempotentRequest } from './idempotency.js';
+import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
-import { createDocument, FULL_SCAN_PAGE, listPage, readDocument, tenantData, updateDocument, type Created } from './tenant-data.js';
+import {
+  changeDocument,
+  createDocument,
+  fieldsOf,
+  FULL_SCAN_PAGE,
+  listPage,
+  pagesOf,
+  readDocument,
+  readVisible,
+  tenantData,
+  type Created,
+  type DocumentKind,
+} from './tenant-data.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;
   type: 'project';
   /** Lower-cased name: case-insensitive search and sort without a function call per document. */
   nameSort: string;
-  /** Set while a delete removes the project's tasks: the project is gone for every reader. */
+  /** Set while a delete removes the project's tasks. */
   deleting?: true;
   _etag: string;
 }
 
-export function toProject(document: Project): Project {
-  const { id, name, description, status, owner, members, createdAt, updatedAt, createdBy } = document;
-  return { id, name, description, status, owner, members, createdAt, updatedAt, createdBy };
-}
-
-const missing = (id: string) => notFound('projectNotFound', { id: id.slice(0, 100) });
-
-async function storedProject(tenantId: string, id: string): Promise<ProjectDocument | undefined> {
-  // A malformed id cannot name a project: answer without asking the database.
-  if (!projectId.safeParse(id).success) return undefined;
-  return readDocument<ProjectDocument>(tenantId, id, 'project');
-}
+/**
+ * Projects. Deleting one first marks it `deleting`, and from then on it is gone for every reader and
+ * writer (this is where that rule lives); then its tasks go, then the project itself.
+ */
+export const projects: DocumentKind<ProjectDocument, Project> = {
+  type: 'project',
+  resourceOf: fieldsOf(project),
+  missing: (id) => notFound('projectNotFound', { id: id.slice(0, 100) }),
+  hidden: { is: (document) => document.deleting === true, where: 'IS_DEFINED(c.deleting)' },
+};
 
 /** The project as its readers see it: 404 when absent, or while it is being deleted. */
-export async function readProjectDocument(tenantId: string, id: string): Promise<ProjectDocument> {
-  const document = await storedProject(tenantId, id);
-  if (!document || document.deleting) throw missing(id);
-  return document;
+export function readProjectDocument(tenantId: string, id: string): Promise<ProjectDocument> {
+  return readVisible(projects, tenantId, id);
 }
 
-export async function createProject(principal: Principal, input: CreateProjectBody, idempotent: IdempotentRequest | undefined): Promise<Created<Project>> {
-  const owner = input.owner ?? principal.email;
-  if (!owner || !/^[^@\s]+@[^@\s]+$/.test(owner)) throw new ApiError(400, 'ownerRequired');
+export async function createProject(principal: Principal, input: CreateProjectBody, idempotency: Idempotency | undefined): Promise<Created<Project>> {
+  const owner = ownerOf(input.owner, principal.email);
   const members = membersWithOwner(owner, input.members ?? []);
   return createDocument<Omit<ProjectDocument, '_etag'>, Project>({
+    kind: projects,
     principal,
-    idempotent,
+    idempotency,
+    request: input,
     sequence: 'projects',
-    represent: toProject,
     prepare(number) {
       const now = new Date().toISOString();
       const document: Omit<ProjectDocument, '_etag'> = {
@@ -58,7 +66,7 @@ export async function createProject(principal: Principal, input: CreateProjectBo
         name: input.name,
         nameSort: input.name.toLowerCase(),
         description: input.description ?? '',
-        status: 'Active',
+        status: INITIAL_STATUS,
         owner,
         members,
         createdAt: now,
@@ -71,7 +79,7 @@ export async function createProject(principal: Principal, input: CreateProjectBo
 }
 
 export async function getProject(principal: Principal, id: string): Promise<Project> {
-  return toProject(await readProjectDocument(principal.tenantId, id));
+  return projects.resourceOf(await readProjectDocument(principal.tenantId, id));
 }
 
 const SORT_CLAUSES: Record<ListProjectsQuery['sort'], string> = {
@@ -81,11 +89,10 @@ const SORT_CLAUSES: Record<ListProjectsQuery['sort'], string> = {
   '-name': 'c.nameSort DESC',
 };
 
-export async function listProjects(principal: Principal, query: ListProjectsQuery): Promise<Page<Project>> {
-  const page = await listPage<ProjectDocument>({
+export function listProjects(principal: Principal, query: ListProjectsQuery): Promise<Page<Project>> {
+  return listPage({
+    kind: projects,
     tenantId: principal.tenantId,
-    type: 'project',
-    always: ['NOT IS_DEFINED(c.deleting)'],
     filters: {
       status: ['c.status = @status', query.status],
       owner: ['c.owner = @owner', query.owner],
@@ -96,17 +103,23 @@ export async function listProjects(principal: Principal, query: ListProjectsQuer
     limit: query.limit,
     cursor: query.cursor,
   });
-  return { items: page.items.map(toProject), nextCursor: page.nextCursor };
 }
 
-/** Applies the given fields. An Archived project is read-only; status moves follow the contract. */
-export async function updateProject(principal: Principal, id: string, changes: UpdateProjectBody, ifMatch: IfMatch): Promise<Project> {
-  const updated = await updateDocument<ProjectDocument>({
-    ifMatch,
-    read: () => readProjectDocument(principal.tenantId, id),
-    represent: toProject,
+/** The tenant's visible projects (only those named, when given), a page at a time: what the RAG index is built from. */
+export function projectPages(tenantId: string, projectIds: readonly string[] | null, pageSize: number): AsyncGenerator<Project[]> {
+  const where = projectIds ? { condition: 'ARRAY_CONTAINS(@projectIds, c.id)', parameters: [{ name: '@projectIds', value: [...projectIds] }] } : undefined;
+  return pagesOf({ kind: projects, tenantId, pageSize, ...(where ? { where } : {}) });
+}
+
+/** Applies the given fields, following the project rules (status moves, archived read-only, ownership). */
+export async function updateProject(principal: Principal, id: string, changes: UpdateProjectBody, expected: ExpectedVersion): Promise<Project> {
+  const updated = await changeDocument({
+    kind: projects,
+    tenantId: principal.tenantId,
+    id,
+    expected,
     change(current) {
-      if (current.status === 'Archived') throw conflict('projectArchived', { id });
+      assertWritable(current);
       if (changes.status) assertStatusMove(current.status, changes.status);
       const owner = changes.owner ?? current.owner;
       const name = changes.name ?? current.name;
@@ -122,7 +135,7 @@ export async function updateProject(principal: Principal, id: string, changes: U
       };
     },
   });
-  return toProject(updated);
+  return projects.resourceOf(updated!);
 }
 
 /**
@@ -132,22 +145,25 @@ export async function updateProject(principal: Principal, id: string, changes: U
  * so a create that raced the delete either committed before the project went (and the last sweep
  * removes it) or fails. A delete that stopped half way is finished by the next DELETE.
  */
-export async function deleteProject(principal: Principal, id: string, ifMatch: IfMatch): Promise<void> {
+export async function deleteProject(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
   const { tenantId } = principal;
   const documents = await tenantData();
-  let known = await storedProject(tenantId, id);
-  if (!known) throw missing(id);
-  if (!known.deleting) {
-    await updateDocument<ProjectDocument>({
-      ifMatch,
-      // The first attempt uses the document just read; a retry after a clash reads it again.
-      async read() {
-        const current = known ?? (await readProjectDocument(tenantId, id));
-        known = undefined;
+  const stored = await readDocument<ProjectDocument>(tenantId, id, projects.type);
+  if (!stored) throw projects.missing(id);
+  if (!stored.deleting) {
+    // The first attempt uses the document just read; a retry after a clash reads it again.
+    let first: ProjectDocument | undefined = stored;
+    await changeDocument({
+      kind: projects,
+      tenantId,
+      id,
+      expected,
+      read: async () => {
+        const current = first ?? (await readProjectDocument(tenantId, id));
+        first = undefined;
         return current;
       },
-      represent: toProject,
-      change: (current) => ({ ...current, deleting: true }),
+      change: (current) => ({ ...current, deleting: true as const }),
     });
   }
   await deleteTasksOfProject(documents, tenantId, id);

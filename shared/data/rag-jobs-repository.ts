@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, notFound } from '../errors.js';
-import type { ListRagJobsQuery, RagCounts, RagJob, StartRagIndexBody } from '../schemas/rag.js';
+import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';
-import { asJson, listPage, readDocument, tenantData } from './tenant-data.js';
+import { asJson, fieldsOf, listPage, readDocument, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
 
 interface RagJobDocument extends Omit<RagJob, 'jobId'> {
   id: string;
@@ -28,17 +28,16 @@ interface ActiveJobLock {
 const LOCK_ID = 'rag-active-job';
 const TERMINAL: ReadonlySet<RagJob['status']> = new Set(['Succeeded', 'Failed']);
 
-export function toRagJob(document: RagJobDocument): RagJob {
-  const { id, status, mode, projectIds, requestedAt, requestedBy, startedAt, completedAt, counts, error } = document;
-  return { jobId: id, status, mode, projectIds, requestedAt, requestedBy, startedAt, completedAt, counts, error };
-}
+const jobFields = fieldsOf(ragJob.omit({ jobId: true }));
 
-const missing = (jobId: string) => notFound('ragJobNotFound', { id: jobId.slice(0, 100) });
-const isJobId = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value);
+const ragJobs: DocumentKind<RagJobDocument, RagJob> = {
+  type: 'ragJob',
+  // The job's id is its document's id.
+  resourceOf: (document) => ({ jobId: document.id, ...jobFields(document) }),
+  missing: (jobId) => notFound('ragJobNotFound', { id: jobId.slice(0, 100) }),
+};
 
-async function readJobDocument(tenantId: string, jobId: string): Promise<RagJobDocument | undefined> {
-  return isJobId(jobId) ? readDocument<RagJobDocument>(tenantId, jobId, 'ragJob') : undefined;
-}
+const readJobDocument = (tenantId: string, jobId: string) => readDocument<RagJobDocument>(tenantId, jobId, ragJobs.type);
 
 function activeJobConflict(jobId: string): ApiError {
   return new ApiError(409, 'ragJobActive', { id: jobId }, { extra: { activeJobId: jobId } });
@@ -88,28 +87,18 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
     );
     if (result[0]?.statusCode === 409) continue;
     if (result[1]?.statusCode !== 201) throw new Error(`Storing the RAG job failed: ${result.map((operation) => operation.statusCode).join(',')}`);
-    return toRagJob(result[1].resourceBody as unknown as RagJobDocument);
+    return ragJobs.resourceOf(result[1].resourceBody as unknown as RagJobDocument);
   }
   const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
   throw activeJobConflict(lock?.jobId ?? 'unknown');
 }
 
 export async function getJob(principal: Principal, jobId: string): Promise<RagJob> {
-  const document = await readJobDocument(principal.tenantId, jobId);
-  if (!document) throw missing(jobId);
-  return toRagJob(document);
+  return ragJobs.resourceOf(await readVisible(ragJobs, principal.tenantId, jobId));
 }
 
-export async function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
-  const page = await listPage<RagJobDocument>({
-    tenantId: principal.tenantId,
-    type: 'ragJob',
-    filters: {},
-    orderBy: 'c.requestedAt DESC',
-    limit: query.limit,
-    cursor: query.cursor,
-  });
-  return { items: page.items.map(toRagJob), nextCursor: page.nextCursor };
+export function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
+  return listPage({ kind: ragJobs, tenantId: principal.tenantId, filters: {}, orderBy: 'c.requestedAt DESC', limit: query.limit, cursor: query.cursor });
 }
 
 /** The job to work on, now Running; undefined when it is gone or already finished (a repeated message). */
@@ -122,7 +111,7 @@ export async function startRunning(tenantId: string, jobId: string): Promise<Rag
   )
     .item(jobId, tenantId)
     .replace(asJson(running), { accessCondition: { type: 'IfMatch', condition: document._etag } });
-  return toRagJob(resource as unknown as RagJobDocument);
+  return ragJobs.resourceOf(resource as unknown as RagJobDocument);
 }
 
 /** Keeps the error of a failed attempt; the job stays Running while the queue retries it. */

@@ -1,41 +1,44 @@
 import type { Principal } from '../auth/principal.js';
-import { conflict, notFound, preconditionFailed } from '../errors.js';
-import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
-import { taskId, TASK_PRIORITIES, type CreateTaskBody, type ListTasksQuery, type Task, type TaskPriority, type UpdateTaskBody } from '../schemas/tasks.js';
-import { cosmosStatus } from './cosmos.js';
-import type { IdempotentRequest } from './idempotency.js';
+import { assertWritable } from '../domain/projects.js';
+import { priorityRank, TASK_DEFAULTS } from '../domain/tasks.js';
+import type { ExpectedVersion } from '../domain/versions.js';
+import { notFound } from '../errors.js';
+import { task, type CreateTaskBody, type ListTasksQuery, type Task, type UpdateTaskBody } from '../schemas/tasks.js';
+import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
 import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
-import { createDocument, listPage, readDocument, stillExists, tenantData, updateDocument, type Created } from './tenant-data.js';
+import {
+  changeDocument,
+  createDocument,
+  fieldsOf,
+  listPage,
+  pagesOf,
+  readVisible,
+  REMOVE,
+  stillExists,
+  type Created,
+  type DocumentKind,
+} from './tenant-data.js';
 
 interface TaskDocument extends Task {
   tenantId: string;
   type: 'task';
-  /** 1 (Low) to 4 (Urgent): sorting by priority follows the rank, not the spelling. */
+  /** The priority's rank: sorting by priority follows it. */
   priorityRank: number;
   _etag: string;
 }
 
-function toTask(document: Task): Task {
-  const { id, projectId, title, description, status, priority, assignee, dueDate, createdAt, updatedAt, createdBy } = document;
-  return { id, projectId, title, description, status, priority, assignee, dueDate, createdAt, updatedAt, createdBy };
-}
+export const tasks: DocumentKind<TaskDocument, Task> = {
+  type: 'task',
+  resourceOf: fieldsOf(task),
+  missing: (id) => notFound('taskNotFound', { id: id.slice(0, 100) }),
+};
 
-const rank = (priority: TaskPriority): number => TASK_PRIORITIES.indexOf(priority) + 1;
-const missing = (id: string) => notFound('taskNotFound', { id: id.slice(0, 100) });
-
-/** A project whose tasks may change: present (404 otherwise) and not Archived (409). */
+/** A project whose tasks may change: present (404 otherwise) and writable (409 otherwise). */
 async function writableProject(tenantId: string, projectId: string): Promise<ProjectDocument> {
   const project = await readProjectDocument(tenantId, projectId);
-  if (project.status === 'Archived') throw conflict('projectArchived', { id: projectId });
+  assertWritable(project);
   return project;
-}
-
-async function readTaskDocument(tenantId: string, id: string): Promise<TaskDocument> {
-  // A malformed id cannot name a task: answer without asking the database.
-  const document = taskId.safeParse(id).success ? await readDocument<TaskDocument>(tenantId, id, 'task') : undefined;
-  if (!document) throw missing(id);
-  return document;
 }
 
 /**
@@ -43,16 +46,17 @@ async function readTaskDocument(tenantId: string, id: string): Promise<TaskDocum
  * create in the same transactional batch: once a delete has removed the project, no task can be
  * added to it, and the delete's last sweep removes any task that was added while it ran.
  */
-export async function createTask(principal: Principal, input: CreateTaskBody, idempotent: IdempotentRequest | undefined): Promise<Created<Task>> {
+export async function createTask(principal: Principal, input: CreateTaskBody, idempotency: Idempotency | undefined): Promise<Created<Task>> {
   return createDocument<Omit<TaskDocument, '_etag'>, Task, ProjectDocument>({
+    kind: tasks,
     principal,
-    idempotent,
+    idempotency,
+    request: input,
     sequence: 'tasks',
-    represent: toTask,
     check: () => writableProject(principal.tenantId, input.projectId),
     prepare(number, project) {
       const now = new Date().toISOString();
-      const priority = input.priority ?? 'Medium';
+      const priority = input.priority ?? TASK_DEFAULTS.priority;
       const document: Omit<TaskDocument, '_etag'> = {
         id: `TSK-${number}`,
         tenantId: principal.tenantId,
@@ -60,9 +64,9 @@ export async function createTask(principal: Principal, input: CreateTaskBody, id
         projectId: input.projectId,
         title: input.title,
         description: input.description ?? '',
-        status: input.status ?? 'Todo',
+        status: input.status ?? TASK_DEFAULTS.status,
         priority,
-        priorityRank: rank(priority),
+        priorityRank: priorityRank(priority),
         assignee: input.assignee ?? null,
         dueDate: input.dueDate ?? null,
         createdAt: now,
@@ -75,7 +79,7 @@ export async function createTask(principal: Principal, input: CreateTaskBody, id
 }
 
 export async function getTask(principal: Principal, id: string): Promise<Task> {
-  return toTask(await readTaskDocument(principal.tenantId, id));
+  return tasks.resourceOf(await readVisible(tasks, principal.tenantId, id));
 }
 
 const SORT_CLAUSES: Record<ListTasksQuery['sort'], string> = {
@@ -88,10 +92,10 @@ const SORT_CLAUSES: Record<ListTasksQuery['sort'], string> = {
 };
 
 /** Tasks of the tenant; with `projectId`, of that project only. Every list reads the tenant's one partition. */
-export async function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
-  const page = await listPage<TaskDocument>({
+export function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
+  return listPage({
+    kind: tasks,
     tenantId: principal.tenantId,
-    type: 'task',
     filters: {
       projectId: ['c.projectId = @projectId', query.projectId],
       status: ['c.status = @status', query.status],
@@ -103,43 +107,41 @@ export async function listTasks(principal: Principal, query: ListTasksQuery): Pr
     limit: query.limit,
     cursor: query.cursor,
   });
-  return { items: page.items.map(toTask), nextCursor: page.nextCursor };
+}
+
+/** The tenant's tasks (of the projects named, when given), a page at a time: what the RAG index is built from. */
+export function taskPages(tenantId: string, projectIds: readonly string[] | null, pageSize: number): AsyncGenerator<Task[]> {
+  const where = projectIds
+    ? { condition: 'ARRAY_CONTAINS(@projectIds, c.projectId)', parameters: [{ name: '@projectIds', value: [...projectIds] }] }
+    : undefined;
+  return pagesOf({ kind: tasks, tenantId, pageSize, ...(where ? { where } : {}) });
 }
 
 /** Applies the given fields. The tasks of an Archived project are read-only, like the project. */
-export async function updateTask(principal: Principal, id: string, changes: UpdateTaskBody, ifMatch: IfMatch): Promise<Task> {
-  const updated = await updateDocument<TaskDocument>({
-    ifMatch,
-    read: () => readTaskDocument(principal.tenantId, id),
-    represent: toTask,
+export async function updateTask(principal: Principal, id: string, changes: UpdateTaskBody, expected: ExpectedVersion): Promise<Task> {
+  const updated = await changeDocument({
+    kind: tasks,
+    tenantId: principal.tenantId,
+    id,
+    expected,
     async change(current) {
       await writableProject(principal.tenantId, current.projectId);
       const priority = changes.priority ?? current.priority;
-      return {
-        ...current,
-        ...changes,
-        priority,
-        priorityRank: rank(priority),
-        updatedAt: new Date().toISOString(),
-      };
+      return { ...current, ...changes, priority, priorityRank: priorityRank(priority), updatedAt: new Date().toISOString() };
     },
   });
-  return toTask(updated);
+  return tasks.resourceOf(updated!);
 }
 
-export async function deleteTask(principal: Principal, id: string, ifMatch: IfMatch): Promise<void> {
-  const { tenantId } = principal;
-  const current = await readTaskDocument(tenantId, id);
-  if (!satisfies(ifMatch, entityTag(toTask(current)))) throw preconditionFailed();
-  await writableProject(tenantId, current.projectId);
-  // With If-Match the delete must hit the version the client named; without it the last write wins.
-  const condition = Array.isArray(ifMatch) ? { accessCondition: { type: 'IfMatch', condition: current._etag } } : {};
-  try {
-    await (await tenantData()).item(id, tenantId).delete(condition);
-  } catch (error) {
-    const status = cosmosStatus(error);
-    if (status === 404) throw missing(id);
-    if (status === 412) throw preconditionFailed();
-    throw error;
-  }
+export async function deleteTask(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
+  await changeDocument({
+    kind: tasks,
+    tenantId: principal.tenantId,
+    id,
+    expected,
+    async change(current): Promise<typeof REMOVE> {
+      await writableProject(principal.tenantId, current.projectId);
+      return REMOVE;
+    },
+  });
 }

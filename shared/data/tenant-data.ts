@@ -1,10 +1,11 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Container, JSONObject, JSONValue, OperationInput, OperationResponse, SqlParameter } from '@azure/cosmos';
+import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { DependencyUnavailableError, preconditionFailed } from '../errors.js';
-import { entityTag, satisfies, type IfMatch } from '../http/etag.js';
+import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
+import { DependencyUnavailableError, preconditionFailed, type ApiError } from '../errors.js';
 import { container, cosmosStatus } from './cosmos.js';
-import { recordedResult, recordResultOperation, type IdempotentRequest } from './idempotency.js';
+import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
 import { nextInSequence } from './sequence.js';
 
@@ -16,54 +17,93 @@ export interface StoredDocument {
   _etag: string;
 }
 
+/** One kind of document in the tenant's partition, and the resource the API shows for it. */
+export interface DocumentKind<D extends StoredDocument, R> {
+  type: D['type'];
+  resourceOf(document: D): R;
+  /** The 404 for an id that names no document of this kind. */
+  missing(id: string): ApiError;
+  /** Documents of this kind that no reader may see, as a test of one document and as a query condition. */
+  hidden?: { is(document: D): boolean; where: string };
+}
+
+/** The resource a document shows: exactly the fields of the resource's schema, in its order. */
+export function fieldsOf<S extends z.ZodObject>(schema: S): (document: z.output<S>) => z.output<S> {
+  const names = Object.keys(schema.shape);
+  return (document) => {
+    const resource: Record<string, unknown> = {};
+    for (const name of names) resource[name] = (document as Record<string, unknown>)[name];
+    return resource as z.output<S>;
+  };
+}
+
 export const tenantData = (): Promise<Container> => container('tenantData');
 
 /** Page size for reading a whole partition: -1 lets Cosmos fill each page (up to 4 MB), the fewest round trips. */
 export const FULL_SCAN_PAGE = -1;
 
-/** The document of that type with that id in the tenant's partition, if there is one. */
+/** The document of that type with that id in the tenant's partition, if there is one, hidden or not. */
 export async function readDocument<D extends StoredDocument>(tenantId: string, id: string, type: D['type']): Promise<D | undefined> {
   const { resource } = await (await tenantData()).item(id, tenantId).read<D>();
   return resource?.type === type ? resource : undefined;
 }
 
+/** The document as its readers see it: the kind's 404 when it is absent or hidden. */
+export async function readVisible<D extends StoredDocument, R>(kind: DocumentKind<D, R>, tenantId: string, id: string): Promise<D> {
+  const document = await readDocument<D>(tenantId, id, kind.type);
+  if (!document || kind.hidden?.is(document)) throw kind.missing(id);
+  return document;
+}
+
 /** Cosmos wants the documents it stores as JSON objects; ours are plain data. */
 export const asJson = (document: object): JSONObject => document as unknown as JSONObject;
 
-const MAX_WRITE_ATTEMPTS = 5;
+const MAX_CREATE_ATTEMPTS = 5;
 /** Read-modify-write under contention: attempts, and the most a retry waits (with jitter), before a 503. */
-const MAX_UPDATE_ATTEMPTS = 25;
-const MAX_UPDATE_BACKOFF_MS = 50;
+const MAX_CHANGE_ATTEMPTS = 25;
+const MAX_CHANGE_BACKOFF_MS = 50;
+
+/** What a change returns to remove the document instead of replacing it. */
+export const REMOVE = Symbol('remove');
 
 /**
- * Read-modify-write under optimistic concurrency. The client's If-Match is compared with the tag of
- * what it could have read; Cosmos's own etag guards the write underneath, so a concurrent change is
- * never lost: on a clash the document is read again and, if the client's version still stands
- * (or it sent no If-Match), the change is applied again, after a short random wait. Contention that
- * outlasts the attempts is a 503, never a raw database error.
+ * The one conditional write: changes (or removes) one document under optimistic concurrency. The
+ * version the caller expects is compared with the version of the resource as it could have read
+ * it; Cosmos's own etag guards the write underneath, so a concurrent change is never lost: on a
+ * clash the document is read again and, if the expected version still stands (or none was asked
+ * for), the change is applied again after a short random wait. Contention that outlasts the
+ * attempts is a 503, never a raw database error.
  */
-export async function updateDocument<D extends StoredDocument>(options: {
-  ifMatch: IfMatch;
-  read(): Promise<D>;
-  represent(document: D): unknown;
-  change(current: D): D | Promise<D>;
-}): Promise<D> {
+export async function changeDocument<D extends StoredDocument, R>(options: {
+  kind: DocumentKind<D, R>;
+  tenantId: string;
+  id: string;
+  expected: ExpectedVersion;
+  change(current: D): D | typeof REMOVE | Promise<D | typeof REMOVE>;
+  /** How to read the current document: by default as readers see it. */
+  read?: () => Promise<D>;
+}): Promise<D | undefined> {
+  const { kind, tenantId, id } = options;
+  const read = options.read ?? (() => readVisible(kind, tenantId, id));
   const documents = await tenantData();
   for (let attempt = 1; ; attempt++) {
-    const current = await options.read();
-    if (!satisfies(options.ifMatch, entityTag(options.represent(current)))) throw preconditionFailed();
+    const current = await read();
+    if (!satisfies(options.expected, versionOf(kind.resourceOf(current)))) throw preconditionFailed();
     const next = await options.change(current);
+    const condition = { accessCondition: { type: 'IfMatch', condition: current._etag } };
     try {
-      const { resource } = await documents
-        .item(current.id, current.tenantId)
-        .replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
+      if (next === REMOVE) {
+        await documents.item(id, tenantId).delete(condition);
+        return undefined;
+      }
+      const { resource } = await documents.item(id, tenantId).replace(asJson(next), condition);
       return resource as unknown as D;
     } catch (error) {
       // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
       const status = cosmosStatus(error);
       if (status !== 412 && status !== 404) throw error;
-      if (attempt >= MAX_UPDATE_ATTEMPTS) throw new DependencyUnavailableError('database', error);
-      await delay(Math.random() * Math.min(MAX_UPDATE_BACKOFF_MS, 5 * attempt));
+      if (attempt >= MAX_CHANGE_ATTEMPTS) throw new DependencyUnavailableError('database', error);
+      await delay(Math.random() * Math.min(MAX_CHANGE_BACKOFF_MS, 5 * attempt));
     }
   }
 }
@@ -77,7 +117,8 @@ export function stillExists(document: StoredDocument): OperationInput {
 }
 
 export interface Created<R> {
-  representation: R;
+  resource: R;
+  /** The stored result of an earlier request with the same Idempotency-Key. */
   replayed: boolean;
 }
 
@@ -91,78 +132,111 @@ export interface Created<R> {
  * are not transactional.
  */
 export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R, C = undefined>(options: {
+  kind: Pick<DocumentKind<D & StoredDocument, R>, 'resourceOf'>;
   principal: Principal;
-  idempotent: IdempotentRequest | undefined;
+  /** The Idempotency-Key, and the request it came with. */
+  idempotency: Idempotency | undefined;
+  request: unknown;
   sequence: string;
   check?(): Promise<C>;
   prepare(number: number, checked: C): { document: D; guard?: OperationInput };
-  represent(document: D): R;
 }): Promise<Created<R>> {
   const documents = await tenantData();
-  const { tenantId } = options.principal;
-  if (options.idempotent) {
-    const replay = await recordedResult<R>(documents, tenantId, options.idempotent);
-    if (replay) return { representation: replay, replayed: true };
+  const { tenantId, objectId } = options.principal;
+  const idempotent = options.idempotency && idempotentRequest(options.idempotency, objectId, options.request);
+  if (idempotent) {
+    const replay = await recordedResult<R>(documents, tenantId, idempotent);
+    if (replay) return { resource: replay, replayed: true };
   }
   const [number, checkedFirst] = await Promise.all([nextInSequence(documents, tenantId, options.sequence), options.check?.()]);
   let checked = checkedFirst;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 && options.check) checked = await options.check();
     const { document, guard } = options.prepare(number, checked as C);
-    const representation = options.represent(document);
+    const resource = options.kind.resourceOf(document as D & StoredDocument);
     const create: OperationInput = { operationType: 'Create', resourceBody: asJson(document) };
-    if (!options.idempotent && !guard) {
+    if (!idempotent && !guard) {
       await documents.items.create(document);
-      return { representation, replayed: false };
+      return { resource, replayed: false };
     }
-    const record = options.idempotent ? recordResultOperation(tenantId, options.idempotent, representation) : undefined;
+    const record = idempotent ? recordResultOperation(tenantId, idempotent, resource) : undefined;
     const operations = [guard, record, create].filter((operation): operation is OperationInput => operation !== undefined);
     const { result = [] } = await documents.items.batch(operations, tenantId);
     const outcome = (operation: OperationInput | undefined): OperationResponse | undefined => (operation ? result[operations.indexOf(operation)] : undefined);
-    if (outcome(record)?.statusCode === 409) {
+    if (idempotent && outcome(record)?.statusCode === 409) {
       // A concurrent request with the same key won the race: answer with its result.
-      const replay = await recordedResult<R>(documents, tenantId, options.idempotent!);
-      if (replay) return { representation: replay, replayed: true };
+      const replay = await recordedResult<R>(documents, tenantId, idempotent);
+      if (replay) return { resource: replay, replayed: true };
     }
     const guardStatus = outcome(guard)?.statusCode;
-    if ((guardStatus === 412 || guardStatus === 404) && attempt < MAX_WRITE_ATTEMPTS) continue;
+    if ((guardStatus === 412 || guardStatus === 404) && attempt < MAX_CREATE_ATTEMPTS) continue;
     if (outcome(create)?.statusCode !== 201) {
       throw new Error(`${options.sequence} batch failed: ${result.map((operation) => operation.statusCode).join(',')}`);
     }
-    return { representation, replayed: false };
+    return { resource, replayed: false };
   }
+}
+
+/** The query conditions, and their parameters, that select the documents of a kind its readers may see. */
+function visibleOfKind<D extends StoredDocument, R>(kind: DocumentKind<D, R>, tenantId: string): { conditions: string[]; parameters: SqlParameter[] } {
+  return {
+    conditions: ['c.tenantId = @tenantId', 'c.type = @type', ...(kind.hidden ? [`NOT (${kind.hidden.where})`] : [])],
+    parameters: [
+      { name: '@tenantId', value: tenantId },
+      { name: '@type', value: kind.type },
+    ],
+  };
 }
 
 /** A filter of a list: its condition (naming its value `@<filter name>`) and the value, if the caller gave one. */
 export type ListFilter = [condition: string, value: JSONValue | undefined];
 
 /**
- * One page of the documents of one type in the tenant's partition. Each filter given adds its
- * condition; every value reaches Cosmos as a parameter, never as query text. The cursor is bound
- * to the tenant, the type, the filters and the order.
+ * One page of the visible documents of one kind in the tenant's partition. Each filter given adds
+ * its condition; every value reaches Cosmos as a parameter, never as query text. The cursor is
+ * bound to the tenant, the kind, the filters and the order.
  */
-export async function listPage<D>(options: {
+export async function listPage<D extends StoredDocument, R>(options: {
+  kind: DocumentKind<D, R>;
   tenantId: string;
-  type: string;
-  /** Conditions every document listed must meet, whatever the filters. */
-  always?: string[];
   filters: Record<string, ListFilter>;
   orderBy: string;
   limit: number;
   cursor: string | undefined;
-}): Promise<Page<D>> {
-  const { tenantId, type } = options;
-  const conditions = ['c.tenantId = @tenantId', 'c.type = @type', ...(options.always ?? [])];
-  const parameters: SqlParameter[] = [
-    { name: '@tenantId', value: tenantId },
-    { name: '@type', value: type },
-  ];
+}): Promise<Page<R>> {
+  const { kind, tenantId } = options;
+  const { conditions, parameters } = visibleOfKind(kind, tenantId);
   for (const [name, [condition, value]] of Object.entries(options.filters)) {
     if (value === undefined) continue;
     conditions.push(condition);
     parameters.push({ name: `@${name}`, value });
   }
   const query = { query: `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${options.orderBy}`, parameters };
-  const scope = JSON.stringify([tenantId, type, options.orderBy, parameters]);
-  return queryPage<D>(await tenantData(), tenantId, query, { limit: options.limit, cursor: options.cursor, scope });
+  const scope = JSON.stringify([tenantId, kind.type, options.orderBy, parameters]);
+  const page = await queryPage<D>(await tenantData(), tenantId, query, { limit: options.limit, cursor: options.cursor, scope });
+  return { items: page.items.map((document) => kind.resourceOf(document)), nextCursor: page.nextCursor };
+}
+
+/**
+ * Every visible document of one kind that meets `where` (its values as `parameters`), as resources,
+ * a page of at most `pageSize` at a time: a whole tenant can be read without holding it in memory.
+ */
+export async function* pagesOf<D extends StoredDocument, R>(options: {
+  kind: DocumentKind<D, R>;
+  tenantId: string;
+  where?: { condition: string; parameters: SqlParameter[] };
+  pageSize: number;
+}): AsyncGenerator<R[]> {
+  const { kind, tenantId, where } = options;
+  const { conditions, parameters } = visibleOfKind(kind, tenantId);
+  if (where) {
+    conditions.push(where.condition);
+    parameters.push(...where.parameters);
+  }
+  const query = { query: `SELECT * FROM c WHERE ${conditions.join(' AND ')}`, parameters };
+  const pages = (await tenantData()).items.query<D>(query, { partitionKey: tenantId, maxItemCount: options.pageSize });
+  while (pages.hasMoreResults()) {
+    const { resources } = await pages.fetchNext();
+    if (resources.length > 0) yield resources.map((document) => kind.resourceOf(document));
+  }
 }

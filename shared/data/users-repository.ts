@@ -1,9 +1,10 @@
 import type { Principal } from '../auth/principal.js';
+import { BoundedMap } from '../bounded-map.js';
 import { notFound } from '../errors.js';
-import type { ListUsersQuery, User } from '../schemas/users.js';
+import { user, type ListUsersQuery, type User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';
-import { listPage, readDocument, tenantData } from './tenant-data.js';
+import { fieldsOf, listPage, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
 
 interface UserDocument extends User {
   tenantId: string;
@@ -16,19 +17,14 @@ interface UserDocument extends User {
 const REFRESH_INTERVAL_MS = 15 * 60 * 1000;
 const REMEMBERED_CALLERS = 10_000;
 
-function toUser(document: User): User {
-  const { id, email, displayName, roles, createdAt, lastSeenAt } = document;
-  return { id, email, displayName, roles, createdAt, lastSeenAt };
-}
+const users: DocumentKind<UserDocument, User> = {
+  type: 'user',
+  resourceOf: fieldsOf(user),
+  missing: (id) => notFound('userNotFound', { id }),
+};
 
-/** Callers this process recorded lately: what it wrote and when. Oldest entries go first when full. */
-const recentlyRecorded = new Map<string, { fingerprint: string; at: number }>();
-
-function remember(key: string, fingerprint: string, at: number): void {
-  recentlyRecorded.delete(key);
-  recentlyRecorded.set(key, { fingerprint, at });
-  if (recentlyRecorded.size > REMEMBERED_CALLERS) recentlyRecorded.delete(recentlyRecorded.keys().next().value!);
-}
+/** Callers this process recorded lately: what it wrote and when. */
+const recentlyRecorded = new BoundedMap<string, { fingerprint: string; at: number }>(REMEMBERED_CALLERS);
 
 /**
  * Records a user on first use and refreshes the record at most every 15 minutes, or at once when
@@ -64,21 +60,19 @@ export async function recordCaller(principal: Principal, now = Date.now()): Prom
       if (cosmosStatus(createError) !== 409) throw createError;
     }
   }
-  remember(key, fingerprint, now);
+  recentlyRecorded.set(key, { fingerprint, at: now });
 }
 
 /** The caller's own record. */
 export async function getCurrentUser(principal: Principal): Promise<User> {
-  const document = await readDocument<UserDocument>(principal.tenantId, principal.objectId, 'user');
-  if (!document) throw notFound('userNotFound', { id: principal.objectId });
-  return toUser(document);
+  return users.resourceOf(await readVisible(users, principal.tenantId, principal.objectId));
 }
 
 /** The users of the tenant who have called the API, by name. */
-export async function listRecordedUsers(principal: Principal, query: ListUsersQuery): Promise<Page<User>> {
-  const page = await listPage<UserDocument>({
+export function listRecordedUsers(principal: Principal, query: ListUsersQuery): Promise<Page<User>> {
+  return listPage({
+    kind: users,
     tenantId: principal.tenantId,
-    type: 'user',
     filters: {
       q: ['(STARTSWITH(c.nameSort, @q) OR STARTSWITH(c.email, @q))', query.q],
       role: ['ARRAY_CONTAINS(c.roles, @role)', query.role],
@@ -87,5 +81,4 @@ export async function listRecordedUsers(principal: Principal, query: ListUsersQu
     limit: query.limit,
     cursor: query.cursor,
   });
-  return { items: page.items.map(toUser), nextCursor: page.nextCursor };
 }

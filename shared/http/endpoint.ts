@@ -3,51 +3,62 @@ import { z } from 'zod';
 import { authenticate, authorize } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { Permission } from '../auth/roles.js';
+import type { Idempotency } from '../data/idempotency.js';
 import { recordCaller } from '../data/users-repository.js';
-import { badRequest } from '../errors.js';
-import type { OperationDocs } from '../openapi/operation.js';
+import type { ExpectedVersion } from '../domain/versions.js';
+import { ApiError, badRequest, notFound } from '../errors.js';
 import { parseOrThrow } from '../validation.js';
 import { readJsonObject } from './body.js';
 import { errorResponse } from './error-mapper.js';
+import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
-import { responseHeaders } from './responses.js';
+import type { PathParameter } from '../schemas/common.js';
+import type { DescribedHandler, OperationDefinition } from './operation.js';
+import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
-const NO_QUERY_PARAMETERS = z.strictObject({});
 type Output<S> = S extends z.ZodType ? z.output<S> : undefined;
+type Params<P> = { readonly [Name in keyof P]: string };
 
-export interface EndpointInput<Q, B> {
+const NO_QUERY_PARAMETERS = z.strictObject({});
+// The Idempotency-Key draft's key: visible ASCII, of a sensible length.
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** What a handler gets: the caller and the request's parts, validated, as plain values. Headers stay here. */
+export interface EndpointInput<P, Q, B> {
   principal: Principal;
+  params: Params<P>;
   query: Q;
   body: B;
-  request: HttpRequest;
+  /** The version If-Match asks for, when the operation honours it. */
+  ifMatch: ExpectedVersion;
+  /** The Idempotency-Key and the operation it is scoped to, when the operation honours it and one was sent. */
+  idempotency: Idempotency | undefined;
   language: Language;
-  context: InvocationContext;
+  /** The request's path, from which the Location of what a create makes is built. */
+  path: string;
 }
 
-/** What an endpoint accepts and who may call it: the handler's contract, also read to describe the API. */
-export interface EndpointDefinition<QS extends Schema | undefined, BS extends Schema | undefined> {
+/** What a handler answers; the definition's `success` says how it is sent. */
+export interface Outcome {
+  body?: unknown;
+  /** Where what the request made lives, for an answer that declares `Location`. */
+  location?: string;
+  /** The next page's cursor, for an answer that declares `Link`; none on the last page. */
+  nextCursor?: string | undefined;
+  /** The stored answer to an earlier request with the same Idempotency-Key. */
+  replayed?: boolean;
+}
+
+export interface EndpointDefinition<P, QS, BS> extends OperationDefinition {
   permission: Permission;
-  query?: QS;
-  body?: BS;
-  /** What the API description (shared/openapi) says about the endpoint: summary, answers, errors. */
-  docs?: OperationDocs;
-  handle(input: EndpointInput<Output<QS>, Output<BS>>): Promise<HttpResponseInit>;
+  params?: P & Record<string, PathParameter>;
+  query?: QS & Schema;
+  body?: BS & Schema;
+  handle(input: EndpointInput<P, Output<QS>, Output<BS>>): Promise<Outcome>;
 }
 
-export type Endpoint = HttpHandler & { readonly definition: EndpointDefinition<Schema | undefined, Schema | undefined> };
-
-function queryObject(request: HttpRequest): Record<string, string> {
-  // No prototype: a parameter named __proto__ must stay a parameter (and be refused as unknown).
-  const query = Object.create(null) as Record<string, string>;
-  for (const [name, value] of request.query) {
-    if (Object.hasOwn(query, name)) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
-    query[name] = value;
-  }
-  return query;
-}
-
-/** Runs a handler with the response headers every answer carries, and every failure through the error mapper. */
+/** Runs a handler with the headers every answer carries, and every failure through the error mapper. */
 export async function respond(
   request: HttpRequest,
   context: InvocationContext,
@@ -62,22 +73,100 @@ export async function respond(
   }
 }
 
+/** A handler that needs no token, carrying its definition as endpoint() handlers carry theirs. */
+export function publicOperation(definition: OperationDefinition, handler: HttpHandler): DescribedHandler {
+  return Object.assign(handler, { definition });
+}
+
+function queryObject(request: HttpRequest): Record<string, string> {
+  // No prototype: a parameter named __proto__ must stay a parameter (and be refused as unknown).
+  const query = Object.create(null) as Record<string, string>;
+  for (const [name, value] of request.query) {
+    if (Object.hasOwn(query, name)) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
+    query[name] = value;
+  }
+  return query;
+}
+
+/** The path parameters, each of its declared form; any other value cannot name a resource, so it is a 404. */
+export function pathParameters<P extends Record<string, PathParameter>>(declared: P | undefined, request: HttpRequest): Params<P> {
+  const params: Record<string, string> = {};
+  for (const [name, { schema, notFound: messageKey }] of Object.entries(declared ?? {})) {
+    const value = request.params[name] ?? '';
+    if (!schema.safeParse(value).success) {
+      throw notFound(messageKey, { id: value.slice(0, 100), method: request.method, path: new URL(request.url).pathname.slice(0, 200) });
+    }
+    params[name] = value;
+  }
+  return params as Params<P>;
+}
+
+function idempotency(request: HttpRequest, context: InvocationContext): Idempotency | undefined {
+  const key = request.headers.get('idempotency-key');
+  if (key === null) return undefined;
+  if (!IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, 'invalidIdempotencyKey');
+  return { key, scope: context.functionName };
+}
+
+/** `Deprecation` (RFC 9745), `Sunset` (RFC 8594) and the link to what replaces the operation. */
+function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefinition['deprecated']>): Record<string, string> {
+  return {
+    Deprecation: `@${Math.floor(Date.parse(since) / 1000)}`,
+    Sunset: new Date(sunset).toUTCString(),
+    ...(link ? { Link: `<${link}>; rel="deprecation"` } : {}),
+  };
+}
+
+/** The successful answer the definition declares, made from what the handler answered. */
+function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest): HttpResponseInit {
+  const { status, headers: declared = [] } = definition.success;
+  const headers: Record<string, string> = {};
+  if (declared.includes('ETag')) {
+    const tag = entityTag(outcome.body);
+    if (definition.honours?.includes('If-None-Match') && isNotModified(request.headers.get('if-none-match'), tag)) {
+      return { status: 304, headers: { ETag: tag } };
+    }
+    headers.ETag = tag;
+  }
+  if (declared.includes('Location')) headers.Location = outcome.location!;
+  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, outcome.nextCursor));
+  if (outcome.replayed) headers['Idempotent-Replayed'] = 'true';
+  if (definition.deprecated) {
+    const { Link: deprecationLink, ...deprecation } = deprecationHeaders(definition.deprecated);
+    Object.assign(headers, deprecation);
+    if (deprecationLink) headers.Link = headers.Link ? `${headers.Link}, ${deprecationLink}` : deprecationLink;
+  }
+  return status === 204 ? { status, headers } : { status, jsonBody: outcome.body, headers };
+}
+
 /**
- * Wraps an endpoint: verify the token, record the caller, check the role, validate query and
- * body, then handle. Authentication comes first so that an anonymous caller learns nothing about
- * the API's rules.
+ * Wraps an endpoint: verify the token, record the caller, check the role, validate query and body,
+ * read the headers the endpoint honours and its path parameters, then handle, and answer as the
+ * definition declares. Authentication comes first so that an anonymous caller learns nothing about
+ * the API's rules. Below this, nothing sees a header.
  */
-export function endpoint<QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined>(
-  definition: EndpointDefinition<QS, BS>,
-): Endpoint {
+export function endpoint<P = Record<never, PathParameter>, QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined>(
+  definition: EndpointDefinition<P, QS, BS>,
+): DescribedHandler {
+  const honours = new Set(definition.honours);
   const handler: HttpHandler = (request, context) =>
     respond(request, context, async (language) => {
       const principal = await authenticate(request);
       await recordCaller(principal);
       authorize(principal, definition.permission);
-      const query = parseOrThrow(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language, 'query');
-      const body = definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined;
-      return definition.handle({ principal, query, body, request, language, context } as EndpointInput<Output<QS>, Output<BS>>);
+      const query = parseOrThrow(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language, 'query') as Output<QS>;
+      const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined) as Output<BS>;
+      const outcome = await definition.handle({
+        principal,
+        query,
+        body,
+        ifMatch: honours.has('If-Match') ? expectedVersion(request.headers.get('if-match')) : undefined,
+        idempotency: honours.has('Idempotency-Key') ? idempotency(request, context) : undefined,
+        params: pathParameters(definition.params, request),
+        language,
+        path: new URL(request.url).pathname,
+      });
+      return answer(definition, outcome, request);
     });
-  return Object.assign(handler, { definition: definition });
+  return Object.assign(handler, { definition });
 }

@@ -1,16 +1,12 @@
-import { hash } from 'node:crypto';
+import { versionOf, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError } from '../errors.js';
 
-/**
- * A strong entity tag computed from the representation the API shows. Internal bookkeeping that
- * rewrites a stored document (a task added to a project, say) leaves it unchanged, so clients'
- * If-Match only fails when what they read has really changed.
- */
+/** A strong entity tag: the version of exactly the representation sent, quoted. */
 export function entityTag(representation: unknown): string {
-  return `"${hash('sha256', JSON.stringify(representation), 'base64url').slice(0, 27)}"`;
+  return `"${versionOf(representation)}"`;
 }
 
-/** `*` (any current version) or the opaque tags a client accepts, or undefined without the header. */
+/** `*` (any current version) or the tags a client accepts, as sent, or undefined without the header. */
 export type IfMatch = '*' | string[] | undefined;
 
 const LIST_MEMBER = /^\s*(W\/)?"([^"]*)"\s*$/;
@@ -28,9 +24,10 @@ export function parseIfMatch(header: string | null): IfMatch {
   return tags;
 }
 
-export function satisfies(condition: IfMatch, tag: string): boolean {
-  if (condition === undefined || condition === '*') return true;
-  return condition.includes(tag);
+/** If-Match as the versions a change expects to find. */
+export function expectedVersion(header: string | null): ExpectedVersion {
+  const ifMatch = parseIfMatch(header);
+  return Array.isArray(ifMatch) ? ifMatch.map((tag) => tag.slice(1, -1)) : ifMatch;
 }
 
 /** If-None-Match on a read: true when the client's copy is current (answer 304). Weak comparison. */

@@ -15,14 +15,6 @@ export function responseHeaders(requestId: string, language?: Language): Record<
   return headers;
 }
 
-export function json(status: number, jsonBody: unknown, headers: Record<string, string> = {}): HttpResponseInit {
-  return { status, jsonBody, headers };
-}
-
-export function noContent(headers: Record<string, string> = {}): HttpResponseInit {
-  return { status: 204, headers };
-}
-
 /** RFC 8288 `Link` to the next page: the same request with the next cursor. */
 export function nextPageLink(requestUrl: string, cursor: string | undefined): Record<string, string> {
   if (cursor === undefined) return {};
@@ -31,22 +23,9 @@ export function nextPageLink(requestUrl: string, cursor: string | undefined): Re
   return { Link: `<${url.href}>; rel="next"` };
 }
 
-/** A single resource, with the ETag of exactly what is sent. */
-export function resource(status: number, representation: unknown, headers: Record<string, string> = {}, tag = entityTag(representation)): HttpResponseInit {
-  return json(status, representation, { ETag: tag, ...headers });
-}
-
-/** 201 for a create, or for an Idempotency-Key replay of one, with the new resource's Location. */
-export function created(requestUrl: string, result: { representation: { id: string }; replayed: boolean }): HttpResponseInit {
-  return resource(201, result.representation, {
-    Location: `${new URL(requestUrl).pathname}/${result.representation.id}`,
-    ...(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}),
-  });
-}
-
-/** A read: 304 when the client's If-None-Match names the current version, else 200 with the resource. */
+/** A read: 304 when the client's If-None-Match names the current version, else 200 with the resource and its ETag. */
 export function notModifiedOr(request: HttpRequest, representation: unknown): HttpResponseInit {
   const tag = entityTag(representation);
   if (isNotModified(request.headers.get('if-none-match'), tag)) return { status: 304, headers: { ETag: tag } };
-  return resource(200, representation, {}, tag);
+  return { status: 200, jsonBody: representation, headers: { ETag: tag } };
 }

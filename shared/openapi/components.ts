@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { errorBody } from '../schemas/common.js';
-import { createProjectBody, project, projectId, updateProjectBody, type Project } from '../schemas/projects.js';
+import { createProjectBody, project, updateProjectBody, type Project } from '../schemas/projects.js';
 import { ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
-import { createTaskBody, task, taskId, updateTaskBody, type Task } from '../schemas/tasks.js';
+import { createTaskBody, task, updateTaskBody, type Task } from '../schemas/tasks.js';
 import { user, type User } from '../schemas/users.js';
-import { PAGE_FILE_NAMES } from './reference-page.js';
 
 /**
  * The names the document gives the schemas it shares (generated clients name their types after
@@ -101,11 +100,3 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [updateTaskBody, { name: 'UpdateTaskRequest', example: { status: 'Done' } satisfies z.input<typeof updateTaskBody> }],
   [startRagIndexBody, { name: 'StartRagIndexRequest', example: { mode: 'full', projectIds: ['PRJ-1001'] } satisfies z.input<typeof startRagIndexBody> }],
 ]);
-
-/** The schema and an example of each path parameter, by the name route templates give it. */
-export const PATH_PARAMETERS: Record<string, { schema: z.ZodType; example: string }> = {
-  projectId: { schema: projectId, example: exampleProject.id },
-  taskId: { schema: taskId, example: exampleTask.id },
-  jobId: { schema: ragJob.shape.jobId, example: exampleRagJob.jobId },
-  file: { schema: z.enum(PAGE_FILE_NAMES), example: 'swagger-ui.css' },
-};

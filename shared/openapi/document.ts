@@ -7,11 +7,11 @@
 import { z } from 'zod';
 import { PERMISSIONS, ROLES, type Permission } from '../auth/roles.js';
 import { ApiError, STATUS_NAMES } from '../errors.js';
+import type { HonouredHeader, OperationDefinition } from '../http/operation.js';
 import { translate, type MessageKey } from '../messages.js';
 import { errorBody, pagingParameters } from '../schemas/common.js';
 import { parseOrThrow } from '../validation.js';
-import { NAMED_SCHEMAS, PATH_PARAMETERS } from './components.js';
-import type { HonouredHeader, OperationDocs } from './operation.js';
+import { NAMED_SCHEMAS } from './components.js';
 
 type Json = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -22,14 +22,6 @@ export interface HttpRegistration {
   route: string;
   methods: string[];
   handler: unknown;
-}
-
-/** What a handler carries for the document: endpoint() handlers their definition, public ones only docs. */
-interface Described {
-  permission?: Permission;
-  query?: z.ZodType;
-  body?: z.ZodType;
-  docs?: OperationDocs;
 }
 
 // Entra ID's endpoints for work and school accounts of any tenant; a single-tenant client uses its tenant id instead.
@@ -72,6 +64,8 @@ const RESPONSE_HEADERS: Record<string, Json> = {
     schema: { type: 'string' },
   },
   XRequestId: { description: 'Identifies the request in the service log; quote it when reporting a problem.', required: true, schema: { type: 'string' } },
+  Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@<Unix seconds>`.', required: true, schema: { type: 'string' } },
+  Sunset: { description: 'RFC 8594: the HTTP date after which the operation may be gone.', required: true, schema: { type: 'string' } },
 };
 
 const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: Json }> = {
@@ -198,11 +192,15 @@ function queryParameters(query: z.ZodType | undefined, components: Components): 
   });
 }
 
-function pathParameters(route: string, components: Components): Json[] {
-  return [...route.matchAll(/\{(\w+)\}/g)].map(([, name]) => {
-    const known = PATH_PARAMETERS[name!];
-    if (!known) throw new Error(`The route parameter {${name}} has no schema: add it to PATH_PARAMETERS in shared/openapi/components.ts`);
-    return { name, in: 'path', required: true, schema: components.schema(known.schema, 'input'), example: known.example };
+/** The route's parameters, each as the definition declares it; a route and a definition that disagree are a mistake. */
+function pathParameters(registration: HttpRegistration, declared: OperationDefinition['params'] = {}, components: Components): Json[] {
+  const names = [...registration.route.matchAll(/\{(\w+)\}/g)].map(([, name]) => name!);
+  if (names.join() !== Object.keys(declared).join()) {
+    throw new Error(`The function ${registration.name} declares the path parameters [${Object.keys(declared).join()}] for the route ${registration.route}`);
+  }
+  return names.map((name) => {
+    const { schema, example } = declared[name]!;
+    return { name, in: 'path', required: true, schema: components.schema(schema, 'input'), example };
   });
 }
 
@@ -216,10 +214,10 @@ function validationDetailsExample() {
 }
 
 /** Every failure the operation can answer with, by status: those its traits bring, then its own. */
-function failures(described: Described, docs: OperationDocs): Map<number, MessageKey[]> {
+function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   const found = new Map<number, MessageKey[]>();
   const add = (status: number, ...keys: MessageKey[]) => found.set(status, [...(found.get(status) ?? []), ...keys]);
-  const honours = new Set(docs.honours);
+  const honours = new Set(described.honours);
   if (described.permission) {
     add(400, 'validationFailed', 'repeatedQueryParameter');
     add(401, 'tokenMissing', 'tokenInvalid', 'tokenInQuery', 'scopeMissing');
@@ -239,7 +237,7 @@ function failures(described: Described, docs: OperationDocs): Map<number, Messag
     add(400, 'invalidIdempotencyKey');
     add(422, 'idempotencyKeyReused');
   }
-  for (const [status, keys] of Object.entries(docs.errors ?? {})) add(Number(status), ...(keys ?? []));
+  for (const [status, keys] of Object.entries(described.docs.errors ?? {})) add(Number(status), ...(keys ?? []));
   add(500, 'internalError');
   if (described.permission) {
     add(500, 'notConfigured');
@@ -261,9 +259,9 @@ function failureResponse(status: number, keys: MessageKey[], components: Compone
   };
 }
 
-function successResponses(docs: OperationDocs, components: Components): Json {
-  const { status, body, headers = [], mediaTypes = [JSON_MEDIA_TYPE] } = docs.success;
-  const honours = new Set(docs.honours);
+function successResponses(described: OperationDefinition, components: Components): Json {
+  const { status, body, headers = [], mediaTypes = [JSON_MEDIA_TYPE] } = described.success;
+  const honours = new Set(described.honours);
   const content = Object.fromEntries(
     mediaTypes.map((mediaType) => [
       mediaType,
@@ -277,6 +275,7 @@ function successResponses(docs: OperationDocs, components: Components): Json {
         'X-Request-Id': header('XRequestId'),
         ...Object.fromEntries(headers.map((name) => [name, header(name)])),
         ...(honours.has('Idempotency-Key') ? { 'Idempotent-Replayed': header('IdempotentReplayed') } : {}),
+        ...(described.deprecated ? { Deprecation: header('Deprecation'), Sunset: header('Sunset') } : {}),
       },
       ...(status === 204 ? {} : { content }),
     },
@@ -294,27 +293,32 @@ function rolesLine(permission: Permission): string {
   return `**Roles:** ${PERMISSIONS[permission].join(', ')} (permission \`${permission}\`).`;
 }
 
+function deprecationLine({ since, sunset, link }: NonNullable<OperationDefinition['deprecated']>): string {
+  return `**Deprecated** since ${since.slice(0, 10)}; it will be removed on ${sunset.slice(0, 10)}.${link ? ` See ${link}.` : ''}`;
+}
+
 function operation(registration: HttpRegistration, components: Components): Json {
-  const described = (registration.handler as { definition?: Described }).definition ?? {};
-  const { docs, permission } = described;
-  if (!docs) throw new Error(`The function ${registration.name} has no docs: describe it in its definition (shared/openapi/operation.ts)`);
+  const described = (registration.handler as { definition?: OperationDefinition }).definition;
+  if (!described) throw new Error(`The function ${registration.name} has no definition: make its handler with endpoint() or publicOperation()`);
+  const { docs, permission, deprecated } = described;
   const parameters = [
-    ...pathParameters(registration.route, components),
+    ...pathParameters(registration, described.params, components),
     ...queryParameters(described.query, components),
-    ...(docs.honours ?? []).map((name) => parameter(HONOURED_HEADERS[name].component)),
+    ...(described.honours ?? []).map((name) => parameter(HONOURED_HEADERS[name].component)),
   ];
-  const description = [docs.description, permission && rolesLine(permission)].filter(Boolean).join('\n\n');
+  const description = [deprecated && deprecationLine(deprecated), docs.description, permission && rolesLine(permission)].filter(Boolean).join('\n\n');
   return {
     operationId: registration.name.replace(/-(\w)/g, (_match, letter: string) => letter.toUpperCase()),
     summary: docs.summary,
     ...(description ? { description } : {}),
     tags: [tagOf(registration.route).name],
+    ...(deprecated ? { deprecated: true } : {}),
     ...(permission ? {} : { security: [] }),
     ...(parameters.length ? { parameters } : {}),
     ...(described.body ? { requestBody: { required: true, content: { [JSON_MEDIA_TYPE]: components.jsonContent(described.body, 'input') } } } : {}),
     responses: {
-      ...successResponses(docs, components),
-      ...Object.fromEntries([...failures(described, docs)].map(([status, keys]) => [status, failureResponse(status, keys, components)])),
+      ...successResponses(described, components),
+      ...Object.fromEntries([...failures(described)].map(([status, keys]) => [status, failureResponse(status, keys, components)])),
     },
   };
 }

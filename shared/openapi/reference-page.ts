@@ -1,6 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { z } from 'zod';
+import { lazily } from '../lazy.js';
+import type { PathParameter } from '../schemas/common.js';
 
 /**
  * The API reference page: Swagger UI from the swagger-ui-dist package, whose files the API serves
@@ -28,15 +31,21 @@ window.ui = SwaggerUIBundle({
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8';
 
-/** Every file the page loads, with its content type and where it comes from. */
-const PAGE_FILES: Record<string, { contentType: string; read: () => Promise<Buffer> }> = {
-  'swagger-ui.css': { contentType: 'text/css; charset=utf-8', read: () => swaggerUiFile('swagger-ui.css') },
-  'swagger-ui-bundle.js': { contentType: JAVASCRIPT, read: () => swaggerUiFile('swagger-ui-bundle.js') },
-  'favicon-32x32.png': { contentType: 'image/png', read: () => swaggerUiFile('favicon-32x32.png') },
+/** Every file the page loads, with its content type, read once per process. */
+const PAGE_FILES = {
+  'swagger-ui.css': { contentType: 'text/css; charset=utf-8', read: lazily(() => swaggerUiFile('swagger-ui.css')) },
+  'swagger-ui-bundle.js': { contentType: JAVASCRIPT, read: lazily(() => swaggerUiFile('swagger-ui-bundle.js')) },
+  'favicon-32x32.png': { contentType: 'image/png', read: lazily(() => swaggerUiFile('favicon-32x32.png')) },
   'start.js': { contentType: JAVASCRIPT, read: () => Promise.resolve(Buffer.from(START_SCRIPT)) },
 };
+type PageFileName = keyof typeof PAGE_FILES;
 
-export const PAGE_FILE_NAMES = Object.keys(PAGE_FILES);
+/** The `{file}` of `/api/docs/{file}`: any other name is no route of the API. */
+export const pageFileParameter: PathParameter = {
+  schema: z.enum(Object.keys(PAGE_FILES) as [PageFileName, ...PageFileName[]]),
+  notFound: 'routeNotFound',
+  example: 'swagger-ui.css',
+};
 /** The media types of the page's files, without parameters, as the document lists them. */
 export const PAGE_FILE_TYPES = [...new Set(Object.values(PAGE_FILES).map((file) => file.contentType.split(';')[0]!))];
 
@@ -45,19 +54,10 @@ export const PAGE_CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src " +
   "'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-const loaded = new Map<string, Promise<Buffer>>();
-
-/** A page file, read once per process; undefined for a name the page does not use. */
-export async function pageFile(name: string): Promise<{ body: Buffer; contentType: string } | undefined> {
-  const file = Object.hasOwn(PAGE_FILES, name) ? PAGE_FILES[name] : undefined;
-  if (!file) return undefined;
-  let body = loaded.get(name);
-  if (!body) {
-    body = file.read();
-    loaded.set(name, body);
-    body.catch(() => loaded.delete(name));
-  }
-  return { body: await body, contentType: file.contentType };
+/** A page file: its bytes and content type. */
+export async function pageFile(name: string): Promise<{ body: Buffer; contentType: string }> {
+  const file = PAGE_FILES[name as PageFileName];
+  return { body: await file.read(), contentType: file.contentType };
 }
 
 /**

@@ -1,26 +1,19 @@
 import type { QueueClient } from '@azure/storage-queue';
 import { queueSettings } from '../config.js';
 import { DependencyUnavailableError } from '../errors.js';
+import { lazily } from '../lazy.js';
 import type { RagJobMessage } from '../schemas/rag.js';
 
-let queue: Promise<QueueClient> | undefined;
-
 /** One queue client per process; the storage library loads only when a rebuild is first requested. */
-async function ragQueue(): Promise<QueueClient> {
-  if (!queue) {
-    queue = (async () => {
-      const { connection, ragQueueName } = queueSettings();
-      const { QueueServiceClient } = await import('@azure/storage-queue');
-      // A caller waits for this: a queue that does not answer fails fast rather than after minutes of retries.
-      const options = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5_000, retryDelayInMs: 200, maxRetryDelayInMs: 1_000 } };
-      if ('connectionString' in connection) return QueueServiceClient.fromConnectionString(connection.connectionString, options).getQueueClient(ragQueueName);
-      const { DefaultAzureCredential } = await import('@azure/identity');
-      return new QueueServiceClient(connection.serviceUri, new DefaultAzureCredential(), options).getQueueClient(ragQueueName);
-    })();
-    queue.catch(() => (queue = undefined));
-  }
-  return queue;
-}
+const ragQueue = lazily(async (): Promise<QueueClient> => {
+  const { connection, ragQueueName } = queueSettings();
+  const { QueueServiceClient } = await import('@azure/storage-queue');
+  // A caller waits for this: a queue that does not answer fails fast rather than after minutes of retries.
+  const options = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5_000, retryDelayInMs: 200, maxRetryDelayInMs: 1_000 } };
+  if ('connectionString' in connection) return QueueServiceClient.fromConnectionString(connection.connectionString, options).getQueueClient(ragQueueName);
+  const { DefaultAzureCredential } = await import('@azure/identity');
+  return new QueueServiceClient(connection.serviceUri, new DefaultAzureCredential(), options).getQueueClient(ragQueueName);
+});
 
 /** Puts a job's message on the queue, base64-encoded as host.json's messageEncoding says. */
 export async function enqueueRagJob(message: RagJobMessage): Promise<void> {

@@ -1,13 +1,11 @@
-import type { SqlParameter } from '@azure/cosmos';
+import { projectPages } from '../data/projects-repository.js';
 import { deleteChunks, storedChunkSummaries, storedEmbeddings, writeChunks, type ChunkDocument } from '../data/rag-chunks-repository.js';
-import { FULL_SCAN_PAGE, tenantData } from '../data/tenant-data.js';
-import type { Project } from '../schemas/projects.js';
+import { taskPages } from '../data/tasks-repository.js';
 import type { RagCounts, RagJob } from '../schemas/rag.js';
-import type { Task } from '../schemas/tasks.js';
 import { projectChunks, taskChunks, type Chunk } from './chunker.js';
 import { createEmbedder, embeddingsSettings, type Embedder } from './embeddings.js';
 
-type Source = (Project & { type: 'project' }) | (Task & { type: 'task' });
+const SOURCE_PAGE = 1_000;
 
 let embedder: Embedder | null | undefined;
 
@@ -20,20 +18,19 @@ function configuredEmbedder(): Embedder | null {
   return embedder;
 }
 
-/** The tenant's projects and tasks in the job's scope, as the API shows them. */
-async function sources(tenantId: string, projectIds: readonly string[] | null): Promise<Source[]> {
-  const parameters: SqlParameter[] = [{ name: '@tenantId', value: tenantId }];
-  let scope = '';
-  if (projectIds) {
-    scope = ' AND (ARRAY_CONTAINS(@projectIds, c.id) OR ARRAY_CONTAINS(@projectIds, c.projectId))';
-    parameters.push({ name: '@projectIds', value: [...projectIds] });
+/** The chunks the job's sources make, and how many sources there are. */
+async function wantedChunks(tenantId: string, projectIds: readonly string[] | null): Promise<{ sources: number; chunks: Chunk[] }> {
+  const chunks: Chunk[] = [];
+  let sources = 0;
+  for await (const page of projectPages(tenantId, projectIds, SOURCE_PAGE)) {
+    sources += page.length;
+    chunks.push(...page.flatMap(projectChunks));
   }
-  const query = {
-    query: `SELECT * FROM c WHERE c.tenantId = @tenantId AND (c.type = 'project' OR c.type = 'task') AND NOT IS_DEFINED(c.deleting)${scope}`,
-    parameters,
-  };
-  const { resources } = await (await tenantData()).items.query<Source>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
-  return resources;
+  for await (const page of taskPages(tenantId, projectIds, SOURCE_PAGE)) {
+    sources += page.length;
+    chunks.push(...page.flatMap(taskChunks));
+  }
+  return { sources, chunks };
 }
 
 /**
@@ -44,8 +41,7 @@ async function sources(tenantId: string, projectIds: readonly string[] | null): 
  * Embeddings are computed only for chunks whose content changed.
  */
 export async function rebuildIndex(tenantId: string, job: Pick<RagJob, 'mode' | 'projectIds'>): Promise<RagCounts> {
-  const [found, stored] = await Promise.all([sources(tenantId, job.projectIds), storedChunkSummaries(tenantId, job.projectIds)]);
-  const wanted: Chunk[] = found.flatMap((source) => (source.type === 'project' ? projectChunks(source) : taskChunks(source)));
+  const [{ sources, chunks: wanted }, stored] = await Promise.all([wantedChunks(tenantId, job.projectIds), storedChunkSummaries(tenantId, job.projectIds)]);
   const storedById = new Map(stored.map((summary) => [summary.id, summary]));
   const embed = configuredEmbedder();
 
@@ -73,5 +69,5 @@ export async function rebuildIndex(tenantId: string, job: Pick<RagJob, 'mode' | 
   const stale = stored.filter((summary) => !wantedIds.has(summary.id)).map((summary) => summary.id);
   await deleteChunks(tenantId, stale);
 
-  return { sources: found.length, chunks: wanted.length, written: toWrite.length, unchanged: wanted.length - toWrite.length, deleted: stale.length };
+  return { sources, chunks: wanted.length, written: toWrite.length, unchanged: wanted.length - toWrite.length, deleted: stale.length };
 }

@@ -1,5 +1,16 @@
 import { z } from 'zod';
+import type { MessageKey } from '../messages.js';
 import { integerParameter } from '../validation.js';
+
+/**
+ * A path parameter naming a resource: its form, the 404 a value of any other form gets (it cannot
+ * name anything, so no database is asked), and an example for the API description.
+ */
+export interface PathParameter {
+  schema: z.ZodType<string, string>;
+  notFound: MessageKey;
+  example: string;
+}
 
 export const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC timestamp with milliseconds');
 

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { atLeastOneField, email, text } from '../validation.js';
-import { pagingParameters, timestamp } from './common.js';
+import { pagingParameters, timestamp, type PathParameter } from './common.js';
 
 export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
 export const MAX_MEMBERS = 500;
 
 export const projectId = z.string().regex(/^PRJ-[1-9]\d{0,14}$/);
+export const projectIdParameter: PathParameter = { schema: projectId, notFound: 'projectNotFound', example: 'PRJ-1001' };
 
 export const project = z.object({
   id: projectId,

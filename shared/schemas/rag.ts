@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { pagingParameters, timestamp } from './common.js';
+import { GUID } from '../guid.js';
+import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
 export const RAG_MODES = ['incremental', 'full'] as const;
@@ -28,8 +29,12 @@ export const ragCounts = z.object({
 });
 export type RagCounts = z.infer<typeof ragCounts>;
 
+/** A job id is a UUID as `randomUUID()` writes it (lower case). */
+export const jobId = z.string().regex(GUID).meta({ format: 'uuid' });
+export const jobIdParameter: PathParameter = { schema: jobId, notFound: 'ragJobNotFound', example: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' };
+
 export const ragJob = z.object({
-  jobId: z.uuid(),
+  jobId,
   status: z.enum(RAG_JOB_STATUSES),
   mode: z.enum(RAG_MODES),
   projectIds: z.array(projectId).nullable(),
@@ -46,5 +51,5 @@ export const listRagJobsQuery = z.strictObject({ ...pagingParameters });
 export type ListRagJobsQuery = z.infer<typeof listRagJobsQuery>;
 
 /** What the queue carries: just enough to find the job. */
-export const ragJobMessage = z.object({ jobId: z.uuid(), tenantId: z.string().min(1) });
+export const ragJobMessage = z.object({ jobId, tenantId: z.string().min(1) });
 export type RagJobMessage = z.infer<typeof ragJobMessage>;

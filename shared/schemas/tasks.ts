@@ -1,14 +1,16 @@
 import { z } from 'zod';
 import { atLeastOneField, email, text } from '../validation.js';
-import { pagingParameters, timestamp } from './common.js';
+import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
 export const TASK_STATUSES = ['Todo', 'InProgress', 'Blocked', 'Done'] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
 /** In rank order: sorting by priority follows this, not the spelling. */
 export const TASK_PRIORITIES = ['Low', 'Medium', 'High', 'Urgent'] as const;
 export type TaskPriority = (typeof TASK_PRIORITIES)[number];
 
 export const taskId = z.string().regex(/^TSK-[1-9]\d{0,14}$/);
+export const taskIdParameter: PathParameter = { schema: taskId, notFound: 'taskNotFound', example: 'TSK-1001' };
 
 /** A calendar date that exists: `2026-02-30` is refused, not rolled over. */
 export const calendarDate = z.iso.date();

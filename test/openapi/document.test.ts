@@ -18,7 +18,7 @@ beforeAll(async () => {
 describe('the OpenAPI document', () => {
   it('is what the code describes: openapi.json is current', async () => {
     // Rejects, with the reason on stderr, when `npm run openapi` would write something else.
-    await expect(run(process.execPath, ['dist/shared/openapi/write-document.js', '--check'], { cwd: appRoot })).resolves.toBeDefined();
+    await expect(run(process.execPath, ['dist/tools/write-openapi.js', '--check'], { cwd: appRoot })).resolves.toBeDefined();
   });
 
   it('passes the OpenAPI 3.1 validator', async () => {

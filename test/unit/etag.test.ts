@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../shared/errors.js';
-import { entityTag, isNotModified, parseIfMatch, satisfies } from '../../shared/http/etag.js';
+import { satisfies } from '../../shared/domain/versions.js';
+import { entityTag, isNotModified, parseIfMatch } from '../../shared/http/etag.js';
 
 describe('entity tags', () => {
   it('are strong, quoted, and follow the representation only', () => {

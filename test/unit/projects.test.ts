@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertStatusMove, membersWithOwner, STATUS_MOVES } from '../../shared/domain/project-rules.js';
+import { assertStatusMove, membersWithOwner, STATUS_MOVES } from '../../shared/domain/projects.js';
 import { ApiError } from '../../shared/errors.js';
 import { PROJECT_STATUSES } from '../../shared/schemas/projects.js';
 

@@ -1,5 +1,5 @@
 import { ApiError, conflict } from '../errors.js';
-import { MAX_MEMBERS, type ProjectStatus } from '../schemas/projects.js';
+import { MAX_MEMBERS, type Project, type ProjectStatus } from '../schemas/projects.js';
 
 /** The contract's status moves. Archived has none: an archived project is read-only. */
 export const STATUS_MOVES: Readonly<Record<ProjectStatus, readonly ProjectStatus[]>> = {
@@ -10,13 +10,31 @@ export const STATUS_MOVES: Readonly<Record<ProjectStatus, readonly ProjectStatus
   Archived: [],
 };
 
+/** A new project is Active, whatever the request says. */
+export const INITIAL_STATUS: ProjectStatus = 'Active';
+
 /** Same status is a no-op; a move the contract does not list is a 409 naming the allowed ones. */
 export function assertStatusMove(from: ProjectStatus, to: ProjectStatus): void {
   if (from === to || STATUS_MOVES[from].includes(to)) return;
   throw conflict('statusMoveNotAllowed', { from, to, allowed: STATUS_MOVES[from].join(', ') || '-' });
 }
 
-/** Members are lower-cased, de-duplicated, and always include the owner. */
+/**
+ * An Archived project is read-only, and so are its tasks: nothing in it changes and nothing is added
+ * to it. It can still be deleted.
+ */
+export function assertWritable(project: Pick<Project, 'id' | 'status'>): void {
+  if (project.status === 'Archived') throw conflict('projectArchived', { id: project.id });
+}
+
+/** The owner of a new project: the one given, or else the caller, who must then have an e-mail. */
+export function ownerOf(given: string | undefined, callerEmail: string | undefined): string {
+  const owner = given ?? callerEmail;
+  if (!owner || !/^[^@\s]+@[^@\s]+$/.test(owner)) throw new ApiError(400, 'ownerRequired');
+  return owner;
+}
+
+/** Members are lower-cased, de-duplicated, and always include the owner, first. */
 export function membersWithOwner(owner: string, members: readonly string[]): string[] {
   const all = [...new Set([owner, ...members])];
   if (all.length > MAX_MEMBERS) throw new ApiError(400, 'tooManyMembers', { limit: MAX_MEMBERS });

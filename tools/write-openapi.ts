@@ -10,10 +10,10 @@ import { fork } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { appFiles } from '../../local/app-files.js';
-import { registrations, triggerOf, type Registration } from '../../local/registrations.js';
-import { buildOpenApiDocument, type HttpRegistration } from './document.js';
-import { documentFile } from './document-file.js';
+import { appFiles } from '../local/app-files.js';
+import { registrations, triggerOf, type Registration } from '../local/registrations.js';
+import { buildOpenApiDocument, type HttpRegistration } from '../shared/openapi/document.js';
+import { documentFile } from '../shared/openapi/document-file.js';
 
 const target = documentFile();
 const appRoot = dirname(target);

@@ -1,0 +1,61 @@
+import type { HttpHandler } from '@azure/functions';
+import type { z } from 'zod';
+import type { Permission } from '../auth/roles.js';
+import type { MessageKey } from '../messages.js';
+import type { PathParameter } from '../schemas/common.js';
+
+/** Request headers an operation may honour; each brings the answers it can cause (If-Match: 412, …). */
+export type HonouredHeader = 'If-Match' | 'If-None-Match' | 'Idempotency-Key';
+
+/** Headers a successful answer may carry. */
+export type SuccessHeader = 'ETag' | 'Location' | 'Link';
+
+/** The answer when all goes well. `body` is a zod schema (none for 204); JSON unless `mediaTypes` says otherwise. */
+export interface SuccessAnswer {
+  status: 200 | 201 | 202 | 204;
+  body?: z.ZodType;
+  headers?: SuccessHeader[];
+  mediaTypes?: string[];
+}
+
+/**
+ * An operation announced for removal (RFC 9745 `Deprecation`, RFC 8594 `Sunset`): its answers say
+ * so, and so does the API description. Dates are ISO 8601.
+ */
+export interface Deprecation {
+  since: string;
+  sunset: string;
+  /** Where the replacement is described. */
+  link?: string;
+}
+
+/** What the API description says beyond what the definition already states. */
+export interface OperationDocs {
+  summary: string;
+  /** Markdown, for what a caller needs to know that the schemas cannot say. */
+  description?: string;
+  /**
+   * The failures particular to this operation, by status, named by the message keys they are
+   * thrown with. Those every operation shares (authentication, validation, outages) and those its
+   * traits bring (a body, If-Match, …) are added by the document builder.
+   */
+  errors?: Partial<Record<number, MessageKey[]>>;
+}
+
+/**
+ * What an operation accepts and answers: the HTTP edge acts on it (endpoint(), publicOperation())
+ * and the API description is built from it (shared/openapi). Nothing is stated twice.
+ */
+export interface OperationDefinition {
+  /** Absent for the API's own description, which needs no token. */
+  permission?: Permission;
+  params?: Record<string, PathParameter>;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  honours?: HonouredHeader[];
+  success: SuccessAnswer;
+  deprecated?: Deprecation;
+  docs: OperationDocs;
+}
+
+export type DescribedHandler = HttpHandler & { readonly definition: OperationDefinition };
