@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertStatusMove, membersWithOwner, STATUS_MOVES } from '../../shared/domain/projects.js';
+import { assertStatusMove, assertWritable, membersWithOwner, ownerOf, STATUS_MOVES } from '../../shared/domain/projects.js';
 import { ApiError } from '../../shared/errors.js';
 import { PROJECT_STATUSES } from '../../shared/schemas/projects.js';
 
@@ -42,5 +42,21 @@ describe('members', () => {
     const members = Array.from({ length: 500 }, (_, index) => `m${index}@x.test`);
     expect(() => membersWithOwner('o@x.test', members)).toThrow(ApiError);
     expect(membersWithOwner('m0@x.test', members)).toHaveLength(500);
+  });
+});
+
+describe('archived projects', () => {
+  it('are read-only: a change is a 409 naming the project', () => {
+    expect(() => assertWritable({ id: 'PRJ-1', status: 'Archived' })).toThrow(expect.objectContaining({ status: 409, messageKey: 'projectArchived' }));
+    for (const status of PROJECT_STATUSES.filter((status) => status !== 'Archived')) expect(() => assertWritable({ id: 'PRJ-1', status })).not.toThrow();
+  });
+});
+
+describe('owners', () => {
+  it('are the one given, or else the caller, who must then have an e-mail', () => {
+    expect(ownerOf('given@x.test', 'caller@x.test')).toBe('given@x.test');
+    expect(ownerOf(undefined, 'caller@x.test')).toBe('caller@x.test');
+    expect(() => ownerOf(undefined, undefined)).toThrow(expect.objectContaining({ status: 400, messageKey: 'ownerRequired' }));
+    expect(() => ownerOf(undefined, 'no-at-sign')).toThrow(expect.objectContaining({ status: 400, messageKey: 'ownerRequired' }));
   });
 });

@@ -1,0 +1,191 @@
+/**
+ * endpoint(), the HTTP edge, called as the Functions worker calls a handler: with an HttpRequest and
+ * an InvocationContext built by @azure/functions' own constructors. Tokens come from an identity
+ * provider of this file's own, so the real jose path runs; app-only tokens record no caller, so no
+ * database is needed and each case takes milliseconds.
+ */
+import functions, { type HttpResponseInit } from '@azure/functions';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
+import type { PathParameter } from '../../shared/schemas/common.js';
+import { CLIENT_ID, HOME_TENANT, stack } from '../support/stack.js';
+
+const { HttpRequest, InvocationContext } = functions;
+
+let identityProvider: IdentityProvider;
+let endpointModule: typeof import('../../shared/http/endpoint.js');
+
+beforeAll(async () => {
+  identityProvider = await startIdentityProvider({ tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: stack.tls });
+  // Read when the first request arrives: the app's settings, pointing at this file's identity provider.
+  Object.assign(process.env, { AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: identityProvider.authorityHost });
+  endpointModule = await import('../../shared/http/endpoint.js');
+});
+afterAll(() => identityProvider.close());
+
+const itemId: PathParameter = { schema: z.string().regex(/^ITM-\d+$/), notFound: 'projectNotFound', example: 'ITM-1' };
+const item = z.object({ id: z.string(), name: z.string() });
+
+/** An endpoint that hands back what it was given, so each case can see what reached the handler. */
+function echo(definition: Partial<Parameters<typeof endpointModule.endpoint>[0]>, outcome: (input: EndpointInput<unknown, unknown, unknown>) => Outcome) {
+  const received: EndpointInput<unknown, unknown, unknown>[] = [];
+  const handler = endpointModule.endpoint({
+    permission: 'projects:write',
+    success: { status: 200, body: item, headers: ['ETag'] },
+    docs: { summary: 'Echo' },
+    ...definition,
+    handle(input) {
+      received.push(input as EndpointInput<unknown, unknown, unknown>);
+      return Promise.resolve(outcome(input as EndpointInput<unknown, unknown, unknown>));
+    },
+  } as Parameters<typeof endpointModule.endpoint>[0]);
+  return { handler, received };
+}
+
+async function call(
+  handler: ReturnType<typeof echo>['handler'],
+  init: { method?: string; path?: string; headers?: Record<string, string>; params?: Record<string, string>; body?: string; roles?: string[] } = {},
+): Promise<HttpResponseInit & { headers: Record<string, string> }> {
+  const token = await identityProvider.issueToken({ tenantId: HOME_TENANT, kind: 'app', roles: init.roles ?? ['LMS.Admin'] });
+  const request = new HttpRequest({
+    method: init.method ?? 'GET',
+    url: `http://localhost/api${init.path ?? '/items'}`,
+    headers: { authorization: `Bearer ${token}`, ...(init.body ? { 'content-type': 'application/json' } : {}), ...init.headers },
+    params: init.params ?? {},
+    ...(init.body ? { body: { string: init.body } } : {}),
+  });
+  const context = new InvocationContext({ invocationId: 'request-1', functionName: 'items-echo', logHandler: () => undefined });
+  return (await handler(request, context)) as HttpResponseInit & { headers: Record<string, string> };
+}
+
+describe('endpoint()', () => {
+  it('authenticates before anything else: no token is a 401 in the contract shape, whatever else is wrong', async () => {
+    const { handler, received } = echo({ params: { itemId } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const request = new HttpRequest({ method: 'GET', url: 'http://localhost/api/items/nope?colour=red', params: { itemId: 'nope' } });
+    const answer = (await handler(request, new InvocationContext({ invocationId: 'request-2' }))) as HttpResponseInit & { headers: Record<string, string> };
+    expect(answer.status).toBe(401);
+    expect(answer.headers['WWW-Authenticate']).toBe('Bearer error="invalid_token"');
+    expect(answer.jsonBody).toMatchObject({ error: 'Unauthorized', status: 401, requestId: 'request-2' });
+    expect(received).toEqual([]);
+  });
+
+  it('checks the role: 403 without the permission', async () => {
+    const { handler, received } = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect((await call(handler, { roles: ['LMS.Reader'] })).status).toBe(403);
+    expect(received).toEqual([]);
+  });
+
+  it('answers a malformed path parameter with its resource 404, without calling the handler', async () => {
+    const { handler, received } = echo({ params: { itemId } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const answer = await call(handler, { path: '/items/..%2Fx', params: { itemId: '../x' } });
+    expect(answer.status).toBe(404);
+    expect(answer.jsonBody).toMatchObject({ error: 'Not Found', message: 'Project ../x does not exist.' });
+    expect(received).toEqual([]);
+    await call(handler, { path: '/items/ITM-7', params: { itemId: 'ITM-7' } });
+    expect(received[0]!.params).toEqual({ itemId: 'ITM-7' });
+  });
+
+  it('refuses unknown and repeated query parameters, and hands the handler the parsed query', async () => {
+    const query = z.strictObject({ limit: z.string().transform(Number).optional() });
+    const { handler, received } = echo({ query }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const unknown = await call(handler, { path: '/items?stauts=Active' });
+    expect(unknown.status).toBe(400);
+    expect((unknown.jsonBody as { details: { path: string }[] }).details.map((detail) => detail.path)).toEqual(['query.stauts']);
+    expect((await call(handler, { path: '/items?limit=1&limit=2' })).status).toBe(400);
+    await call(handler, { path: '/items?limit=5' });
+    expect(received.map((input) => input.query)).toEqual([{ limit: 5 }]);
+  });
+
+  it('validates the body against its schema and hands over the parsed value', async () => {
+    const body = z.strictObject({ name: z.string().trim() });
+    const { handler, received } = echo({ body }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect((await call(handler, { method: 'POST', body: '{"name":1}' })).status).toBe(400);
+    expect((await call(handler, { method: 'POST', body: '{"name":' })).status).toBe(400);
+    await call(handler, { method: 'POST', body: '{"name":"  Ada  "}' });
+    expect(received.map((input) => input.body)).toEqual([{ name: 'Ada' }]);
+  });
+
+  it('hands over If-Match as the versions expected only where the operation honours it', async () => {
+    const honouring = echo({ honours: ['If-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    await call(honouring.handler, { headers: { 'if-match': '"v1", W/"weak", "v2"' } });
+    await call(honouring.handler, { headers: { 'if-match': '*' } });
+    await call(honouring.handler);
+    expect(honouring.received.map((input) => input.ifMatch)).toEqual([['v1', 'v2'], '*', undefined]);
+    expect((await call(honouring.handler, { headers: { 'if-match': 'v1' } })).jsonBody).toMatchObject({ status: 400 });
+
+    const ignoring = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    await call(ignoring.handler, { headers: { 'if-match': 'not even a tag' } });
+    expect(ignoring.received[0]!.ifMatch).toBeUndefined();
+  });
+
+  it('hands over the Idempotency-Key scoped to the function, and refuses a malformed one', async () => {
+    const { handler, received } = echo({ honours: ['Idempotency-Key'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    await call(handler, { headers: { 'idempotency-key': 'key-1' } });
+    expect(received[0]!.idempotency).toEqual({ key: 'key-1', scope: 'items-echo' });
+    expect((await call(handler, { headers: { 'idempotency-key': 'has space' } })).status).toBe(400);
+  });
+
+  it('answers as the success declares: the ETag of the body, and 304 for If-None-Match where honoured', async () => {
+    const { handler } = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const first = await call(handler);
+    expect(first.status).toBe(200);
+    expect(first.jsonBody).toEqual({ id: 'ITM-1', name: 'x' });
+    expect(first.headers.ETag).toMatch(/^"[\w-]{27}"$/);
+    expect(first.headers['X-Request-Id']).toBe('request-1');
+    expect(first.headers['Cache-Control']).toBe('no-store');
+    const again = await call(handler, { headers: { 'if-none-match': first.headers.ETag! } });
+    expect(again.status).toBe(304);
+    expect(again.jsonBody).toBeUndefined();
+  });
+
+  it('adds Location and Idempotent-Replayed to a create, and Link to a list page with more to come', async () => {
+    const create = echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, ({ path }) => ({
+      body: { id: 'ITM-9', name: 'x' },
+      location: `${path}/ITM-9`,
+      replayed: true,
+    }));
+    const created = await call(create.handler, { method: 'POST' });
+    expect(created.status).toBe(201);
+    expect(created.headers).toMatchObject({ Location: '/api/items/ITM-9', 'Idempotent-Replayed': 'true' });
+
+    const list = echo({ success: { status: 200, body: z.array(item), headers: ['Link'] } }, () => ({ body: [], nextCursor: 'next-page' }));
+    const page = await call(list.handler);
+    expect(page.headers.Link).toBe('<http://localhost/api/items?cursor=next-page>; rel="next"');
+    const last = echo({ success: { status: 200, body: z.array(item), headers: ['Link'] } }, () => ({ body: [], nextCursor: undefined }));
+    expect((await call(last.handler)).headers.Link).toBeUndefined();
+  });
+
+  it('sends a 204 without a body', async () => {
+    const { handler } = echo({ success: { status: 204 } }, () => ({}));
+    const answer = await call(handler, { method: 'DELETE' });
+    expect(answer.status).toBe(204);
+    expect(answer.jsonBody).toBeUndefined();
+  });
+
+  it('announces a deprecated operation with Deprecation, Sunset and a deprecation link beside the paging link', async () => {
+    const { handler } = echo(
+      {
+        success: { status: 200, body: z.array(item), headers: ['Link'] },
+        deprecated: { since: '2026-11-01T00:00:00Z', sunset: '2027-11-01T00:00:00Z', link: 'https://example.test/v2' },
+      },
+      () => ({ body: [], nextCursor: 'c' }),
+    );
+    const answer = await call(handler);
+    expect(answer.headers.Deprecation).toBe(`@${Date.parse('2026-11-01T00:00:00Z') / 1000}`);
+    expect(answer.headers.Sunset).toBe('Mon, 01 Nov 2027 00:00:00 GMT');
+    expect(answer.headers.Link).toBe('<http://localhost/api/items?cursor=c>; rel="next", <https://example.test/v2>; rel="deprecation"');
+  });
+
+  it('turns whatever the handler throws into the contract body, in the language asked for', async () => {
+    const { handler } = echo({}, () => {
+      throw new Error('database exploded at /srv/app/shared/data.ts:12');
+    });
+    const answer = await call(handler, { headers: { 'accept-language': 'ja' } });
+    expect(answer.status).toBe(500);
+    expect(answer.jsonBody).toMatchObject({ error: 'Server Error', status: 500, requestId: 'request-1' });
+    expect(JSON.stringify(answer.jsonBody)).not.toMatch(/exploded|srv|data\.ts/);
+    expect(answer.headers['Content-Language']).toBe('ja');
+  });
+});
