@@ -1,5 +1,5 @@
 import { ConfigurationError } from './errors.js';
-import { isRole, type Role } from './auth/roles.js';
+import { isRole, type Role } from './roles.js';
 import { GUID } from './guid.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */

@@ -1,4 +1,5 @@
-import type { Language } from './http/language.js';
+/** The languages the API speaks. */
+export type Language = 'en' | 'ja';
 
 type Params = Record<string, string | number>;
 type Message = (params: Params) => string;

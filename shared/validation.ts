@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { badRequest, type ErrorDetail } from './errors.js';
-import type { Language } from './http/language.js';
-import { translate, type MessageKey } from './messages.js';
+import { translate, type Language, type MessageKey } from './messages.js';
 
 const localeErrorMaps = { en: z.locales.en().localeError, ja: z.locales.ja().localeError };
 

@@ -2,7 +2,7 @@ import type { HttpRequest } from '@azure/functions';
 import { authSettings } from '../config.js';
 import { ApiError } from '../errors.js';
 import type { Principal } from './principal.js';
-import { allows, type Permission } from './roles.js';
+import { allows, type Permission } from '../roles.js';
 import { createTokenValidator, invalidToken, type TokenValidator } from './token-validator.js';
 
 let validator: TokenValidator | undefined;

@@ -1,4 +1,4 @@
-import type { Role } from './roles.js';
+import type { Role } from '../roles.js';
 
 /** Who is calling, taken only from a verified token. Users are identified by (tenantId, objectId). */
 export interface Principal {

@@ -5,7 +5,7 @@ import { GUID } from '../guid.js';
 import { lazily } from '../lazy.js';
 import type { MessageKey } from '../messages.js';
 import type { Principal } from './principal.js';
-import { isRole, type Role } from './roles.js';
+import { isRole, type Role } from '../roles.js';
 
 const MAX_TOKEN_LENGTH = 16 * 1024;
 const CLOCK_SKEW_SECONDS = 300;

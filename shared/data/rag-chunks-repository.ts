@@ -1,8 +1,23 @@
 import type { OperationInput, SqlParameter } from '@azure/cosmos';
-import type { Chunk } from '../rag/chunker.js';
 import { container } from './cosmos.js';
 import { writeInBatches } from './batches.js';
 import { asJson, FULL_SCAN_PAGE } from './tenant-data.js';
+
+/** A piece of a project's or task's text, as the RAG index holds it. */
+export interface Chunk {
+  /** `<sourceId>-c<chunkIndex>`: stable, so a rebuild overwrites rather than duplicates. */
+  id: string;
+  sourceType: 'project' | 'task';
+  sourceId: string;
+  projectId: string;
+  title: string;
+  chunkIndex: number;
+  content: string;
+  /** Of everything the chunk says; a chunk whose hash is unchanged is neither rewritten nor embedded again. */
+  contentHash: string;
+  /** The source's updatedAt when the chunk was made. */
+  updatedAt: string;
+}
 
 /** A chunk as the index stores it. */
 export interface ChunkDocument extends Chunk {

@@ -2,7 +2,7 @@ import type { HttpHandler, HttpRequest, HttpResponseInit, InvocationContext } fr
 import { z } from 'zod';
 import { authenticate, authorize } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
-import type { Permission } from '../auth/roles.js';
+import type { Permission } from '../roles.js';
 import type { Idempotency } from '../data/idempotency.js';
 import { recordCaller } from '../data/users-repository.js';
 import type { ExpectedVersion } from '../domain/versions.js';

@@ -1,4 +1,6 @@
-export type Language = 'en' | 'ja';
+import type { Language } from '../messages.js';
+
+export type { Language };
 
 /** Picks Japanese only when Accept-Language ranks `ja` above every English range (RFC 9110 q-values). */
 export function preferredLanguage(acceptLanguage: string | null): Language {

@@ -1,6 +1,6 @@
 import type { HttpHandler } from '@azure/functions';
 import type { z } from 'zod';
-import type { Permission } from '../auth/roles.js';
+import type { Permission } from '../roles.js';
 import type { MessageKey } from '../messages.js';
 import type { PathParameter } from '../schemas/common.js';
 

@@ -5,7 +5,7 @@
  * here lists the API a second time; it only says how each part is written in OpenAPI.
  */
 import { z } from 'zod';
-import { PERMISSIONS, ROLES, type Permission } from '../auth/roles.js';
+import { PERMISSIONS, ROLES, type Permission } from '../roles.js';
 import { ApiError, STATUS_NAMES } from '../errors.js';
 import type { HonouredHeader, OperationDefinition } from '../http/operation.js';
 import { translate, type MessageKey } from '../messages.js';

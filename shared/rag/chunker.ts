@@ -1,26 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Project } from '../schemas/projects.js';
 import type { Task } from '../schemas/tasks.js';
+import type { Chunk } from '../data/rag-chunks-repository.js';
 
 /** Longest chunk body, in characters; a sentence longer than this is cut at word boundaries. */
 export const MAX_CHUNK_CHARACTERS = 1_200;
 /** How much of the end of one chunk starts the next, so a fact split across the cut is not lost. */
 export const OVERLAP_CHARACTERS = 200;
-
-export interface Chunk {
-  /** `<sourceId>-c<chunkIndex>`: stable, so a rebuild overwrites rather than duplicates. */
-  id: string;
-  sourceType: 'project' | 'task';
-  sourceId: string;
-  projectId: string;
-  title: string;
-  chunkIndex: number;
-  content: string;
-  /** Of everything the chunk says; a chunk whose hash is unchanged is neither rewritten nor embedded again. */
-  contentHash: string;
-  /** The source's updatedAt when the chunk was made. */
-  updatedAt: string;
-}
 
 const SENTENCE_END = /(?<=[.!?。！？])\s+|(?<=[。！？])|\n{2,}/u;
 

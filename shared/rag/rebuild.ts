@@ -1,8 +1,8 @@
 import { projectPages } from '../data/projects-repository.js';
-import { deleteChunks, storedChunkSummaries, storedEmbeddings, writeChunks, type ChunkDocument } from '../data/rag-chunks-repository.js';
+import { deleteChunks, storedChunkSummaries, storedEmbeddings, writeChunks, type Chunk, type ChunkDocument } from '../data/rag-chunks-repository.js';
 import { taskPages } from '../data/tasks-repository.js';
 import type { RagCounts, RagJob } from '../schemas/rag.js';
-import { projectChunks, taskChunks, type Chunk } from './chunker.js';
+import { projectChunks, taskChunks } from './chunker.js';
 import { createEmbedder, embeddingsSettings, type Embedder } from './embeddings.js';
 
 const SOURCE_PAGE = 1_000;

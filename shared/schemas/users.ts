@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ROLES } from '../auth/roles.js';
+import { ROLES } from '../roles.js';
 import { text } from '../validation.js';
 import { pagingParameters, timestamp } from './common.js';
 

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROLES } from '../../shared/auth/roles.js';
+import { ROLES } from '../../shared/roles.js';
 
 const TEAMS_AND_OFFICE_CLIENTS = [
   '1fec8e78-bce4-4aaf-ab1b-5451cc387264',
