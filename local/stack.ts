@@ -5,6 +5,7 @@
  * and a real tenant.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -126,6 +127,7 @@ export async function startStack(options: StackOptions) {
       embedded.push(`Azurite queue ${azurite.queueEndpoint}`);
     }
     if (!given(options.settings, 'RAG_QUEUE_NAME')) hostEnvironment.RAG_QUEUE_NAME = DEFAULT_RAG_QUEUE_NAME;
+    if (!given(options.settings, 'CURSOR_SIGNING_KEY')) hostEnvironment.CURSOR_SIGNING_KEY = await cursorSigningKey(options.dataDir);
 
     const host = await startHostProcess({
       port: options.apiPort,
@@ -146,6 +148,7 @@ export async function startStack(options: StackOptions) {
       queueFunctions: host.queueFunctions,
       /** The storage account the host uses, unless it is given by identity-based settings. */
       storageConnectionString: hostEnvironment.AzureWebJobsStorage,
+      cursorSigningKey: hostEnvironment.CURSOR_SIGNING_KEY,
       identityProvider,
       graph,
       cosmos,
@@ -217,6 +220,21 @@ export async function startHostProcess(options: HostProcessOptions) {
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
   return { pid: child.pid!, port: ready.port, routes: ready.routes, queueFunctions: ready.queueFunctions, stop: () => stopProcess(child) };
+}
+
+/** A key to sign paging cursors with: kept in the data folder, so cursors survive a restart, or new for a stack without one. */
+async function cursorSigningKey(dataDir: string | undefined): Promise<string> {
+  const fresh = randomBytes(32).toString('base64');
+  if (!dataDir) return fresh;
+  const file = join(dataDir, 'cursor-signing-key');
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, fresh, { mode: 0o600 });
+  return fresh;
 }
 
 /** NODE_EXTRA_CA_CERTS takes one file: the local certificate, plus any the user already trusts. */

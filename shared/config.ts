@@ -110,6 +110,15 @@ function readQueueSettings(env: NodeJS.ProcessEnv): QueueSettings {
   throw new ConfigurationError(['AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set']);
 }
 
+/** The key that signs paging cursors, so that a client can neither forge nor edit one. */
+function readCursorSigningKey(env: NodeJS.ProcessEnv): Buffer {
+  const value = env.CURSOR_SIGNING_KEY?.trim();
+  if (!value) throw new ConfigurationError(['CURSOR_SIGNING_KEY is not set (at least 32 random bytes, base64)']);
+  const key = Buffer.from(value, 'base64');
+  if (key.length < 32) throw new ConfigurationError(['CURSOR_SIGNING_KEY must hold at least 32 bytes, base64-encoded']);
+  return key;
+}
+
 function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
   const endpoint = env.COSMOS_ENDPOINT?.trim();
   if (!endpoint) throw new ConfigurationError(['COSMOS_ENDPOINT is not set']);
@@ -137,4 +146,5 @@ export const cosmosSettings = memoized(readCosmosSettings);
 export const onBehalfOfCredential = memoized(readOnBehalfOfCredential);
 export const graphSettings = memoized(readGraphSettings);
 export const queueSettings = memoized(readQueueSettings);
+export const cursorSigningKey = memoized(readCursorSigningKey);
 export { readAuthSettings, readCosmosSettings, readGraphSettings };

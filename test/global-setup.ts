@@ -20,6 +20,10 @@ export interface StackInfo {
   cosmosKey: string;
   /** The embedded Azurite's connection string, which the host has as AzureWebJobsStorage. */
   storageConnectionString: string;
+  /** The Microsoft Graph stand-in, which the host has as GRAPH_BASE_URL. */
+  graphBaseUrl: string;
+  /** The key the host signs paging cursors with. */
+  cursorSigningKey: string;
   hostLogFile: string;
 }
 
@@ -57,6 +61,8 @@ export async function setup(project: TestProject): Promise<void> {
     cosmosEndpoint: cosmos!.endpoint,
     cosmosKey: cosmos!.key,
     storageConnectionString: stack.storageConnectionString!,
+    graphBaseUrl: stack.graph!.baseUrl,
+    cursorSigningKey: stack.cursorSigningKey!,
     hostLogFile,
   });
 }

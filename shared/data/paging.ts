@@ -1,36 +1,47 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Container, SqlQuerySpec } from '@azure/cosmos';
+import { cursorSigningKey } from '../config.js';
 import { badRequest } from '../errors.js';
 import { cosmosStatus } from './cosmos.js';
 
 /**
- * Cursors wrap Cosmos continuation tokens with a fingerprint of the tenant and the query they belong
- * to, so a cursor replayed against other filters, or edited, is a clear 400 rather than a wrong page.
+ * A paging cursor: the continuation to resume from (a Cosmos continuation token, or Graph's next
+ * link), a digest of the query it belongs to (tenant, filters, order), and a MAC over both with the
+ * server's key. The client can read it but not forge or edit one; a cursor replayed against another
+ * query is a clear 400 rather than a wrong page, and nothing the client composed ever reaches the
+ * database or Graph.
  */
 interface CursorBody {
-  v: 1;
+  v: 2;
   c: string;
-  f: string;
+  s: string;
+  m: string;
 }
 
-function fingerprint(scope: string, continuation: string): string {
-  return createHash('sha256').update(scope).update('\n').update(continuation).digest('base64url').slice(0, 22);
+const scopeDigest = (scope: string): string => createHash('sha256').update(scope).digest('base64url').slice(0, 22);
+
+function mac(continuation: string, digest: string): Buffer {
+  return createHmac('sha256', cursorSigningKey()).update(digest).update('\n').update(continuation).digest();
 }
 
 export function encodeCursor(scope: string, continuation: string): string {
-  const body: CursorBody = { v: 1, c: continuation, f: fingerprint(scope, continuation) };
+  const s = scopeDigest(scope);
+  const body: CursorBody = { v: 2, c: continuation, s, m: mac(continuation, s).toString('base64url') };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
 }
 
 export function decodeCursor(scope: string, cursor: string): string {
-  let body: Partial<CursorBody>;
+  let body: Partial<CursorBody> | null;
   try {
-    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorBody>;
+    body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorBody> | null;
   } catch {
     throw badRequest('invalidCursor');
   }
-  if (body?.v !== 1 || typeof body.c !== 'string' || typeof body.f !== 'string') throw badRequest('invalidCursor');
-  if (body.f !== fingerprint(scope, body.c)) throw badRequest('cursorForOtherQuery');
+  if (body?.v !== 2 || typeof body.c !== 'string' || typeof body.s !== 'string' || typeof body.m !== 'string') throw badRequest('invalidCursor');
+  const expected = mac(body.c, body.s);
+  const given = Buffer.from(body.m, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badRequest('invalidCursor');
+  if (body.s !== scopeDigest(scope)) throw badRequest('cursorForOtherQuery');
   return body.c;
 }
 

@@ -71,6 +71,7 @@ beforeAll(async () => {
     COSMOS_ENDPOINT: cosmos.endpoint,
     COSMOS_KEY: stack.cosmosKey,
     AzureWebJobsStorage: stack.storageConnectionString,
+    CURSOR_SIGNING_KEY: stack.cursorSigningKey,
     RAG_QUEUE_NAME: `hostile-tokens-${randomUUID().slice(0, 8)}`,
   });
   call = apiAt(host.url);

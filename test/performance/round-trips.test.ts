@@ -30,6 +30,7 @@ describe('round trips per operation', () => {
         AUTH_AUTHORITY_HOST: provider.authorityHost,
         COSMOS_ENDPOINT: cosmos.endpoint,
         COSMOS_KEY: cosmos.key,
+        CURSOR_SIGNING_KEY: stack.cursorSigningKey,
       },
       extraCaCerts: stack.caCertPath,
       hostOutput: 'pipe',

@@ -393,6 +393,7 @@ export function sharedStackSettings(): Record<string, string> {
     AUTH_ALLOWED_TENANTS: `${HOME_TENANT},${OTHER_TENANT}`,
     AUTH_CLIENT_SECRET: rememberSecret(`hostile-client-secret-${randomUUID()}`),
     AzureWebJobsStorage: stack.storageConnectionString,
+    GRAPH_BASE_URL: stack.graphBaseUrl,
     RAG_QUEUE_NAME: `hostile-${randomUUID().slice(0, 8)}`,
   };
 }

@@ -15,6 +15,7 @@ export const stackAppSettings = {
   AUTH_AUTHORITY_HOST: stack.authorityHost,
   COSMOS_ENDPOINT: stack.cosmosEndpoint,
   COSMOS_KEY: stack.cosmosKey,
+  CURSOR_SIGNING_KEY: stack.cursorSigningKey,
 };
 
 export interface TokenRequest {

@@ -1,5 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor } from '../../shared/data/paging.js';
+
+// The app reads its signing key from its settings on first use.
+process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 describe('cursors', () => {
   const scope = JSON.stringify(['projects', 'tenant-a', 'Active']);
