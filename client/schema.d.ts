@@ -482,6 +482,8 @@ export interface components {
         IdempotentReplayed: "true";
         /** @description Seconds to wait before trying again. */
         RetryAfter: string;
+        /** @description With `changeContended`: seconds to wait before trying again. */
+        RetryAfterContended: string;
         /** @description `Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims. */
         WWWAuthenticate: string;
         /** @description Identifies the request in the service log; quote it when reporting a problem. */
@@ -688,8 +690,9 @@ export interface operations {
              *     - The request body is not valid JSON.
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
-             *     - The token carries no e-mail address, so "owner" is required.
+             *     - Give "owner": the token carries no e-mail address that the API accepts.
              *     - A project has at most {limit} members, including its owner.
              */
             400: {
@@ -1018,6 +1021,7 @@ export interface operations {
              *     - The request body is not valid JSON.
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              *     - A project has at most {limit} members, including its owner.
              */
@@ -1079,12 +1083,14 @@ export interface operations {
             /**
              * @description Conflict:
              *
+             *     - {id} is being changed by many requests at once. Try again in a moment.
              *     - A project cannot move from {from} to {to}. Allowed next states: {allowed}.
              *     - Project {id} is Archived: it and its tasks are read-only; the project can only be deleted.
              */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfterContended"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1248,6 +1254,21 @@ export interface operations {
             404: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - {id} is being changed by many requests at once. Try again in a moment.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfterContended"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1492,6 +1513,7 @@ export interface operations {
              *     - The request body is not valid JSON.
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
              */
             400: {
@@ -1846,6 +1868,7 @@ export interface operations {
              *     - The request body is not valid JSON.
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -1906,11 +1929,13 @@ export interface operations {
             /**
              * @description Conflict:
              *
+             *     - {id} is being changed by many requests at once. Try again in a moment.
              *     - Project {id} is Archived: it and its tasks are read-only; the project can only be deleted.
              */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfterContended"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2083,11 +2108,13 @@ export interface operations {
             /**
              * @description Conflict:
              *
+             *     - {id} is being changed by many requests at once. Try again in a moment.
              *     - Project {id} is Archived: it and its tasks are read-only; the project can only be deleted.
              */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfterContended"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2189,6 +2216,7 @@ export interface operations {
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              *     - The role filter applies to recorded users only; the directory does not know the API's roles.
+             *     - Microsoft Graph refused this directory query. Change "q", or start again from the first page.
              */
             400: {
                 headers: {
@@ -2254,6 +2282,7 @@ export interface operations {
              * @description Bad Gateway:
              *
              *     - Microsoft Graph cannot be reached or is busy. Try again shortly.
+             *     - Microsoft Graph answered the directory query with {status}.
              */
             502: {
                 headers: {
@@ -2464,6 +2493,7 @@ export interface operations {
              *     - The request body is not valid JSON.
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {

@@ -18,10 +18,10 @@ export const usersList = endpoint({
       'organisation requires a new sign-in, the 401 carries the claims challenge in `WWW-Authenticate` and in the ' +
       "body's `claims`.",
     errors: {
-      400: ['roleFilterNeedsRecordedUsers'],
+      400: ['roleFilterNeedsRecordedUsers', 'directoryQueryRefused'],
       401: ['interactionRequired'],
       403: ['usersOnly', 'consentRequired', 'directoryAccessDenied'],
-      502: ['directoryUnavailable'],
+      502: ['directoryUnavailable', 'directoryFailed'],
       503: ['directoryUnavailable'],
     },
   },

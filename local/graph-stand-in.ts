@@ -44,7 +44,7 @@ export interface GraphUser {
 }
 
 /** A status Graph answers with its error body, or 'drop': the connection is closed without an answer. */
-export type GraphFailure = 429 | 500 | 503 | 'drop';
+export type GraphFailure = 400 | 429 | 500 | 503 | 'drop';
 
 export interface GraphStandInOptions {
   /** 0 picks a free port. Default 0. */
@@ -100,6 +100,7 @@ const FILTERABLE_PROPERTIES = ['displayName', 'mail', 'userPrincipalName'] as co
 type FilterableProperty = (typeof FILTERABLE_PROPERTIES)[number];
 
 const FAILURES: Record<Exclude<GraphFailure, 'drop'>, { code: string; message: string }> = {
+  400: { code: 'BadRequest', message: 'Invalid filter clause: The query specified in the URI is not valid.' },
   429: { code: 'TooManyRequests', message: 'Too many requests.' },
   500: { code: 'generalException', message: 'General exception while processing.' },
   503: {

@@ -18,6 +18,10 @@ const catalog = {
     en: (p) => `…and ${p.count} more problems.`,
     ja: (p) => `…ほかに ${p.count} 件の問題があります。`,
   },
+  bodyIncomplete: {
+    en: () => 'The request body ended before all of it arrived.',
+    ja: () => 'リクエスト本文がすべて届く前に途切れました。',
+  },
   invalidJson: {
     en: () => 'The request body is not valid JSON.',
     ja: () => 'リクエスト本文が正しい JSON ではありません。',
@@ -57,6 +61,14 @@ const catalog = {
   noControlCharacters: {
     en: () => 'Must not contain control characters.',
     ja: () => '制御文字を含めることはできません。',
+  },
+  noBidirectionalControls: {
+    en: () => 'Must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069).',
+    ja: () => '双方向制御文字（U+202A–U+202E、U+2066–U+2069）を含めることはできません。',
+  },
+  nothingVisible: {
+    en: () => 'Must contain at least one visible character.',
+    ja: () => '表示される文字を 1 文字以上含める必要があります。',
   },
   notWellFormedText: {
     en: () => 'Must be well-formed Unicode text.',
@@ -123,6 +135,14 @@ const catalog = {
     en: () => 'Microsoft Graph cannot be reached or is busy. Try again shortly.',
     ja: () => 'Microsoft Graph に接続できないか、混雑しています。しばらくしてから再試行してください。',
   },
+  directoryQueryRefused: {
+    en: () => 'Microsoft Graph refused this directory query. Change "q", or start again from the first page.',
+    ja: () => 'Microsoft Graph がこのディレクトリ検索を拒否しました。「q」を変更するか、最初のページからやり直してください。',
+  },
+  directoryFailed: {
+    en: (p) => `Microsoft Graph answered the directory query with ${p.status}.`,
+    ja: (p) => `Microsoft Graph がディレクトリ検索に ${p.status} で応答しました。`,
+  },
   directoryAccessDenied: {
     en: () => 'Microsoft Graph refused to list the directory for you: the User.Read.All permission is missing.',
     ja: () => 'Microsoft Graph がディレクトリの一覧を拒否しました。User.Read.All のアクセス許可がありません。',
@@ -164,12 +184,16 @@ const catalog = {
     ja: () => 'リソースは読み取り後に変更されています（If-Match が ETag と一致しません）。再度読み取ってから再試行してください。',
   },
   ownerRequired: {
-    en: () => 'The token carries no e-mail address, so "owner" is required.',
-    ja: () => 'トークンにメールアドレスが含まれていないため、「owner」が必要です。',
+    en: () => 'Give "owner": the token carries no e-mail address that the API accepts.',
+    ja: () => '「owner」を指定してください。トークンに API が受け付けるメールアドレスが含まれていません。',
   },
   tooManyMembers: {
     en: (p) => `A project has at most ${p.limit} members, including its owner.`,
     ja: (p) => `プロジェクトのメンバーは所有者を含めて最大 ${p.limit} 人です。`,
+  },
+  changeContended: {
+    en: (p) => `${p.id} is being changed by many requests at once. Try again in a moment.`,
+    ja: (p) => `${p.id} は多数のリクエストによって同時に変更されています。しばらくしてから再試行してください。`,
   },
   databaseUnavailable: {
     en: () => 'The database is unavailable or busy. Try again shortly.',

@@ -43,10 +43,16 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, lan
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS_OR_LINE_BREAKS = /[\u0000-\u001f\u007f]/;
+/** Embeddings, overrides and isolates of the bidirectional algorithm: they make a name read as something else. */
+const BIDIRECTIONAL_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
+/** Nothing a reader would see: spaces and characters that are ignored when shown (zero-width space, soft hyphen, …). */
+const ONLY_INVISIBLE = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}]+$/u;
 
 /**
- * Trimmed text whose length counts characters (code points), so a Japanese or emoji name has the
- * same limit as a Latin one. Lone surrogates and control characters are refused.
+ * Trimmed, NFC-normalised text whose length counts characters (code points), so a Japanese or emoji
+ * name has the same limit as a Latin one, and `Café` is one name whichever way it was typed. Lone
+ * surrogates and control characters are refused; a single line (a name, a title, a search) may
+ * hold no bidirectional controls and must show something.
  */
 export function text(options: { min: number; max: number; multiline?: boolean }) {
   const forbidden = options.multiline ? CONTROL_CHARACTERS : CONTROL_CHARACTERS_OR_LINE_BREAKS;
@@ -54,6 +60,8 @@ export function text(options: { min: number; max: number; multiline?: boolean })
     z
       .string()
       .trim()
+      // A lone surrogate is refused below; normalising would replace it first.
+      .overwrite((value) => (value.isWellFormed() ? value.normalize('NFC') : value))
       .check((ctx) => {
         const value = ctx.value;
         if (!value.isWellFormed()) {
@@ -61,6 +69,10 @@ export function text(options: { min: number; max: number; multiline?: boolean })
           return;
         }
         if (forbidden.test(value)) ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'noControlCharacters' } });
+        if (!options.multiline && BIDIRECTIONAL_CONTROLS.test(value)) {
+          ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'noBidirectionalControls' } });
+        }
+        if (!options.multiline && ONLY_INVISIBLE.test(value)) ctx.issues.push({ code: 'custom', input: value, params: { messageKey: 'nothingVisible' } });
         const length = [...value].length;
         if (length < options.min) ctx.issues.push({ code: 'too_small', origin: 'string', minimum: options.min, inclusive: true, input: value });
         if (length > options.max) ctx.issues.push({ code: 'too_big', origin: 'string', maximum: options.max, inclusive: true, input: value });

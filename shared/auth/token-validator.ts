@@ -113,6 +113,8 @@ export function createTokenValidator(settings: AuthSettings) {
     const expectedIssuer = payload.ver === '1.0' ? keys.issuers.v1 : payload.ver === '2.0' ? keys.issuers.v2 : undefined;
     if (payload.iss !== expectedIssuer || payload.tid !== tenantId) throw invalidToken();
     if (payload.nbf === undefined && payload.iat === undefined) throw invalidToken();
+    // jose checks `iat` only for a maximum age: a token issued in the future is refused here.
+    if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw invalidToken();
     const objectId = stringClaim(payload, 'oid');
     if (!objectId || !GUID.test(objectId.toLowerCase())) throw invalidToken();
 

@@ -3,7 +3,7 @@ import type { Container, JSONObject, JSONValue, OperationInput, OperationRespons
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
-import { DependencyUnavailableError, preconditionFailed, type ApiError } from '../errors.js';
+import { ApiError, preconditionFailed } from '../errors.js';
 import { container, cosmosStatus } from './cosmos.js';
 import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
@@ -59,9 +59,27 @@ export async function readVisible<D extends StoredDocument, R>(kind: DocumentKin
 export const asJson = (document: object): JSONObject => document as unknown as JSONObject;
 
 const MAX_CREATE_ATTEMPTS = 5;
-/** Read-modify-write under contention: attempts, and the most a retry waits (with jitter), before a 503. */
+/** Read-modify-write under contention between instances: attempts, and the most a retry waits (with jitter). */
 const MAX_CHANGE_ATTEMPTS = 25;
 const MAX_CHANGE_BACKOFF_MS = 50;
+/** When contention outlasts the attempts, the caller is told to come back after this many seconds. */
+const CONTENDED_RETRY_AFTER_SECONDS = 1;
+
+/** The change under way in this process to each document, if any: the next one waits for it. */
+const changesUnderWay = new Map<string, Promise<unknown>>();
+
+/** Runs changes to one document one after another within this process, so that they never clash here. */
+async function oneAtATime<T>(documentKey: string, change: () => Promise<T>): Promise<T> {
+  const previous = changesUnderWay.get(documentKey) ?? Promise.resolve();
+  const mine = previous.then(change);
+  const settled = mine.catch(() => undefined);
+  changesUnderWay.set(documentKey, settled);
+  try {
+    return await mine;
+  } finally {
+    if (changesUnderWay.get(documentKey) === settled) changesUnderWay.delete(documentKey);
+  }
+}
 
 /** What a change returns to remove the document instead of replacing it. */
 export const REMOVE = Symbol('remove');
@@ -71,10 +89,11 @@ export const REMOVE = Symbol('remove');
  * version the caller expects is compared with the version of the resource as it could have read
  * it; Cosmos's own etag guards the write underneath, so a concurrent change is never lost: on a
  * clash the document is read again and, if the expected version still stands (or none was asked
- * for), the change is applied again after a short random wait. Contention that outlasts the
- * attempts is a 503, never a raw database error.
+ * for), the change is applied again after a short random wait. Within one instance, changes to a
+ * document take turns and never clash; contention between instances that outlasts the attempts is
+ * a 409 that says so, with Retry-After. Contention is not an outage.
  */
-export async function changeDocument<D extends StoredDocument, R>(options: {
+export function changeDocument<D extends StoredDocument, R>(options: {
   kind: DocumentKind<D, R>;
   tenantId: string;
   id: string;
@@ -83,6 +102,11 @@ export async function changeDocument<D extends StoredDocument, R>(options: {
   /** How to read the current document: by default as readers see it. */
   read?: () => Promise<D>;
 }): Promise<D | undefined> {
+  const { tenantId, id } = options;
+  return oneAtATime(`${tenantId}/${id}`, () => changeOnce(options));
+}
+
+async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeof changeDocument<D, R>>[0]): Promise<D | undefined> {
   const { kind, tenantId, id } = options;
   const read = options.read ?? (() => readVisible(kind, tenantId, id));
   const documents = await tenantData();
@@ -102,7 +126,9 @@ export async function changeDocument<D extends StoredDocument, R>(options: {
       // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
       const status = cosmosStatus(error);
       if (status !== 412 && status !== 404) throw error;
-      if (attempt >= MAX_CHANGE_ATTEMPTS) throw new DependencyUnavailableError('database', error);
+      if (attempt >= MAX_CHANGE_ATTEMPTS) {
+        throw new ApiError(409, 'changeContended', { id: id.slice(0, 100) }, { headers: { 'Retry-After': String(CONTENDED_RETRY_AFTER_SECONDS) } });
+      }
       await delay(Math.random() * Math.min(MAX_CHANGE_BACKOFF_MS, 5 * attempt));
     }
   }

@@ -1,5 +1,6 @@
 import { ApiError, conflict } from '../errors.js';
 import { MAX_MEMBERS, type Project, type ProjectStatus } from '../schemas/projects.js';
+import { email } from '../validation.js';
 
 /** The contract's status moves. Archived has none: an archived project is read-only. */
 export const STATUS_MOVES: Readonly<Record<ProjectStatus, readonly ProjectStatus[]>> = {
@@ -27,11 +28,15 @@ export function assertWritable(project: Pick<Project, 'id' | 'status'>): void {
   if (project.status === 'Archived') throw conflict('projectArchived', { id: project.id });
 }
 
-/** The owner of a new project: the one given, or else the caller, who must then have an e-mail. */
+/**
+ * The owner of a new project: the one given, or else the caller's e-mail, which must pass the same
+ * rule as an e-mail in a body (an owner nobody could search for is no owner).
+ */
 export function ownerOf(given: string | undefined, callerEmail: string | undefined): string {
-  const owner = given ?? callerEmail;
-  if (!owner || !/^[^@\s]+@[^@\s]+$/.test(owner)) throw new ApiError(400, 'ownerRequired');
-  return owner;
+  if (given !== undefined) return given;
+  const fromToken = email().safeParse(callerEmail);
+  if (!fromToken.success) throw new ApiError(400, 'ownerRequired');
+  return fromToken.data;
 }
 
 /** Members are lower-cased, de-duplicated, and always include the owner, first. */

@@ -52,7 +52,9 @@ async function fetchPage(url: string, token: string): Promise<GraphPage> {
   }
   if (response.status === 429 || response.status >= 500) throw unavailable(response.headers.get('retry-after'));
   if (response.status === 403) throw new ApiError(403, 'directoryAccessDenied');
-  if (!response.ok) throw new Error(`Microsoft Graph answered ${response.status} to a directory query`);
+  // What Graph refuses is a query the request made (its `q`): the caller's to change, never our 500.
+  if (response.status === 400) throw new ApiError(400, 'directoryQueryRefused');
+  if (!response.ok) throw new ApiError(502, 'directoryFailed', { status: response.status });
   return (await response.json()) as GraphPage;
 }
 

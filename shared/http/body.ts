@@ -28,7 +28,10 @@ async function readLimited(request: HttpRequest, limit: number): Promise<Uint8Ar
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await reader.read().catch(() => {
+      // The client went away before sending all it announced: its mistake, and nothing to log as ours.
+      throw badRequest('bodyIncomplete');
+    });
     if (done) break;
     size += value.byteLength;
     if (size > limit) {

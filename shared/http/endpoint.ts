@@ -35,7 +35,7 @@ export interface EndpointInput<P, Q, B> {
   /** The Idempotency-Key and the operation it is scoped to, when the operation honours it and one was sent. */
   idempotency: Idempotency | undefined;
   language: Language;
-  /** The request's path, from which the Location of what a create makes is built. */
+  /** The request's path, canonical (no empty segments), from which the Location of what a create makes is built. */
   path: string;
 }
 
@@ -140,7 +140,7 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
 }
 
 /**
- * Wraps an endpoint: verify the token, record the caller, check the role, validate query and body,
+ * Wraps an endpoint: verify the token, check the role, record the caller, validate query and body,
  * read the headers the endpoint honours and its path parameters, then handle, and answer as the
  * definition declares. Authentication comes first so that an anonymous caller learns nothing about
  * the API's rules. Below this, nothing sees a header.
@@ -152,8 +152,9 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
   const handler: HttpHandler = (request, context) =>
     respond(request, context, async (language) => {
       const principal = await authenticate(request);
-      await recordCaller(principal);
       authorize(principal, definition.permission);
+      // Only a caller the API serves becomes one of its recorded users.
+      await recordCaller(principal);
       const query = parseOrThrow(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language, 'query') as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined) as Output<BS>;
       const outcome = await definition.handle({
@@ -164,7 +165,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
         idempotency: honours.has('Idempotency-Key') ? idempotency(request, context) : undefined,
         params: pathParameters(definition.params, request),
         language,
-        path: new URL(request.url).pathname,
+        path: new URL(request.url).pathname.replace(/\/{2,}/g, '/'),
       });
       return answer(definition, outcome, request);
     });

@@ -46,7 +46,7 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
 
   if (error instanceof ApiError) {
     // A 5xx the API chose to send (a dependency failed) still deserves a line in the log.
-    if (error.status >= 500) context.warn(`${error.messageKey} (request ${requestId}): ${describe(error.cause)}`);
+    if (error.status >= 500) log(context, 'warn', `${error.messageKey} (request ${requestId})`, error.cause);
     const jsonBody = { ...body(error.status, error.messageKey, language, requestId, error.params), ...error.options.extra };
     if (error.options.details) Object.assign(jsonBody, { details: error.options.details });
     return { status: error.status, jsonBody, headers: { ...headers, ...error.options.headers } };
@@ -61,24 +61,28 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
   if (error instanceof DependencyUnavailableError || isDatabaseOutage(error)) {
     const dependency = error instanceof DependencyUnavailableError ? error.dependency : 'database';
     const cause = error instanceof DependencyUnavailableError ? error.cause : error;
-    context.warn(`${dependency} unavailable (request ${requestId}): ${describe(cause)}`);
+    log(context, 'warn', `${dependency} unavailable (request ${requestId})`, cause);
     const key = UNAVAILABLE_MESSAGES[dependency];
     return { status: 503, jsonBody: body(503, key, language, requestId), headers: { ...headers, 'Retry-After': String(RETRY_AFTER_SECONDS) } };
   }
-  context.error(`Unexpected failure (request ${requestId}): ${describe(error)}`);
+  log(context, 'error', `Unexpected failure (request ${requestId})`, error);
   return { status: 500, jsonBody: body(500, 'internalError', language, requestId, { requestId }), headers };
 }
 
-/** Enough to find the fault; the code never puts tokens or keys into error messages, and the length is capped. */
+/**
+ * A failure as the log shows it: what went wrong and for which request, the error's name, code and
+ * message (the code never puts tokens or keys into one; the length is capped) and its causes. Stack
+ * frames name the server's files and are no use to an operator: they go to the debug level only.
+ */
+function log(context: InvocationContext, level: 'warn' | 'error', what: string, error: unknown): void {
+  context[level](`${what}: ${describe(error)}`);
+  if (error instanceof Error && error.stack) context.debug(`${what}: ${error.stack}`);
+}
+
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return typeof error;
   const { code } = error as { code?: unknown };
-  const where = error.stack
-    ?.split('\n')
-    .slice(1, 4)
-    .map((line) => line.trim())
-    .join(' | ');
   const cause = error.cause instanceof Error ? `; caused by ${describe(error.cause)}` : '';
   const shownCode = typeof code === 'string' || typeof code === 'number' ? ` (${code})` : '';
-  return `${error.name}${shownCode}: ${error.message.slice(0, 300)}${where ? ` at ${where}` : ''}${cause}`;
+  return `${error.name}${shownCode}: ${error.message.slice(0, 300)}${cause}`;
 }

@@ -56,6 +56,7 @@ const RESPONSE_HEADERS: Record<string, Json> = {
     schema: { type: 'string', enum: ['true'] },
   },
   RetryAfter: { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
+  RetryAfterContended: { description: 'With `changeContended`: seconds to wait before trying again.', schema: { type: 'string', pattern: '^\\d+$' } },
   WWWAuthenticate: {
     description:
       '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client ' +
@@ -224,13 +225,14 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
     add(403, 'forbidden');
   }
   if (described.body) {
-    add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject');
+    add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject', 'bodyIncomplete');
     add(413, 'bodyTooLarge');
     add(415, 'unsupportedMediaType');
   }
   if (described.query instanceof z.ZodObject && described.query.shape.cursor === pagingParameters.cursor) add(400, 'invalidCursor', 'cursorForOtherQuery');
   if (honours.has('If-Match')) {
     add(400, 'invalidIfMatch');
+    add(409, 'changeContended');
     add(412, 'preconditionFailed');
   }
   if (honours.has('Idempotency-Key')) {
@@ -254,6 +256,7 @@ function failureResponse(status: number, keys: MessageKey[], components: Compone
       'X-Request-Id': header('XRequestId'),
       ...(status === 401 ? { 'WWW-Authenticate': header('WWWAuthenticate') } : {}),
       ...(status === 503 ? { 'Retry-After': header('RetryAfter') } : {}),
+      ...(keys.includes('changeContended') ? { 'Retry-After': header('RetryAfterContended') } : {}),
     },
     content: { [JSON_MEDIA_TYPE]: { schema: components.schema(errorBody, 'input'), examples: components.errorExamples(status, keys, messages) } },
   };

@@ -116,6 +116,16 @@ describe('when Microsoft Graph fails', () => {
     expect(await recovered.json()).toHaveLength(3);
   });
 
+  it('is a 400, never a 500, when Graph refuses the query it was sent', async () => {
+    const graph: GraphStandIn = await startGraphStandIn({ identityProvider: stack, users: { [HOME_TENANT]: generateDirectoryUsers(HOME_TENANT, 3) } });
+    stops.push(() => graph.close());
+    const listDirectory = await hostWithGraph(graph.baseUrl);
+    graph.setFailure(400);
+    const refused = await listDirectory();
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toBe('Bad Request');
+  });
+
   it('is a 502 when Graph cannot be reached at all', async () => {
     const listDirectory = await hostWithGraph('http://127.0.0.1:1');
     const response = await listDirectory();
