@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import type { HttpHandler } from '@azure/functions';
 import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
+import { startTimerTriggers } from './timer-triggers.js';
 import { appFiles } from './app-files.js';
 import { answerTo } from './http-answers.js';
 import { httpInvocation } from './http-invocation.js';
@@ -179,11 +180,13 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     environment: process.env,
     log,
   });
+  const timerTriggers = startTimerTriggers({ registrations: registrations(), environment: process.env, log });
   return {
     server,
     port: actualPort,
     routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),
     queueTriggers,
+    timerTriggers,
   };
 }
 
@@ -193,13 +196,17 @@ const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileUR
 if (isMain) {
   const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
   const host = process.env.LOCAL_HOST ?? '127.0.0.1';
-  const { server, port, routes, queueTriggers } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
-  process.send?.({ ready: true, port, routes, queueFunctions: queueTriggers.functions });
+  const { server, port, routes, queueTriggers, timerTriggers } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
+  process.send?.({ ready: true, port, routes, queueFunctions: queueTriggers.functions, timerFunctions: timerTriggers.functions });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    void Promise.all([queueTriggers.stop(QUEUE_STOP_GRACE_MS), new Promise((resolveClose) => server.close(resolveClose))]).then(() => process.exit(0));
+    void Promise.all([
+      queueTriggers.stop(QUEUE_STOP_GRACE_MS),
+      timerTriggers.stop(QUEUE_STOP_GRACE_MS),
+      new Promise((resolveClose) => server.close(resolveClose)),
+    ]).then(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);

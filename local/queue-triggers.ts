@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import functions from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
-import { triggerOf, type Binding, type Registration } from './registrations.js';
+import { resolveBindingExpression, triggerOf, type Binding, type Registration } from './registrations.js';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
@@ -97,18 +97,9 @@ export function queueExtensionSettings(queues: Record<string, unknown> = {}): Qu
   };
 }
 
-/** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
-function resolveSettings(expression: string, environment: QueueTriggersOptions['environment']): string {
-  return expression.replace(/%([^%]+)%/g, (_, name: string) => {
-    const value = environment[name]?.trim();
-    if (!value) throw new Error(`'%${name}%' does not resolve to a value`);
-    return value;
-  });
-}
-
 /** Azure lower-cases the resolved name, and refuses one the storage service would refuse. */
 function queueName(expression: string, environment: QueueTriggersOptions['environment']): string {
-  const name = resolveSettings(expression, environment).toLowerCase();
+  const name = resolveBindingExpression(expression, environment).toLowerCase();
   if (!QUEUE_NAME.test(name)) throw new Error(`"${name}" is not a valid queue name`);
   return name;
 }

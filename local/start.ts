@@ -35,10 +35,11 @@ const stack = await startStack({
   hostOutput: 'inherit',
 });
 
-const width = Math.max(...[...stack.routes, ...stack.queueFunctions].map((fn) => fn.name.length));
+const width = Math.max(...[...stack.routes, ...stack.queueFunctions, ...stack.timerFunctions].map((fn) => fn.name.length));
 const functionLines = [
   ...stack.routes.map((route) => `  ${route.name.padEnd(width)}  [${route.methods.join(',')}] http://localhost:${stack.port}/${route.template}`),
   ...stack.queueFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [queue] ${fn.queue}`),
+  ...stack.timerFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [timer] ${fn.schedule}`),
 ];
 console.log(`\nFunctions:\n${functionLines.join('\n')}`);
 console.log(`\nEmbedded parts: ${stack.embedded.length ? stack.embedded.join('; ') : 'none (every setting is given)'}`);
