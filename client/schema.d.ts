@@ -230,6 +230,156 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook subscriptions
+         * @description Newest first. Secrets are never shown here.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        get: operations["webhooksList"];
+        put?: never;
+        /**
+         * Subscribe to events
+         * @description Events are POSTed to `url`, signed as the Standard Webhooks specification says, at least once (receivers de-duplicate on `webhook-id`). The `secret` that keys the signatures is in this answer only. The URL must be https, without a user name or password, at most 2,048 characters, and its host must not resolve to a private, loopback, link-local, shared, multicast or cloud-metadata address. At most 20 subscriptions per tenant.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        post: operations["webhooksCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a webhook subscription
+         * @description A subscription the API switched off shows `active: false` and why in `disabledReason`.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        get: operations["webhooksGet"];
+        /**
+         * Change a webhook subscription
+         * @description Changes the fields given. `active: true` switches a subscription on again, also one the API switched off.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        put: operations["webhooksUpdate"];
+        post?: never;
+        /**
+         * Delete a webhook subscription
+         * @description Its deliveries under way stop.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        delete: operations["webhooksDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a subscription's deliveries
+         * @description Newest first: each event sent to the subscription, its attempts, the last answer, and when the next attempt is due.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        get: operations["webhookDeliveriesList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again now
+         * @description One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        post: operations["webhookDeliveriesRetry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.ping event
+         * @description To this subscription only, as any event is sent. The answer is the delivery; follow it in the deliveries list.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        post: operations["webhooksPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a subscription's secret
+         * @description Answers the new secret, once. For 24 hours every delivery carries two signatures, with the old secret and with the new, so that receivers can switch over at their own pace.
+         *
+         *     **Roles:** LMS.Admin (permission `webhooks:manage`).
+         */
+        post: operations["webhooksRotateSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -311,6 +461,11 @@ export interface components {
             priority?: "Low" | "Medium" | "High" | "Urgent";
             assignee?: string | null;
             dueDate?: string | null;
+        };
+        CreateWebhookRequest: {
+            url: string;
+            events?: ("project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed")[];
+            description?: string;
         };
         Error: {
             error: string;
@@ -440,6 +595,12 @@ export interface components {
             assignee?: string | null;
             dueDate?: string | null;
         };
+        UpdateWebhookRequest: {
+            url?: string;
+            events?: ("project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed")[];
+            description?: string;
+            active?: boolean;
+        };
         User: {
             /** @description The user's Entra object id (oid) */
             id: string;
@@ -450,6 +611,64 @@ export interface components {
             createdAt: string | null;
             /** @description Refreshed at most every 15 minutes (null for directory users) */
             lastSeenAt: string | null;
+        };
+        Webhook: {
+            id: string;
+            url: string;
+            events: ("project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping")[];
+            description: string;
+            active: boolean;
+            /** @description Why the API turned the subscription off, while `active` is false because of it */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+        };
+        WebhookDelivery: {
+            id: string;
+            /** @description The `webhook-id` every attempt of this delivery carries */
+            eventId: string;
+            /** @enum {string} */
+            type: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping";
+            /** @enum {string} */
+            status: "Pending" | "Succeeded" | "Failed";
+            attempts: number;
+            lastStatusCode: number | null;
+            lastError: string | null;
+            nextAttemptAt: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+        };
+        WebhookWithSecret: {
+            id: string;
+            url: string;
+            events: ("project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping")[];
+            description: string;
+            active: boolean;
+            /** @description Why the API turned the subscription off, while `active` is false because of it */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. */
+            secret: string;
         };
     };
     responses: never;
@@ -2836,6 +3055,1402 @@ export interface operations {
              * @description Not Found:
              *
              *     - RAG job {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksList: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "WHK-1001",
+                     *         "url": "https://hooks.example.com/lms",
+                     *         "events": [
+                     *           "project.created",
+                     *           "project.updated",
+                     *           "project.deleted"
+                     *         ],
+                     *         "description": "Sync projects to the HR system",
+                     *         "active": true,
+                     *         "disabledReason": null,
+                     *         "createdAt": "2026-11-21T11:00:00.000Z",
+                     *         "updatedAt": "2026-11-21T11:00:00.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Webhook"][];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             *     - The cursor is not valid. Start again from the first page.
+             *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @example 8d0c7a52-onboarding
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/lms",
+                 *       "events": [
+                 *         "project.created"
+                 *       ],
+                 *       "description": "Sync projects"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "WHK-1001",
+                     *       "url": "https://hooks.example.com/lms",
+                     *       "events": [
+                     *         "project.created",
+                     *         "project.updated",
+                     *         "project.deleted"
+                     *       ],
+                     *       "description": "Sync projects to the HR system",
+                     *       "active": true,
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-21T11:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T11:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
+             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The webhook URL is not an absolute URL.
+             *     - The webhook URL must not hold a user name or password.
+             *     - The webhook URL must use https.
+             *     - The webhook URL's host {host} does not resolve to an address.
+             *     - The webhook URL's host {host} is a cloud metadata service.
+             *     - The webhook URL's host {host} is this machine (a loopback address).
+             *     - The webhook URL's host {host} is in a private network.
+             *     - The webhook URL's host {host} is a link-local address.
+             *     - The webhook URL's host {host} is in the shared address space (100.64.0.0/10).
+             *     - The webhook URL's host {host} is a multicast address.
+             *     - The webhook URL's host {host} is an unspecified or reserved address.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - A tenant has at most {limit} webhook subscriptions. Delete one first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unprocessable Content:
+             *
+             *     - This Idempotency-Key was already used with a different request.
+             */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Answer 304 without a body when the resource still has one of these ETags.
+                 * @example "3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "WHK-1001",
+                     *       "url": "https://hooks.example.com/lms",
+                     *       "events": [
+                     *         "project.created",
+                     *         "project.updated",
+                     *         "project.deleted"
+                     *       ],
+                     *       "description": "Sync projects to the HR system",
+                     *       "active": true,
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-21T11:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current version. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.
+                 * @example "3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "active": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "WHK-1001",
+                     *       "url": "https://hooks.example.com/lms",
+                     *       "events": [
+                     *         "project.created",
+                     *         "project.updated",
+                     *         "project.deleted"
+                     *       ],
+                     *       "description": "Sync projects to the HR system",
+                     *       "active": true,
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-21T11:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T11:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
+             *     - The If-Match header must be "*" or a list of quoted entity tags.
+             *     - The webhook URL is not an absolute URL.
+             *     - The webhook URL must not hold a user name or password.
+             *     - The webhook URL must use https.
+             *     - The webhook URL's host {host} does not resolve to an address.
+             *     - The webhook URL's host {host} is a cloud metadata service.
+             *     - The webhook URL's host {host} is this machine (a loopback address).
+             *     - The webhook URL's host {host} is in a private network.
+             *     - The webhook URL's host {host} is a link-local address.
+             *     - The webhook URL's host {host} is in the shared address space (100.64.0.0/10).
+             *     - The webhook URL's host {host} is a multicast address.
+             *     - The webhook URL's host {host} is an unspecified or reserved address.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - {id} is being changed by many requests at once. Try again in a moment.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfterContended"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Precondition Failed:
+             *
+             *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
+             */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.
+                 * @example "3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             *     - The If-Match header must be "*" or a list of quoted entity tags.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - {id} is being changed by many requests at once. Try again in a moment.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfterContended"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Precondition Failed:
+             *
+             *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
+             */
+            412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookDeliveriesList: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001",
+                     *         "eventId": "msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c",
+                     *         "type": "project.created",
+                     *         "status": "Pending",
+                     *         "attempts": 1,
+                     *         "lastStatusCode": 503,
+                     *         "lastError": "The receiver answered 503.",
+                     *         "nextAttemptAt": "2026-11-21T11:05:05.000Z",
+                     *         "createdAt": "2026-11-21T11:05:00.000Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             *     - The cursor is not valid. Start again from the first page.
+             *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhookDeliveriesRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+                /** @example dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001 */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001",
+                     *       "eventId": "msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c",
+                     *       "type": "project.created",
+                     *       "status": "Pending",
+                     *       "attempts": 1,
+                     *       "lastStatusCode": 503,
+                     *       "lastError": "The receiver answered 503.",
+                     *       "nextAttemptAt": "2026-11-21T11:05:05.000Z",
+                     *       "createdAt": "2026-11-21T11:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
+             *     - Delivery {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksPing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001",
+                     *       "eventId": "msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c",
+                     *       "type": "project.created",
+                     *       "status": "Pending",
+                     *       "attempts": 1,
+                     *       "lastStatusCode": 503,
+                     *       "lastError": "The receiver answered 503.",
+                     *       "nextAttemptAt": "2026-11-21T11:05:05.000Z",
+                     *       "createdAt": "2026-11-21T11:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - Webhook subscription {id} is switched off; switch it on ("active": true) to ping it.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooksRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example WHK-1001 */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "WHK-1001",
+                     *       "url": "https://hooks.example.com/lms",
+                     *       "events": [
+                     *         "project.created",
+                     *         "project.updated",
+                     *         "project.deleted"
+                     *       ],
+                     *       "description": "Sync projects to the HR system",
+                     *       "active": true,
+                     *       "disabledReason": null,
+                     *       "createdAt": "2026-11-21T11:00:00.000Z",
+                     *       "updatedAt": "2026-11-21T11:00:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Webhook subscription {id} does not exist.
              */
             404: {
                 headers: {

@@ -1,7 +1,7 @@
 import { app } from '@azure/functions';
 import { createJob, finishJob } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { enqueueRagJob } from '../shared/rag/queue.js';
+import { enqueueRagJob } from '../shared/queues.js';
 import { ragJob, startRagIndexBody } from '../shared/schemas/rag.js';
 
 export const ragIndexStart = endpoint({

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
 import { appRootAbove } from '../shared/app-root.js';
-import { DEFAULT_RAG_QUEUE_NAME } from '../shared/config.js';
+import { DEFAULT_RAG_QUEUE_NAME, DEFAULT_WEBHOOKS_QUEUE_NAME, DEFAULT_WEBHOOKS_SWEEP_SCHEDULE } from '../shared/config.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
@@ -128,6 +128,10 @@ export async function startStack(options: StackOptions) {
     }
     if (!given(options.settings, 'RAG_QUEUE_NAME')) hostEnvironment.RAG_QUEUE_NAME = DEFAULT_RAG_QUEUE_NAME;
     if (!given(options.settings, 'CURSOR_SIGNING_KEY')) hostEnvironment.CURSOR_SIGNING_KEY = await cursorSigningKey(options.dataDir);
+    // Receivers on a developer's machine listen on loopback, over plain http.
+    hostEnvironment.WEBHOOKS_ALLOW_LOOPBACK ??= 'true';
+    hostEnvironment.WEBHOOKS_QUEUE_NAME ??= DEFAULT_WEBHOOKS_QUEUE_NAME;
+    hostEnvironment.WEBHOOKS_SWEEP_SCHEDULE ??= DEFAULT_WEBHOOKS_SWEEP_SCHEDULE;
 
     const host = await startHostProcess({
       port: options.apiPort,
@@ -146,6 +150,7 @@ export async function startStack(options: StackOptions) {
       hostPid: host.pid,
       routes: host.routes,
       queueFunctions: host.queueFunctions,
+      timerFunctions: host.timerFunctions,
       /** The storage account the host uses, unless it is given by identity-based settings. */
       storageConnectionString: hostEnvironment.AzureWebJobsStorage,
       cursorSigningKey: hostEnvironment.CURSOR_SIGNING_KEY,
@@ -171,6 +176,7 @@ interface HostReady {
   port: number;
   routes: { name: string; methods: string[]; template: string }[];
   queueFunctions: { name: string; queue: string }[];
+  timerFunctions: { name: string; schedule: string }[];
 }
 
 export interface HostProcessOptions {
@@ -219,7 +225,14 @@ export async function startHostProcess(options: HostProcessOptions) {
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
-  return { pid: child.pid!, port: ready.port, routes: ready.routes, queueFunctions: ready.queueFunctions, stop: () => stopProcess(child) };
+  return {
+    pid: child.pid!,
+    port: ready.port,
+    routes: ready.routes,
+    queueFunctions: ready.queueFunctions,
+    timerFunctions: ready.timerFunctions,
+    stop: () => stopProcess(child),
+  };
 }
 
 /** A key to sign paging cursors with: kept in the data folder, so cursors survive a restart, or new for a stack without one. */

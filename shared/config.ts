@@ -4,6 +4,10 @@ import { GUID } from './guid.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
 export const DEFAULT_RAG_QUEUE_NAME = 'rag-index-jobs';
+/** The queue that drives webhook deliveries; its trigger binds to `%WEBHOOKS_QUEUE_NAME%`. */
+export const DEFAULT_WEBHOOKS_QUEUE_NAME = 'webhook-deliveries';
+/** How often the sweep looks for events and deliveries whose queue message never came: every half minute. */
+export const DEFAULT_WEBHOOKS_SWEEP_SCHEDULE = '*/30 * * * * *';
 
 export interface AuthSettings {
   homeTenantId: string;
@@ -99,15 +103,42 @@ export interface QueueSettings {
   /** A storage connection string, or (identity-based connection) the queue service URI. */
   connection: { connectionString: string } | { serviceUri: string };
   ragQueueName: string;
+  webhooksQueueName: string;
 }
 
 function readQueueSettings(env: NodeJS.ProcessEnv): QueueSettings {
   const connectionString = env.AzureWebJobsStorage?.trim();
   const serviceUri = env.AzureWebJobsStorage__queueServiceUri?.trim();
-  const ragQueueName = env.RAG_QUEUE_NAME?.trim() || DEFAULT_RAG_QUEUE_NAME;
-  if (connectionString) return { connection: { connectionString }, ragQueueName };
-  if (serviceUri) return { connection: { serviceUri }, ragQueueName };
+  const names = {
+    ragQueueName: env.RAG_QUEUE_NAME?.trim() || DEFAULT_RAG_QUEUE_NAME,
+    webhooksQueueName: env.WEBHOOKS_QUEUE_NAME?.trim() || DEFAULT_WEBHOOKS_QUEUE_NAME,
+  };
+  if (connectionString) return { connection: { connectionString }, ...names };
+  if (serviceUri) return { connection: { serviceUri }, ...names };
   throw new ConfigurationError(['AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set']);
+}
+
+export interface WebhookSettings {
+  /** The waits before each retry of a delivery, in milliseconds; after the last, the delivery is Failed. */
+  retrySchedule: number[];
+  /** Plain http to this machine, for receivers on a developer's laptop; never in Azure. */
+  allowLoopback: boolean;
+}
+
+/** The contract's retry schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
+const DEFAULT_RETRY_SCHEDULE = ['5s', '5m', '30m', '2h', '5h', '10h', '10h'];
+const DURATION = /^(\d{1,9})(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+function readWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
+  const given = list(env.WEBHOOKS_RETRY_SCHEDULE);
+  const retrySchedule = (given.length ? given : DEFAULT_RETRY_SCHEDULE).map((duration) => {
+    const match = DURATION.exec(duration);
+    if (!match) throw new ConfigurationError([`WEBHOOKS_RETRY_SCHEDULE has "${duration}", which is not a duration such as 5s, 10m or 2h`]);
+    return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  });
+  const allowLoopback = env.WEBHOOKS_ALLOW_LOOPBACK?.trim().toLowerCase() === 'true';
+  return { retrySchedule, allowLoopback };
 }
 
 /** The key that signs paging cursors, so that a client can neither forge nor edit one. */
@@ -147,4 +178,5 @@ export const onBehalfOfCredential = memoized(readOnBehalfOfCredential);
 export const graphSettings = memoized(readGraphSettings);
 export const queueSettings = memoized(readQueueSettings);
 export const cursorSigningKey = memoized(readCursorSigningKey);
+export const webhookSettings = memoized(readWebhookSettings);
 export { readAuthSettings, readCosmosSettings, readGraphSettings };

@@ -195,6 +195,66 @@ const catalog = {
     en: (p) => `${p.id} is being changed by many requests at once. Try again in a moment.`,
     ja: (p) => `${p.id} は多数のリクエストによって同時に変更されています。しばらくしてから再試行してください。`,
   },
+  webhookNotFound: {
+    en: (p) => `Webhook subscription ${p.id} does not exist.`,
+    ja: (p) => `Webhook サブスクリプション ${p.id} は存在しません。`,
+  },
+  deliveryNotFound: {
+    en: (p) => `Delivery ${p.id} does not exist.`,
+    ja: (p) => `配信 ${p.id} は存在しません。`,
+  },
+  webhookInactive: {
+    en: (p) => `Webhook subscription ${p.id} is switched off; switch it on ("active": true) to ping it.`,
+    ja: (p) => `Webhook サブスクリプション ${p.id} は無効です。ping するには有効にしてください（"active": true）。`,
+  },
+  tooManyWebhooks: {
+    en: (p) => `A tenant has at most ${p.limit} webhook subscriptions. Delete one first.`,
+    ja: (p) => `テナントの Webhook サブスクリプションは最大 ${p.limit} 件です。先に 1 件削除してください。`,
+  },
+  webhookUrlInvalid: {
+    en: () => 'The webhook URL is not an absolute URL.',
+    ja: () => 'Webhook の URL が絶対 URL ではありません。',
+  },
+  webhookUrlCredentials: {
+    en: () => 'The webhook URL must not hold a user name or password.',
+    ja: () => 'Webhook の URL にユーザー名やパスワードを含めることはできません。',
+  },
+  webhookUrlNotHttps: {
+    en: () => 'The webhook URL must use https.',
+    ja: () => 'Webhook の URL には https を使用してください。',
+  },
+  webhookUrlUnresolvable: {
+    en: (p) => `The webhook URL's host ${p.host} does not resolve to an address.`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} はアドレスに解決できません。`,
+  },
+  webhookUrlLoopback: {
+    en: (p) => `The webhook URL's host ${p.host} is this machine (a loopback address).`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} はこのマシン自身（ループバックアドレス）です。`,
+  },
+  webhookUrlPrivate: {
+    en: (p) => `The webhook URL's host ${p.host} is in a private network.`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} はプライベートネットワーク内にあります。`,
+  },
+  webhookUrlLinkLocal: {
+    en: (p) => `The webhook URL's host ${p.host} is a link-local address.`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} はリンクローカルアドレスです。`,
+  },
+  webhookUrlShared: {
+    en: (p) => `The webhook URL's host ${p.host} is in the shared address space (100.64.0.0/10).`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} は共有アドレス空間（100.64.0.0/10）内にあります。`,
+  },
+  webhookUrlMulticast: {
+    en: (p) => `The webhook URL's host ${p.host} is a multicast address.`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} はマルチキャストアドレスです。`,
+  },
+  webhookUrlMetadata: {
+    en: (p) => `The webhook URL's host ${p.host} is a cloud metadata service.`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} はクラウドのメタデータサービスです。`,
+  },
+  webhookUrlReserved: {
+    en: (p) => `The webhook URL's host ${p.host} is an unspecified or reserved address.`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} は未指定または予約済みのアドレスです。`,
+  },
   databaseUnavailable: {
     en: () => 'The database is unavailable or busy. Try again shortly.',
     ja: () => 'データベースが利用できないか混雑しています。しばらくしてから再試行してください。',

@@ -1,37 +1,53 @@
-import type { QueueClient } from '@azure/storage-queue';
-import { queueSettings } from '../config.js';
-import { DependencyUnavailableError } from '../errors.js';
-import { lazily } from '../lazy.js';
-import type { RagJobMessage } from '../schemas/rag.js';
+import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
+import { queueSettings } from './config.js';
+import { DependencyUnavailableError } from './errors.js';
+import { lazily } from './lazy.js';
+import type { RagJobMessage } from './schemas/rag.js';
+import type { WebhookMessage } from './schemas/webhooks.js';
 
-/** One queue client per process; the storage library loads only when a rebuild is first requested. */
-const ragQueue = lazily(async (): Promise<QueueClient> => {
-  const { connection, ragQueueName } = queueSettings();
+/** One queue service client per process; the storage library loads only when a message is first sent. */
+const queueService = lazily(async (): Promise<QueueServiceClient> => {
+  const { connection } = queueSettings();
   const { QueueServiceClient } = await import('@azure/storage-queue');
   // A caller waits for this: a queue that does not answer fails fast rather than after minutes of retries.
   const options = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5_000, retryDelayInMs: 200, maxRetryDelayInMs: 1_000 } };
-  if ('connectionString' in connection) return QueueServiceClient.fromConnectionString(connection.connectionString, options).getQueueClient(ragQueueName);
+  if ('connectionString' in connection) return QueueServiceClient.fromConnectionString(connection.connectionString, options);
   const { DefaultAzureCredential } = await import('@azure/identity');
-  return new QueueServiceClient(connection.serviceUri, new DefaultAzureCredential(), options).getQueueClient(ragQueueName);
+  return new QueueServiceClient(connection.serviceUri, new DefaultAzureCredential(), options);
 });
 
-/** Puts a job's message on the queue, base64-encoded as host.json's messageEncoding says. */
-export async function enqueueRagJob(message: RagJobMessage): Promise<void> {
-  const client = await ragQueue();
-  const text = Buffer.from(JSON.stringify(message)).toString('base64');
+/**
+ * Puts a message on a queue, base64-encoded as host.json's messageEncoding says, visible after
+ * `delaySeconds`. A queue the service does not know yet (a new storage account, before the trigger's
+ * host made it) is created. Any failure is the queue's: DependencyUnavailableError.
+ */
+async function send(queueName: string, message: object, delaySeconds = 0): Promise<void> {
+  let client: QueueClient;
   try {
-    await client.sendMessage(text);
+    client = (await queueService()).getQueueClient(queueName);
   } catch (error) {
-    if ((error as { statusCode?: number }).statusCode === 404) {
-      // A new storage account has no queue until the trigger's host creates it.
-      try {
-        await client.createIfNotExists();
-        await client.sendMessage(text);
-        return;
-      } catch (retryError) {
-        throw new DependencyUnavailableError('queue', retryError);
-      }
-    }
     throw new DependencyUnavailableError('queue', error);
   }
+  const text = Buffer.from(JSON.stringify(message)).toString('base64');
+  const options = delaySeconds > 0 ? { visibilityTimeout: Math.ceil(delaySeconds) } : {};
+  try {
+    await client.sendMessage(text, options);
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode !== 404) throw new DependencyUnavailableError('queue', error);
+    try {
+      await client.createIfNotExists();
+      await client.sendMessage(text, options);
+    } catch (retryError) {
+      throw new DependencyUnavailableError('queue', retryError);
+    }
+  }
+}
+
+export async function enqueueRagJob(message: RagJobMessage): Promise<void> {
+  await send(queueSettings().ragQueueName, message);
+}
+
+/** A webhook event to hand to its subscriptions, or an attempt of a delivery, after `delaySeconds`. */
+export async function enqueueWebhookWork(message: WebhookMessage, delaySeconds = 0): Promise<void> {
+  await send(queueSettings().webhooksQueueName, message, delaySeconds);
 }

@@ -12,6 +12,7 @@ export const PERMISSIONS = {
   'projects:write': ['LMS.Manager', 'LMS.Admin'],
   'projects:delete': ['LMS.Admin'],
   'rag:run': ['LMS.Manager', 'LMS.Admin'],
+  'webhooks:manage': ['LMS.Admin'],
 } as const satisfies Record<string, readonly Role[]>;
 export type Permission = keyof typeof PERMISSIONS;
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startStack, type LocalStack } from '../local/stack.js';
 
-const GIVEN_SETTINGS = /^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/;
+const GIVEN_SETTINGS = /^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|WEBHOOKS_|CURSOR_|AzureWebJobs)/;
 
 /** Everything a test needs to reach the stack; plain data, since tests run in other processes. */
 export interface StackInfo {

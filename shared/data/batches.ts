@@ -1,4 +1,5 @@
-import type { Container, OperationInput, PartitionKey } from '@azure/cosmos';
+import type { Container, OperationInput, OperationResponse, PartitionKey } from '@azure/cosmos';
+import { DependencyUnavailableError } from '../errors.js';
 
 /** Cosmos's limits for one transactional batch: 100 operations and 2 MB; the size cap leaves headroom. */
 const MAX_OPERATIONS = 100;
@@ -11,6 +12,24 @@ function sizeOf(operation: OperationInput): number {
 }
 
 /**
+ * Sends one transactional batch and answers each operation's outcome. The SDK reports a batch that
+ * could not be sent at all (the database unreachable, or throttling that outlasted its retries) as
+ * a plain Error, its status lost: that is the database being unavailable, and is reported as such.
+ */
+export async function sendBatch(container: Container, operations: readonly OperationInput[], partitionKey: PartitionKey): Promise<OperationResponse[]> {
+  try {
+    // Copies: the SDK rewrites each operation's partitionKey in place, so a sent operation cannot be sent again.
+    const { result = [] } = await container.items.batch(
+      operations.map((operation) => ({ ...operation })),
+      partitionKey,
+    );
+    return result;
+  } catch (error) {
+    throw new DependencyUnavailableError('database', error);
+  }
+}
+
+/**
  * Sends one batch until each of its operations has either run or counts as done. A delete that
  * finds nothing (404) is done; a batch holding one is rolled back by Cosmos, which answers 424 for
  * the others, so those are sent again without it. Any other failure fails the call.
@@ -18,11 +37,7 @@ function sizeOf(operation: OperationInput): number {
 async function runBatch(container: Container, partitionKey: PartitionKey, operations: readonly OperationInput[]): Promise<void> {
   let pending = operations;
   while (pending.length > 0) {
-    // Copies: the SDK rewrites each operation's partitionKey in place, so a sent operation cannot be sent again.
-    const { result = [] } = await container.items.batch(
-      pending.map((operation) => ({ ...operation })),
-      partitionKey,
-    );
+    const result = await sendBatch(container, pending, partitionKey);
     const again: OperationInput[] = [];
     pending.forEach((operation, index) => {
       const status = result[index]?.statusCode;

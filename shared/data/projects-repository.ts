@@ -4,11 +4,12 @@ import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner, own
 import type { ExpectedVersion } from '../domain/versions.js';
 import { notFound } from '../errors.js';
 import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
-import { writeInBatches } from './batches.js';
-import { cosmosStatus } from './cosmos.js';
+import { sendBatch, writeInBatches } from './batches.js';
+import { announce, eventWrite } from './events.js';
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
 import {
+  batchFailure,
   changeDocument,
   createDocument,
   fieldsOf,
@@ -57,6 +58,7 @@ export async function createProject(principal: Principal, input: CreateProjectBo
     idempotency,
     request: input,
     sequence: 'projects',
+    event: (created) => ({ type: 'project.created', data: created }),
     prepare(number) {
       const now = new Date().toISOString();
       const document: Omit<ProjectDocument, '_etag'> = {
@@ -134,16 +136,18 @@ export async function updateProject(principal: Principal, id: string, changes: U
         updatedAt: new Date().toISOString(),
       };
     },
+    event: ({ after }) => ({ type: 'project.updated', data: projects.resourceOf(after!) }),
   });
   return projects.resourceOf(updated!);
 }
 
 /**
  * Deletes a project and its tasks. The project is first marked as deleting, which hides it from
- * readers and from new task creates; then its tasks go, in batches; then the project itself; then
- * one last sweep. A task create is guarded by the project's existence in its transactional batch,
- * so a create that raced the delete either committed before the project went (and the last sweep
- * removes it) or fails. A delete that stopped half way is finished by the next DELETE.
+ * readers and from new task creates; then its tasks go, in batches; then the project itself,
+ * together with its `project.deleted` event (one event: its tasks send none); then one last sweep.
+ * A task create is guarded by the project's existence in its transactional batch, so a create that
+ * raced the delete either committed before the project went (and the last sweep removes it) or
+ * fails. A delete that stopped half way is finished by the next DELETE.
  */
 export async function deleteProject(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
   const { tenantId } = principal;
@@ -166,19 +170,18 @@ export async function deleteProject(principal: Principal, id: string, expected: 
       change: (current) => ({ ...current, deleting: true as const }),
     });
   }
-  await deleteTasksOfProject(documents, tenantId, id);
-  try {
-    await documents.item(id, tenantId).delete();
-  } catch (error) {
-    // A concurrent DELETE finished first: the project is gone either way.
-    if (cosmosStatus(error) !== 404) throw error;
-  }
+  const deletedTasks = await deleteTasksOfProject(documents, tenantId, id);
+  const event = eventWrite(tenantId, { type: 'project.deleted', data: { id, deletedTasks } });
+  const result = await sendBatch(documents, [{ operationType: 'Delete', id, partitionKey: tenantId }, event.operation], tenantId);
+  // 404: a concurrent DELETE finished first, and its batch wrote the event.
+  if (result[0]?.statusCode === 204) announce(tenantId, [event.id]);
+  else if (result[0]?.statusCode !== 404) throw batchFailure('Deleting a project', result);
   // Now that no create can pass its guard, remove what slipped in while the first sweep ran.
   await deleteTasksOfProject(documents, tenantId, id);
 }
 
-/** Removes every task of the project, in transactional batches. */
-async function deleteTasksOfProject(documents: Container, tenantId: string, id: string): Promise<void> {
+/** Removes every task of the project, in transactional batches, and says how many there were. */
+async function deleteTasksOfProject(documents: Container, tenantId: string, id: string): Promise<number> {
   const query = {
     query: "SELECT c.id FROM c WHERE c.tenantId = @tenantId AND c.type = 'task' AND c.projectId = @projectId",
     parameters: [
@@ -192,4 +195,5 @@ async function deleteTasksOfProject(documents: Container, tenantId: string, id: 
     tenantId,
     tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId })),
   );
+  return tasks.length;
 }

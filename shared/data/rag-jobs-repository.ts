@@ -3,9 +3,11 @@ import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, notFound } from '../errors.js';
 import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
+import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';
-import { asJson, fieldsOf, listPage, readDocument, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
+import { announce, eventWrite } from './events.js';
+import { asJson, batchFailure, fieldsOf, listPage, readDocument, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
 
 interface RagJobDocument extends Omit<RagJob, 'jobId'> {
   id: string;
@@ -78,7 +80,8 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
       error: null,
     };
     const newLock: Omit<ActiveJobLock, '_etag'> = { id: LOCK_ID, tenantId, type: 'ragActiveJob', jobId: job.id };
-    const { result = [] } = await documents.items.batch(
+    const result = await sendBatch(
+      documents,
       [
         { operationType: 'Create', resourceBody: asJson(newLock) },
         { operationType: 'Create', resourceBody: asJson(job) },
@@ -86,7 +89,7 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
       tenantId,
     );
     if (result[0]?.statusCode === 409) continue;
-    if (result[1]?.statusCode !== 201) throw new Error(`Storing the RAG job failed: ${result.map((operation) => operation.statusCode).join(',')}`);
+    if (result[1]?.statusCode !== 201) throw batchFailure('Storing the RAG job', result);
     return ragJobs.resourceOf(result[1].resourceBody as unknown as RagJobDocument);
   }
   const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
@@ -142,12 +145,15 @@ export async function finishJob(tenantId: string, jobId: string, outcome: { coun
     completedAt: new Date().toISOString(),
   };
   const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
+  const job = ragJobs.resourceOf(finished);
+  const event = eventWrite(tenantId, { type: job.status === 'Succeeded' ? 'rag.job.succeeded' : 'rag.job.failed', data: job });
   const operations: OperationInput[] = [
     { operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag },
+    event.operation,
   ];
   if (lock?.jobId === jobId) operations.push({ operationType: 'Delete', id: LOCK_ID, partitionKey: tenantId });
-  const { result = [] } = await documents.items.batch(operations, tenantId);
+  const result = await sendBatch(documents, operations, tenantId);
   if (result[0]?.statusCode === 412) return finishJob(tenantId, jobId, outcome);
-  const failed = result.find((operation) => operation.statusCode >= 400);
-  if (failed) throw new Error(`Finishing RAG job ${jobId} failed with ${failed.statusCode}`);
+  if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Finishing RAG job ${jobId}`, result);
+  announce(tenantId, [event.id]);
 }

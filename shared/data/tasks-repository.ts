@@ -53,6 +53,7 @@ export async function createTask(principal: Principal, input: CreateTaskBody, id
     idempotency,
     request: input,
     sequence: 'tasks',
+    event: (created) => ({ type: 'task.created', data: created }),
     check: () => writableProject(principal.tenantId, input.projectId),
     prepare(number, project) {
       const now = new Date().toISOString();
@@ -129,6 +130,7 @@ export async function updateTask(principal: Principal, id: string, changes: Upda
       const priority = changes.priority ?? current.priority;
       return { ...current, ...changes, priority, priorityRank: priorityRank(priority), updatedAt: new Date().toISOString() };
     },
+    event: ({ after }) => ({ type: 'task.updated', data: tasks.resourceOf(after!) }),
   });
   return tasks.resourceOf(updated!);
 }
@@ -143,5 +145,6 @@ export async function deleteTask(principal: Principal, id: string, expected: Exp
       await writableProject(principal.tenantId, current.projectId);
       return REMOVE;
     },
+    event: ({ before }) => ({ type: 'task.deleted', data: { id: before.id, projectId: before.projectId } }),
   });
 }

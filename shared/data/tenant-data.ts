@@ -4,7 +4,9 @@ import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, preconditionFailed } from '../errors.js';
-import { container, cosmosStatus } from './cosmos.js';
+import { sendBatch } from './batches.js';
+import { container } from './cosmos.js';
+import { announce, eventWrite, type PendingEvent } from './events.js';
 import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
 import { nextInSequence } from './sequence.js';
@@ -65,11 +67,16 @@ const MAX_CHANGE_BACKOFF_MS = 50;
 /** When contention outlasts the attempts, the caller is told to come back after this many seconds. */
 const CONTENDED_RETRY_AFTER_SECONDS = 1;
 
+/** Contention that outlasted the attempts: a 409 that says so, and when to come back. Not an outage. */
+function contended(what: string): ApiError {
+  return new ApiError(409, 'changeContended', { id: what.slice(0, 100) }, { headers: { 'Retry-After': String(CONTENDED_RETRY_AFTER_SECONDS) } });
+}
+
 /** The change under way in this process to each document, if any: the next one waits for it. */
 const changesUnderWay = new Map<string, Promise<unknown>>();
 
-/** Runs changes to one document one after another within this process, so that they never clash here. */
-async function oneAtATime<T>(documentKey: string, change: () => Promise<T>): Promise<T> {
+/** Runs changes to one document (or anything a key names) one after another within this process, so that they never clash here. */
+export async function oneAtATime<T>(documentKey: string, change: () => Promise<T>): Promise<T> {
   const previous = changesUnderWay.get(documentKey) ?? Promise.resolve();
   const mine = previous.then(change);
   const settled = mine.catch(() => undefined);
@@ -99,6 +106,10 @@ export function changeDocument<D extends StoredDocument, R>(options: {
   id: string;
   expected: ExpectedVersion;
   change(current: D): D | typeof REMOVE | Promise<D | typeof REMOVE>;
+  /** The webhook event the change makes, written in the same transactional batch. */
+  event?(change: { before: D; after: D | undefined }): PendingEvent;
+  /** Other writes that must happen with the change, in the same transactional batch. */
+  alongside?(current: D): OperationInput[];
   /** How to read the current document: by default as readers see it. */
   read?: () => Promise<D>;
 }): Promise<D | undefined> {
@@ -114,24 +125,35 @@ async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeo
     const current = await read();
     if (!satisfies(options.expected, versionOf(kind.resourceOf(current)))) throw preconditionFailed();
     const next = await options.change(current);
-    const condition = { accessCondition: { type: 'IfMatch', condition: current._etag } };
-    try {
-      if (next === REMOVE) {
-        await documents.item(id, tenantId).delete(condition);
-        return undefined;
-      }
-      const { resource } = await documents.item(id, tenantId).replace(asJson(next), condition);
-      return resource as unknown as D;
-    } catch (error) {
-      // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
-      const status = cosmosStatus(error);
-      if (status !== 412 && status !== 404) throw error;
-      if (attempt >= MAX_CHANGE_ATTEMPTS) {
-        throw new ApiError(409, 'changeContended', { id: id.slice(0, 100) }, { headers: { 'Retry-After': String(CONTENDED_RETRY_AFTER_SECONDS) } });
-      }
-      await delay(Math.random() * Math.min(MAX_CHANGE_BACKOFF_MS, 5 * attempt));
+    const event = options.event && eventWrite(tenantId, options.event({ before: current, after: next === REMOVE ? undefined : next }));
+    // The write itself, guarded by the version read; in Cosmos's batches a delete takes ifMatch too.
+    const write = (
+      next === REMOVE
+        ? { operationType: 'Delete', id, partitionKey: tenantId, ifMatch: current._etag }
+        : { operationType: 'Replace', id, partitionKey: tenantId, ifMatch: current._etag, resourceBody: asJson(next) }
+    ) as OperationInput;
+    const operations = [write, ...(event ? [event.operation] : []), ...(options.alongside?.(current) ?? [])];
+    const result = await sendBatch(documents, operations, tenantId);
+    const status = result[0]?.statusCode;
+    if (status !== undefined && status < 300) {
+      if (event) announce(tenantId, [event.id]);
+      return next === REMOVE ? undefined : (result[0]!.resourceBody as unknown as D);
     }
+    // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
+    if (status !== 412 && status !== 404) throw batchFailure('A conditional write', result);
+    if (attempt >= MAX_CHANGE_ATTEMPTS) throw contended(id);
+    await delay(Math.random() * Math.min(MAX_CHANGE_BACKOFF_MS, 5 * attempt));
   }
+}
+
+/**
+ * A transactional batch that failed for a reason of the database's own: an error carrying the status
+ * of the operation that failed (not the 424s of those that did not run because of it), as the SDK's
+ * own errors do, so that throttling or an outage is answered as one.
+ */
+export function batchFailure(what: string, result: readonly OperationResponse[]): Error {
+  const failed = result.find((operation) => operation.statusCode >= 400 && operation.statusCode !== 424) ?? result[0];
+  return Object.assign(new Error(`${what} failed: ${result.map((operation) => operation.statusCode).join(',')}`), { code: failed?.statusCode });
 }
 
 /**
@@ -166,6 +188,8 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
   sequence: string;
   check?(): Promise<C>;
   prepare(number: number, checked: C): { document: D; guard?: OperationInput };
+  /** The webhook event the create makes, written in the same transactional batch. */
+  event?(resource: R): PendingEvent;
 }): Promise<Created<R>> {
   const documents = await tenantData();
   const { tenantId, objectId } = options.principal;
@@ -181,13 +205,14 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
     const { document, guard } = options.prepare(number, checked as C);
     const resource = options.kind.resourceOf(document as D & StoredDocument);
     const create: OperationInput = { operationType: 'Create', resourceBody: asJson(document) };
-    if (!idempotent && !guard) {
+    const written = options.event && eventWrite(tenantId, options.event(resource));
+    if (!idempotent && !guard && !written) {
       await documents.items.create(document);
       return { resource, replayed: false };
     }
     const record = idempotent ? recordResultOperation(tenantId, idempotent, resource) : undefined;
-    const operations = [guard, record, create].filter((operation): operation is OperationInput => operation !== undefined);
-    const { result = [] } = await documents.items.batch(operations, tenantId);
+    const operations = [guard, record, create, written?.operation].filter((operation): operation is OperationInput => operation !== undefined);
+    const result = await sendBatch(documents, operations, tenantId);
     const outcome = (operation: OperationInput | undefined): OperationResponse | undefined => (operation ? result[operations.indexOf(operation)] : undefined);
     if (idempotent && outcome(record)?.statusCode === 409) {
       // A concurrent request with the same key won the race: answer with its result.
@@ -195,10 +220,13 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
       if (replay) return { resource: replay, replayed: true };
     }
     const guardStatus = outcome(guard)?.statusCode;
-    if ((guardStatus === 412 || guardStatus === 404) && attempt < MAX_CREATE_ATTEMPTS) continue;
-    if (outcome(create)?.statusCode !== 201) {
-      throw new Error(`${options.sequence} batch failed: ${result.map((operation) => operation.statusCode).join(',')}`);
+    // 412 or 404: what the guard reads changed or went; 409: what it creates was taken first.
+    if (guardStatus === 412 || guardStatus === 404 || guardStatus === 409) {
+      if (attempt < MAX_CREATE_ATTEMPTS) continue;
+      throw contended(options.sequence);
     }
+    if (outcome(create)?.statusCode !== 201) throw batchFailure(`Creating in ${options.sequence}`, result);
+    if (written) announce(tenantId, [written.id]);
     return { resource, replayed: false };
   }
 }

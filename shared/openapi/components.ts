@@ -4,6 +4,7 @@ import { createProjectBody, project, updateProjectBody, type Project } from '../
 import { ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
 import { createTaskBody, task, updateTaskBody, type Task } from '../schemas/tasks.js';
 import { user, type User } from '../schemas/users.js';
+import { createWebhookBody, delivery, updateWebhookBody, webhook, webhookWithSecret, type Delivery, type Webhook } from '../schemas/webhooks.js';
 
 /**
  * The names the document gives the schemas it shares (generated clients name their types after
@@ -61,6 +62,29 @@ const exampleRagJob: RagJob = {
   error: null,
 };
 
+const exampleWebhook: Webhook = {
+  id: 'WHK-1001',
+  url: 'https://hooks.example.com/lms',
+  events: ['project.created', 'project.updated', 'project.deleted'],
+  description: 'Sync projects to the HR system',
+  active: true,
+  disabledReason: null,
+  createdAt: '2026-11-21T11:00:00.000Z',
+  updatedAt: '2026-11-21T11:00:00.000Z',
+};
+
+const exampleDelivery: Delivery = {
+  id: 'dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001',
+  eventId: 'msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c',
+  type: 'project.created',
+  status: 'Pending',
+  attempts: 1,
+  lastStatusCode: 503,
+  lastError: 'The receiver answered 503.',
+  nextAttemptAt: '2026-11-21T11:05:05.000Z',
+  createdAt: '2026-11-21T11:05:00.000Z',
+};
+
 /** The body of `GET /api/openapi.json`: an OpenAPI document, this one. */
 export const openApiDocument = z.looseObject({
   openapi: z.string(),
@@ -73,6 +97,9 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [task, { name: 'Task', example: exampleTask }],
   [user, { name: 'User', example: exampleUser }],
   [ragJob, { name: 'RagJob', example: exampleRagJob }],
+  [webhook, { name: 'Webhook', example: exampleWebhook }],
+  [webhookWithSecret, { name: 'WebhookWithSecret', example: { ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } }],
+  [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
   // Error answers have an example for each message instead (document.ts).
   [errorBody, { name: 'Error', example: undefined }],
   [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '0.1.0' }, paths: {} } }],
@@ -99,4 +126,12 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   ],
   [updateTaskBody, { name: 'UpdateTaskRequest', example: { status: 'Done' } satisfies z.input<typeof updateTaskBody> }],
   [startRagIndexBody, { name: 'StartRagIndexRequest', example: { mode: 'full', projectIds: ['PRJ-1001'] } satisfies z.input<typeof startRagIndexBody> }],
+  [
+    createWebhookBody,
+    {
+      name: 'CreateWebhookRequest',
+      example: { url: 'https://hooks.example.com/lms', events: ['project.created'], description: 'Sync projects' } satisfies z.input<typeof createWebhookBody>,
+    },
+  ],
+  [updateWebhookBody, { name: 'UpdateWebhookRequest', example: { active: true } satisfies z.input<typeof updateWebhookBody> }],
 ]);

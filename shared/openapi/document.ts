@@ -35,6 +35,11 @@ const TAGS = [
   { name: 'Tasks', segments: ['tasks'], description: "Tasks, each in one project; an Archived project's tasks are read-only." },
   { name: 'Users', segments: ['users'], description: 'The users who have called the API, and the tenant directory through Microsoft Graph.' },
   { name: 'RAG index', segments: ['rag'], description: 'Rebuilds of the retrieval-augmented-generation index, run as queued jobs.' },
+  {
+    name: 'Webhooks',
+    segments: ['webhooks'],
+    description: 'Subscriptions to events, signed as the Standard Webhooks specification says, and their deliveries. LMS.Admin only.',
+  },
   { name: 'API description', segments: ['openapi.json', 'docs'], description: 'This document and its reference page. No token needed.' },
 ];
 

@@ -118,6 +118,27 @@ describe('answers conform to the OpenAPI document', () => {
     await call('GET', '/rag/jobs', 403, { token: await as(['LMS.Member']) });
   });
 
+  it('webhooks', async () => {
+    const admin = await as(['LMS.Admin']);
+    const created = await call('POST', '/webhooks', 201, { token: admin, body: { url: 'http://127.0.0.1:9/hook', events: ['task.created'] } });
+    const id = created.body.id as string;
+    await call('POST', '/webhooks', 400, { token: admin, body: { url: 'https://10.0.0.1/hook' } });
+    await call('POST', '/webhooks', 403, { token: await as(['LMS.Manager']), body: { url: 'http://127.0.0.1:9/hook' } });
+    await call('GET', '/webhooks?limit=5', 200, { token: admin });
+    const read = await call('GET', `/webhooks/${id}`, 200, { token: admin });
+    await call('GET', `/webhooks/${id}`, 304, { token: admin, headers: { 'if-none-match': read.headers.get('etag')! } });
+    await call('GET', '/webhooks/WHK-999999', 404, { token: admin });
+    await call('PUT', `/webhooks/${id}`, 200, { token: admin, body: { description: 'Conformance' }, headers: { 'if-match': read.headers.get('etag')! } });
+    await call('PUT', `/webhooks/${id}`, 412, { token: admin, body: { description: 'Stale' }, headers: { 'if-match': read.headers.get('etag')! } });
+    const pinged = await call('POST', `/webhooks/${id}/ping`, 202, { token: admin });
+    await call('GET', `/webhooks/${id}/deliveries?limit=5`, 200, { token: admin });
+    await call('POST', `/webhooks/${id}/deliveries/${pinged.body.id}/retry`, 202, { token: admin });
+    await call('POST', `/webhooks/${id}/deliveries/dlv_nothing/retry`, 404, { token: admin });
+    await call('POST', `/webhooks/${id}/rotate-secret`, 200, { token: admin });
+    await call('DELETE', `/webhooks/${id}`, 204, { token: admin });
+    await call('POST', `/webhooks/${id}/ping`, 404, { token: admin });
+  });
+
   it('the API description and its page', async () => {
     await call('GET', '/openapi.json', 200);
     await call('GET', '/docs', 200);

@@ -16,6 +16,10 @@ export const stackAppSettings = {
   COSMOS_ENDPOINT: stack.cosmosEndpoint,
   COSMOS_KEY: stack.cosmosKey,
   CURSOR_SIGNING_KEY: stack.cursorSigningKey,
+  // A queue of the hosts this file starts: the shared host never takes their messages, nor they its.
+  WEBHOOKS_QUEUE_NAME: `webhooks-${crypto.randomUUID().slice(0, 8)}`,
+  // Hosts of tests that are not about webhooks: the sweep (once a year) stays out of what they count.
+  WEBHOOKS_SWEEP_SCHEDULE: '0 0 0 1 1 *',
 };
 
 export interface TokenRequest {
@@ -94,12 +98,20 @@ export interface ApiResponse<T = unknown> {
   body: T;
 }
 
-/** Calls the API over real HTTP. `body` objects are sent as JSON; strings are sent as they are. */
-export async function api<T = any>(
-  method: string,
-  path: string,
-  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
-): Promise<ApiResponse<T>> {
+export type ApiOptions = { token?: string; body?: unknown; headers?: Record<string, string> };
+
+/** Calls the shared stack's API over real HTTP. `body` objects are sent as JSON; strings are sent as they are. */
+export function api<T = any>(method: string, path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> {
+  return apiAt(stack.apiBaseUrl)<T>(method, path, options);
+}
+
+/** The API of a host of a test's own, called and checked as `api` calls and checks the shared one. */
+export const apiAt =
+  (baseUrl: string) =>
+  <T = any>(method: string, path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> =>
+    callAndCheck<T>(baseUrl, method, path, options);
+
+async function callAndCheck<T>(baseUrl: string, method: string, path: string, options: ApiOptions): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   let body: string | undefined;
@@ -107,7 +119,7 @@ export async function api<T = any>(
     body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(`${stack.apiBaseUrl}${path}`, { method, headers, body });
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
   const text = await response.text();
   let parsed: unknown = text;
   if (response.headers.get('content-type')?.includes('application/json') && text) parsed = JSON.parse(text);

@@ -1,0 +1,24 @@
+import { app } from '@azure/functions';
+import { z } from 'zod';
+import { getWebhook, listDeliveries } from '../shared/data/webhooks-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { delivery, listDeliveriesQuery, webhookIdParameter } from '../shared/schemas/webhooks.js';
+
+export const webhookDeliveriesList = endpoint({
+  permission: 'webhooks:manage',
+  params: { webhookId: webhookIdParameter },
+  query: listDeliveriesQuery,
+  success: { status: 200, body: z.array(delivery), headers: ['Link'] },
+  docs: {
+    summary: "List a subscription's deliveries",
+    description: 'Newest first: each event sent to the subscription, its attempts, the last answer, and when the next attempt is due.',
+    errors: { 404: ['webhookNotFound'] },
+  },
+  async handle({ principal, params, query }) {
+    await getWebhook(principal, params.webhookId);
+    const { items, nextCursor } = await listDeliveries(principal, params.webhookId, query);
+    return { body: items, nextCursor };
+  },
+});
+
+app.http('webhook-deliveries-list', { methods: ['GET'], route: 'webhooks/{webhookId}/deliveries', authLevel: 'anonymous', handler: webhookDeliveriesList });

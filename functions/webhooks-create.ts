@@ -1,0 +1,33 @@
+import { app } from '@azure/functions';
+import { webhookSettings } from '../shared/config.js';
+import { createWebhook } from '../shared/data/webhooks-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { createWebhookBody, EVENT_TYPES, webhookWithSecret } from '../shared/schemas/webhooks.js';
+import { checkWebhookUrl, URL_RULES } from '../shared/webhooks/url-rules.js';
+import { newSecret } from '../shared/webhooks/signing.js';
+
+/** Without `events`, a subscription gets every event there is to subscribe to. */
+const ALL_EVENTS = EVENT_TYPES.filter((type) => type !== 'webhook.ping');
+
+export const webhooksCreate = endpoint({
+  permission: 'webhooks:manage',
+  body: createWebhookBody,
+  honours: ['Idempotency-Key'],
+  success: { status: 201, body: webhookWithSecret, headers: ['Location'] },
+  docs: {
+    summary: 'Subscribe to events',
+    description:
+      'Events are POSTed to `url`, signed as the Standard Webhooks specification says, at least once (receivers de-duplicate on `webhook-id`). ' +
+      'The `secret` that keys the signatures is in this answer only. The URL must be https, without a user name or password, at most 2,048 ' +
+      'characters, and its host must not resolve to a private, loopback, link-local, shared, multicast or cloud-metadata address. ' +
+      'At most 20 subscriptions per tenant.',
+    errors: { 400: URL_RULES, 409: ['tooManyWebhooks'] },
+  },
+  async handle({ principal, body, idempotency, path }) {
+    await checkWebhookUrl(body.url, webhookSettings().allowLoopback);
+    const { resource, replayed } = await createWebhook(principal, body, newSecret(), body.events ?? ALL_EVENTS, idempotency);
+    return { body: resource, location: `${path}/${resource.id}`, replayed };
+  },
+});
+
+app.http('webhooks-create', { methods: ['POST'], route: 'webhooks', authLevel: 'anonymous', handler: webhooksCreate });

@@ -1,0 +1,18 @@
+import { app } from '@azure/functions';
+import { deleteWebhook } from '../shared/data/webhooks-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { webhookIdParameter } from '../shared/schemas/webhooks.js';
+
+export const webhooksDelete = endpoint({
+  permission: 'webhooks:manage',
+  params: { webhookId: webhookIdParameter },
+  honours: ['If-Match'],
+  success: { status: 204 },
+  docs: { summary: 'Delete a webhook subscription', description: 'Its deliveries under way stop.', errors: { 404: ['webhookNotFound'] } },
+  async handle({ principal, params, ifMatch }) {
+    await deleteWebhook(principal, params.webhookId, ifMatch);
+    return {};
+  },
+});
+
+app.http('webhooks-delete', { methods: ['DELETE'], route: 'webhooks/{webhookId}', authLevel: 'anonymous', handler: webhooksDelete });

@@ -1,0 +1,18 @@
+import { app } from '@azure/functions';
+import { z } from 'zod';
+import { listWebhooks } from '../shared/data/webhooks-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { listWebhooksQuery, webhook } from '../shared/schemas/webhooks.js';
+
+export const webhooksList = endpoint({
+  permission: 'webhooks:manage',
+  query: listWebhooksQuery,
+  success: { status: 200, body: z.array(webhook), headers: ['Link'] },
+  docs: { summary: 'List webhook subscriptions', description: 'Newest first. Secrets are never shown here.' },
+  async handle({ principal, query }) {
+    const { items, nextCursor } = await listWebhooks(principal, query);
+    return { body: items, nextCursor };
+  },
+});
+
+app.http('webhooks-list', { methods: ['GET'], route: 'webhooks', authLevel: 'anonymous', handler: webhooksList });

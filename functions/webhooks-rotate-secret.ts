@@ -1,0 +1,23 @@
+import { app } from '@azure/functions';
+import { rotateSecret } from '../shared/data/webhooks-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { webhookIdParameter, webhookWithSecret } from '../shared/schemas/webhooks.js';
+import { newSecret } from '../shared/webhooks/signing.js';
+
+export const webhooksRotateSecret = endpoint({
+  permission: 'webhooks:manage',
+  params: { webhookId: webhookIdParameter },
+  success: { status: 200, body: webhookWithSecret },
+  docs: {
+    summary: "Rotate a subscription's secret",
+    description:
+      'Answers the new secret, once. For 24 hours every delivery carries two signatures, with the old secret and with the new, so that ' +
+      'receivers can switch over at their own pace.',
+    errors: { 404: ['webhookNotFound'] },
+  },
+  async handle({ principal, params }) {
+    return { body: await rotateSecret(principal, params.webhookId, newSecret()) };
+  },
+});
+
+app.http('webhooks-rotate-secret', { methods: ['POST'], route: 'webhooks/{webhookId}/rotate-secret', authLevel: 'anonymous', handler: webhooksRotateSecret });

@@ -1,0 +1,400 @@
+/**
+ * Webhook subscriptions and their deliveries, in the tenant's partition. A subscription holds one of
+ * the tenant's 20 slots (a slot document created in the same batch, removed with it), so that
+ * racing creates can never make a 21st. A delivery is one event for one subscription; its id is
+ * made of both, so that handing an event over twice delivers it once.
+ */
+import type { OperationInput } from '@azure/cosmos';
+import type { Principal } from '../auth/principal.js';
+import { sendBatch } from './batches.js';
+import { DISABLED_BECAUSE, FAILED_DELIVERIES_TO_DISABLE, type AfterAttempt } from '../domain/webhooks.js';
+import type { ExpectedVersion } from '../domain/versions.js';
+import { ApiError, conflict, notFound } from '../errors.js';
+import {
+  delivery,
+  MAX_WEBHOOKS_PER_TENANT,
+  webhook,
+  webhookWithSecret,
+  type CreateWebhookBody,
+  type Delivery,
+  type ListDeliveriesQuery,
+  type ListWebhooksQuery,
+  type UpdateWebhookBody,
+  type Webhook,
+  type WebhookWithSecret,
+} from '../schemas/webhooks.js';
+import { cosmosStatus } from './cosmos.js';
+import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from './events.js';
+import type { Idempotency } from './idempotency.js';
+import type { Page } from './paging.js';
+import {
+  asJson,
+  batchFailure,
+  changeDocument,
+  createDocument,
+  fieldsOf,
+  FULL_SCAN_PAGE,
+  listPage,
+  oneAtATime,
+  readDocument,
+  readVisible,
+  REMOVE,
+  tenantData,
+  type Created,
+  type DocumentKind,
+  type StoredDocument,
+} from './tenant-data.js';
+
+/** After a rotation the old secret still signs, beside the new one, for a day. */
+const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export interface WebhookDocument extends Webhook, StoredDocument {
+  type: 'webhook';
+  secret: string;
+  previousSecret: { secret: string; until: string } | null;
+  /** Which of the tenant's slots the subscription holds. */
+  slot: number;
+  /** Deliveries that ended Failed since the last that succeeded. */
+  failedInARow: number;
+}
+
+interface SlotDocument extends StoredDocument {
+  type: 'webhookSlot';
+  webhookId: string;
+}
+
+export interface DeliveryDocument extends Omit<Delivery, 'type'>, StoredDocument {
+  type: 'delivery';
+  eventType: Delivery['type'];
+  webhookId: string;
+  updatedAt: string;
+  ttl: number;
+}
+
+export const webhooks: DocumentKind<WebhookDocument, Webhook> = {
+  type: 'webhook',
+  resourceOf: fieldsOf(webhook),
+  missing: (id) => notFound('webhookNotFound', { id: id.slice(0, 100) }),
+};
+
+/** The subscription with its secret: only a create and a rotation answer with it. */
+const withSecret = fieldsOf(webhookWithSecret);
+
+const deliveryFields = fieldsOf(delivery);
+const deliveries: DocumentKind<DeliveryDocument, Delivery> = {
+  type: 'delivery',
+  // The document's own `type` says what it is; the delivery's is its event's.
+  resourceOf: (document) => deliveryFields({ ...document, type: document.eventType }),
+  missing: (id) => notFound('deliveryNotFound', { id: id.slice(0, 100) }),
+};
+
+const slotId = (slot: number) => `webhook-slot-${slot}`;
+
+/** The secrets an attempt signs with: the current one, and the one it replaced while the overlap lasts. */
+export function signingSecrets(subscription: WebhookDocument, now = Date.now()): string[] {
+  const previous = subscription.previousSecret;
+  return previous && Date.parse(previous.until) > now ? [subscription.secret, previous.secret] : [subscription.secret];
+}
+
+/** Every subscription of the tenant: at most 20, so one query. */
+export async function allWebhooks(tenantId: string): Promise<WebhookDocument[]> {
+  const query = {
+    query: "SELECT * FROM c WHERE c.tenantId = @tenantId AND c.type = 'webhook'",
+    parameters: [{ name: '@tenantId', value: tenantId }],
+  };
+  const { resources } = await (await tenantData()).items.query<WebhookDocument>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
+  return resources;
+}
+
+/** One of the tenant's free slots, at random so that racing creates seldom pick the same; or the 409 that says there is none. */
+async function freeSlot(tenantId: string): Promise<number> {
+  const taken = new Set((await allWebhooks(tenantId)).map((subscription) => subscription.slot));
+  const free = Array.from({ length: MAX_WEBHOOKS_PER_TENANT }, (_, index) => index + 1).filter((slot) => !taken.has(slot));
+  if (free.length === 0) throw conflict('tooManyWebhooks', { limit: MAX_WEBHOOKS_PER_TENANT });
+  return free[Math.floor(Math.random() * free.length)]!;
+}
+
+/** `url` must already have passed the URL rules. */
+export function createWebhook(
+  principal: Principal,
+  input: CreateWebhookBody,
+  secret: string,
+  events: Webhook['events'],
+  idempotency: Idempotency | undefined,
+): Promise<Created<WebhookWithSecret>> {
+  const { tenantId } = principal;
+  // Creates of one tenant take turns within an instance; between instances, the slot guard decides.
+  return oneAtATime(`${tenantId}/webhook-slots`, () =>
+    createDocument<Omit<WebhookDocument, '_etag'>, WebhookWithSecret, number>({
+      kind: { resourceOf: withSecret },
+      principal,
+      idempotency,
+      request: input,
+      sequence: 'webhooks',
+      check: () => freeSlot(tenantId),
+      prepare(number, slot) {
+        const now = new Date().toISOString();
+        const id = `WHK-${number}`;
+        const document: Omit<WebhookDocument, '_etag'> = {
+          id,
+          tenantId,
+          type: 'webhook',
+          url: input.url,
+          events,
+          description: input.description ?? '',
+          active: true,
+          disabledReason: null,
+          createdAt: now,
+          updatedAt: now,
+          secret,
+          previousSecret: null,
+          slot,
+          failedInARow: 0,
+        };
+        const slotDocument: Omit<SlotDocument, '_etag'> = { id: slotId(slot), tenantId, type: 'webhookSlot', webhookId: id };
+        // Taking the slot guards the create: a racing create that took it first makes this one pick again.
+        return { document, guard: { operationType: 'Create', resourceBody: asJson(slotDocument) } };
+      },
+    }),
+  );
+}
+
+export async function getWebhook(principal: Principal, id: string): Promise<Webhook> {
+  return webhooks.resourceOf(await readVisible(webhooks, principal.tenantId, id));
+}
+
+export function readWebhook(tenantId: string, id: string): Promise<WebhookDocument | undefined> {
+  return readDocument<WebhookDocument>(tenantId, id, webhooks.type);
+}
+
+export function listWebhooks(principal: Principal, query: ListWebhooksQuery): Promise<Page<Webhook>> {
+  return listPage({ kind: webhooks, tenantId: principal.tenantId, filters: {}, orderBy: 'c.createdAt DESC', limit: query.limit, cursor: query.cursor });
+}
+
+/** Changes the fields given; switching a subscription on again forgets why it went off. `url` must already have passed the URL rules. */
+export async function updateWebhook(principal: Principal, id: string, changes: UpdateWebhookBody, expected: ExpectedVersion): Promise<Webhook> {
+  const updated = await changeDocument({
+    kind: webhooks,
+    tenantId: principal.tenantId,
+    id,
+    expected,
+    change: (current) => ({
+      ...current,
+      ...changes,
+      ...(changes.active !== undefined ? { disabledReason: null, failedInARow: 0 } : {}),
+      updatedAt: new Date().toISOString(),
+    }),
+  });
+  return webhooks.resourceOf(updated!);
+}
+
+export async function deleteWebhook(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
+  await changeDocument({
+    kind: webhooks,
+    tenantId: principal.tenantId,
+    id,
+    expected,
+    change: () => REMOVE,
+    // The slot goes with the subscription, in the same batch.
+    alongside: (current) => [{ operationType: 'Delete', id: slotId(current.slot), partitionKey: current.tenantId }],
+  });
+}
+
+/** A new secret; the old one keeps signing beside it for a day. */
+export async function rotateSecret(principal: Principal, id: string, secret: string): Promise<WebhookWithSecret> {
+  const rotated = await changeDocument({
+    kind: webhooks,
+    tenantId: principal.tenantId,
+    id,
+    expected: undefined,
+    change: (current) => ({
+      ...current,
+      secret,
+      previousSecret: { secret: current.secret, until: new Date(Date.now() + ROTATION_OVERLAP_MS).toISOString() },
+      updatedAt: new Date().toISOString(),
+    }),
+  });
+  return withSecret({ ...rotated!, secret });
+}
+
+/** The subscription after a delivery ended: a success clears the count of failures, a 410 or the third failure in a row turns it off. */
+export async function recordDeliveryEnd(subscription: WebhookDocument, ended: AfterAttempt): Promise<void> {
+  // The usual case, a success after successes, changes nothing: no write.
+  if (ended.status === 'Succeeded' && subscription.failedInARow === 0) return;
+  const { tenantId, id } = subscription;
+  await changeDocument({
+    kind: webhooks,
+    tenantId,
+    id,
+    expected: undefined,
+    change(latest) {
+      if (ended.status === 'Succeeded') return { ...latest, failedInARow: 0 };
+      const failedInARow = latest.failedInARow + 1;
+      const reason = ended.gone ? DISABLED_BECAUSE.gone : failedInARow >= FAILED_DELIVERIES_TO_DISABLE ? DISABLED_BECAUSE.failing : null;
+      if (!reason || !latest.active) return { ...latest, failedInARow };
+      return { ...latest, failedInARow, active: false, disabledReason: reason, updatedAt: new Date().toISOString() };
+    },
+  }).catch((error: unknown) => {
+    // Deleted meanwhile: nothing to record.
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+  });
+}
+
+// ------------------------------------------------------------------ deliveries
+
+export const deliveryIdOf = (eventId: string, webhookId: string) => `dlv_${eventId}_${webhookId}`;
+
+/** A delivery not yet attempted, due after `claimMs`: the one who makes it holds its first attempt till then. */
+function newDelivery(event: EventDocument, webhookId: string, claimMs = 0): Omit<DeliveryDocument, '_etag'> {
+  const now = new Date().toISOString();
+  return {
+    id: deliveryIdOf(event.id, webhookId),
+    tenantId: event.tenantId,
+    type: 'delivery',
+    webhookId,
+    eventId: event.id,
+    eventType: event.eventType,
+    status: 'Pending',
+    attempts: 0,
+    lastStatusCode: null,
+    lastError: null,
+    nextAttemptAt: new Date(Date.now() + claimMs).toISOString(),
+    createdAt: now,
+    updatedAt: now,
+    ttl: EVENT_RETENTION_SECONDS,
+  };
+}
+
+/**
+ * Hands an event over: makes its deliveries, one per subscription it is for, and marks it handed
+ * over, in one transactional batch guarded by the event's version, so that an event handed over
+ * twice at once gets its deliveries once. Each delivery is made claimed for `claimMs`: the caller
+ * makes its first attempt now. Answers what the caller is to attempt (nothing, if another hand-over won).
+ */
+export async function handOver(event: EventDocument, claimMs: number): Promise<{ delivery: DeliveryDocument; subscription: WebhookDocument }[]> {
+  const subscriptions = (await allWebhooks(event.tenantId)).filter(
+    (subscription) =>
+      subscription.active &&
+      (event.webhookId ? subscription.id === event.webhookId : subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp),
+  );
+  const handedOver: OperationInput = {
+    operationType: 'Replace',
+    id: event.id,
+    partitionKey: event.tenantId,
+    ifMatch: event._etag,
+    resourceBody: asJson({ ...event, pending: false }),
+  };
+  const made = subscriptions.map((subscription) => ({ document: newDelivery(event, subscription.id, claimMs), subscription }));
+  const operations = [handedOver, ...made.map(({ document }): OperationInput => ({ operationType: 'Create', resourceBody: asJson(document) }))];
+  const result = await sendBatch(await tenantData(), operations, event.tenantId);
+  // 412: another hand-over changed the event first; 409: its deliveries are made. Either way they carry on.
+  if (result.some((operation) => operation.statusCode === 412 || operation.statusCode === 409)) return [];
+  if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Handing over event ${event.id}`, result);
+  return made.map(({ subscription }, index) => ({ delivery: result[index + 1]!.resourceBody as unknown as DeliveryDocument, subscription }));
+}
+
+/** A ping: its event and its one delivery, written together (there is nothing to hand over). */
+export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
+  const subscription = await readVisible(webhooks, principal.tenantId, id);
+  if (!subscription.active) throw conflict('webhookInactive', { id });
+  const event = { ...eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id }), pending: false };
+  const document = newDelivery(event as EventDocument, id);
+  const result = await sendBatch(
+    await tenantData(),
+    [
+      { operationType: 'Create', resourceBody: asJson(event) },
+      { operationType: 'Create', resourceBody: asJson(document) },
+    ],
+    principal.tenantId,
+  );
+  if (result[1]?.statusCode !== 201) throw batchFailure('Storing a ping', result);
+  return result[1].resourceBody as unknown as DeliveryDocument;
+}
+
+export function readDelivery(tenantId: string, id: string): Promise<DeliveryDocument | undefined> {
+  return readDocument<DeliveryDocument>(tenantId, id, deliveries.type);
+}
+
+export const deliveryResource = (document: DeliveryDocument): Delivery => deliveries.resourceOf(document);
+
+export function listDeliveries(principal: Principal, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
+  return listPage({
+    kind: deliveries,
+    tenantId: principal.tenantId,
+    filters: { webhookId: ['c.webhookId = @webhookId', webhookId] },
+    orderBy: 'c.createdAt DESC',
+    limit: query.limit,
+    cursor: query.cursor,
+  });
+}
+
+/** Replaces a delivery as it was read; undefined when another writer changed it first. */
+async function replaceDelivery(current: DeliveryDocument, next: DeliveryDocument): Promise<DeliveryDocument | undefined> {
+  try {
+    const { resource } = await (
+      await tenantData()
+    )
+      .item(current.id, current.tenantId)
+      .replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
+    return resource as unknown as DeliveryDocument;
+  } catch (error) {
+    if (cosmosStatus(error) === 412 || cosmosStatus(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Takes the delivery's next attempt for this run: its due time moves past the attempt's longest
+ * run, so the sweep leaves it alone, and a second run of the same attempt (a message delivered
+ * twice) finds it taken. Undefined when another run took it first.
+ */
+export function claimAttempt(current: DeliveryDocument, leaseMs: number): Promise<DeliveryDocument | undefined> {
+  return replaceDelivery(current, { ...current, nextAttemptAt: new Date(Date.now() + leaseMs).toISOString() });
+}
+
+/** Records an attempt's outcome on the delivery as claimed. */
+export function recordAttempt(
+  claimed: DeliveryDocument,
+  attempt: number,
+  outcome: { lastStatusCode: number | null; lastError: string | null },
+  after: AfterAttempt,
+): Promise<DeliveryDocument | undefined> {
+  return replaceDelivery(claimed, {
+    ...claimed,
+    attempts: attempt,
+    ...outcome,
+    status: after.status,
+    nextAttemptAt: after.nextAttemptAt,
+    updatedAt: new Date().toISOString(),
+  });
+}
+
+/** A delivery of this subscription, to be sent again now: Pending, due at once. */
+export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
+  const updated = await changeDocument({
+    kind: deliveries,
+    tenantId: principal.tenantId,
+    id: deliveryId,
+    expected: undefined,
+    read: async () => {
+      const found = await readDelivery(principal.tenantId, deliveryId);
+      if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
+      return found;
+    },
+    change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),
+  });
+  return updated!;
+}
+
+/** Pending deliveries of any tenant that were due before `before`: those whose queue message was lost. */
+export async function* overdueDeliveries(before: string): AsyncGenerator<Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>[]> {
+  const query = {
+    query: "SELECT c.tenantId, c.id, c.attempts FROM c WHERE c.type = 'delivery' AND c.status = 'Pending' AND c.nextAttemptAt < @before",
+    parameters: [{ name: '@before', value: before }],
+  };
+  const pages = (await tenantData()).items.query<Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>>(query, { maxItemCount: 100 });
+  while (pages.hasMoreResults()) {
+    const { resources } = await pages.fetchNext();
+    if (resources.length) yield resources;
+  }
+}

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { atLeastOneField, text } from '../validation.js';
+import { pagingParameters, timestamp, type PathParameter } from './common.js';
+
+/** Every event a subscription can ask for; `webhook.ping` only ever goes to the subscription pinged. */
+export const EVENT_TYPES = [
+  'project.created',
+  'project.updated',
+  'project.deleted',
+  'task.created',
+  'task.updated',
+  'task.deleted',
+  'rag.job.succeeded',
+  'rag.job.failed',
+  'webhook.ping',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const MAX_WEBHOOKS_PER_TENANT = 20;
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+export const webhookId = z.string().regex(/^WHK-[1-9]\d{0,14}$/);
+export const webhookIdParameter: PathParameter = { schema: webhookId, notFound: 'webhookNotFound', example: 'WHK-1001' };
+
+/** A delivery's id: the event's and the subscription's, so that one event reaches one subscription once. */
+export const deliveryId = z.string().regex(/^dlv_[\w-]{1,80}$/);
+export const deliveryIdParameter: PathParameter = {
+  schema: deliveryId,
+  notFound: 'deliveryNotFound',
+  example: 'dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001',
+};
+
+export const webhook = z.object({
+  id: webhookId,
+  url: z.string(),
+  events: z.array(z.enum(EVENT_TYPES)),
+  description: z.string(),
+  active: z.boolean(),
+  disabledReason: z.string().nullable().describe('Why the API turned the subscription off, while `active` is false because of it'),
+  createdAt: timestamp,
+  updatedAt: timestamp,
+});
+export type Webhook = z.infer<typeof webhook>;
+
+/** Only the answers to a create and to a rotation show the secret. */
+export const webhookWithSecret = webhook.extend({
+  secret: z.string().describe('`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here.'),
+});
+export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;
+
+/** A URL as a subscription takes it; the rules that need the network (what the host resolves to) are checked beside. */
+const url = z.string().max(MAX_WEBHOOK_URL_LENGTH);
+/** Subscribable events, each once; `webhook.ping` is sent on request, not subscribed to. */
+const events = z
+  .array(z.enum(EVENT_TYPES).exclude(['webhook.ping']))
+  .min(1)
+  .transform((types) => [...new Set(types)]);
+
+export const createWebhookBody = z.strictObject({
+  url,
+  events: events.optional(),
+  description: text({ min: 0, max: 500 }).optional(),
+});
+export type CreateWebhookBody = z.infer<typeof createWebhookBody>;
+
+export const updateWebhookBody = atLeastOneField(
+  z.strictObject({
+    url: url.optional(),
+    events: events.optional(),
+    description: text({ min: 0, max: 500 }).optional(),
+    active: z.boolean().optional(),
+  }),
+);
+export type UpdateWebhookBody = z.infer<typeof updateWebhookBody>;
+
+export const listWebhooksQuery = z.strictObject({ ...pagingParameters });
+export type ListWebhooksQuery = z.infer<typeof listWebhooksQuery>;
+
+export const DELIVERY_STATUSES = ['Pending', 'Succeeded', 'Failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export const delivery = z.object({
+  id: deliveryId,
+  eventId: z.string().describe('The `webhook-id` every attempt of this delivery carries'),
+  type: z.enum(EVENT_TYPES),
+  status: z.enum(DELIVERY_STATUSES),
+  attempts: z.number().int(),
+  lastStatusCode: z.number().int().nullable(),
+  lastError: z.string().nullable(),
+  nextAttemptAt: timestamp.nullable(),
+  createdAt: timestamp,
+});
+export type Delivery = z.infer<typeof delivery>;
+
+export const listDeliveriesQuery = z.strictObject({ ...pagingParameters });
+export type ListDeliveriesQuery = z.infer<typeof listDeliveriesQuery>;
+
+/** What a receiver gets: the event's type, when it happened, and the resource as `GET` shows it after the change. */
+export const eventPayload = z.object({
+  type: z.enum(EVENT_TYPES),
+  timestamp,
+  data: z.record(z.string(), z.unknown()),
+});
+export type EventPayload = z.infer<typeof eventPayload>;
+
+/** What the webhooks queue carries: an event to hand to its subscriptions, or one attempt of one delivery. */
+export const webhookMessage = z.union([
+  z.object({ tenantId: z.string().min(1), eventId: z.string().min(1) }),
+  z.object({ tenantId: z.string().min(1), deliveryId, attempt: z.number().int().min(1) }),
+]);
+export type WebhookMessage = z.infer<typeof webhookMessage>;

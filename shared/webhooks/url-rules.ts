@@ -1,0 +1,154 @@
+/**
+ * Where the API may send a webhook: the contract's rules against server-side request forgery. The
+ * URL is checked when a subscription is made or changed, and every address its host resolves to is
+ * checked again before every attempt (a host can resolve elsewhere later: DNS rebinding); the
+ * attempt then connects to an address that was checked, never to a second lookup's answer.
+ */
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+import { ApiError } from '../errors.js';
+import type { MessageKey } from '../messages.js';
+import { MAX_WEBHOOK_URL_LENGTH } from '../schemas/webhooks.js';
+
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+function blockList(ranges: [address: string, prefix: number, family: 'ipv4' | 'ipv6'][]): BlockList {
+  const list = new BlockList();
+  for (const [address, prefix, family] of ranges) list.addSubnet(address, prefix, family);
+  return list;
+}
+
+/** The address ranges a webhook may not reach, by the rule its refusal names; the first that matches wins. */
+const REFUSED_RANGES: [MessageKey, BlockList][] = [
+  // Azure's instance metadata and wire server, AWS's (IPv4 and IPv6), Alibaba's.
+  [
+    'webhookUrlMetadata',
+    blockList([
+      ['169.254.169.254', 32, 'ipv4'],
+      ['168.63.129.16', 32, 'ipv4'],
+      ['100.100.100.200', 32, 'ipv4'],
+      ['fd00:ec2::254', 128, 'ipv6'],
+    ]),
+  ],
+  [
+    'webhookUrlLoopback',
+    blockList([
+      ['127.0.0.0', 8, 'ipv4'],
+      ['::1', 128, 'ipv6'],
+    ]),
+  ],
+  [
+    'webhookUrlPrivate',
+    blockList([
+      ['10.0.0.0', 8, 'ipv4'],
+      ['172.16.0.0', 12, 'ipv4'],
+      ['192.168.0.0', 16, 'ipv4'],
+      ['fc00::', 7, 'ipv6'],
+    ]),
+  ],
+  [
+    'webhookUrlLinkLocal',
+    blockList([
+      ['169.254.0.0', 16, 'ipv4'],
+      ['fe80::', 10, 'ipv6'],
+    ]),
+  ],
+  ['webhookUrlShared', blockList([['100.64.0.0', 10, 'ipv4']])],
+  [
+    'webhookUrlMulticast',
+    blockList([
+      ['224.0.0.0', 4, 'ipv4'],
+      ['ff00::', 8, 'ipv6'],
+    ]),
+  ],
+  [
+    'webhookUrlReserved',
+    blockList([
+      ['0.0.0.0', 8, 'ipv4'],
+      ['240.0.0.0', 4, 'ipv4'],
+      ['::', 128, 'ipv6'],
+      ['64:ff9b::', 96, 'ipv6'],
+      ['2001:db8::', 32, 'ipv6'],
+    ]),
+  ],
+];
+
+/** Every rule a URL can break, as its refusal names it. */
+export const URL_RULES: MessageKey[] = [
+  'webhookUrlInvalid',
+  'webhookUrlCredentials',
+  'webhookUrlNotHttps',
+  'webhookUrlUnresolvable',
+  ...REFUSED_RANGES.map(([rule]) => rule),
+];
+
+/** Host names that are metadata services whatever they resolve to. */
+const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.azure.com', 'metadata']);
+
+/** An IPv4 address written inside IPv6 (`::ffff:10.0.0.1`) is judged as the IPv4 address it is. */
+function asWritten({ address, family }: ResolvedAddress): ResolvedAddress {
+  const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
+  return mapped ? { address: mapped, family: 4 } : { address, family };
+}
+
+/** The rule an address breaks, or undefined. Loopback is allowed only when the local stack says so. */
+export function refusedAddress(resolved: ResolvedAddress, allowLoopback: boolean): MessageKey | undefined {
+  const { address, family } = asWritten(resolved);
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  for (const [rule, ranges] of REFUSED_RANGES) {
+    if (!ranges.check(address, type)) continue;
+    if (rule === 'webhookUrlLoopback' && allowLoopback) return undefined;
+    return rule;
+  }
+  return undefined;
+}
+
+function refuse(rule: MessageKey, host: string): ApiError {
+  return new ApiError(400, rule, { host: host.slice(0, 255) });
+}
+
+/** The URL's form: absolute, no credentials, https (or http to loopback where allowed), not too long. */
+export function webhookUrl(value: string, allowLoopback: boolean): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw refuse('webhookUrlInvalid', '');
+  }
+  if (value.length > MAX_WEBHOOK_URL_LENGTH || (url.protocol !== 'https:' && url.protocol !== 'http:')) throw refuse('webhookUrlInvalid', url.hostname);
+  if (url.username || url.password) throw refuse('webhookUrlCredentials', url.hostname);
+  if (url.protocol === 'http:' && !allowLoopback) throw refuse('webhookUrlNotHttps', url.hostname);
+  if (METADATA_HOSTS.has(url.hostname.toLowerCase().replace(/\.$/, ''))) throw refuse('webhookUrlMetadata', url.hostname);
+  return url;
+}
+
+/** Every address the URL's host stands for, each checked; plain http must lead to this machine only. */
+export async function resolveWebhookHost(url: URL, allowLoopback: boolean): Promise<ResolvedAddress[]> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: ResolvedAddress[];
+  const literal = isIP(host);
+  if (literal) {
+    addresses = [{ address: host, family: literal as 4 | 6 }];
+  } else {
+    try {
+      addresses = (await lookup(host, { all: true, verbatim: true })) as ResolvedAddress[];
+    } catch {
+      throw refuse('webhookUrlUnresolvable', host);
+    }
+    if (addresses.length === 0) throw refuse('webhookUrlUnresolvable', host);
+  }
+  for (const address of addresses) {
+    const rule = refusedAddress(address, allowLoopback);
+    if (rule) throw refuse(rule, host);
+    if (url.protocol === 'http:' && refusedAddress(address, false) !== 'webhookUrlLoopback') throw refuse('webhookUrlNotHttps', host);
+  }
+  return addresses;
+}
+
+/** The contract's checks of a subscription's URL, at create and at change. */
+export async function checkWebhookUrl(value: string, allowLoopback: boolean): Promise<void> {
+  await resolveWebhookHost(webhookUrl(value, allowLoopback), allowLoopback);
+}

@@ -1,0 +1,411 @@
+/**
+ * Webhooks over HTTP, end to end: subscriptions made through the API of a host of this file's own
+ * (a tenant of its own, so no other test's changes reach these receivers), events delivered by its
+ * queue-triggered and timer-triggered functions to real receivers on loopback, and every signature
+ * checked with the Standard Webhooks specification's own library.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startHostProcess } from '../../local/stack.js';
+import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../local/webhook-receiver.js';
+import { apiAt, CLIENT_ID, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
+
+const TENANT = randomUUID();
+const NEIGHBOUR = randomUUID();
+const QUEUE = `webhooks-${randomUUID().slice(0, 8)}`;
+
+let provider: IdentityProvider;
+let admin: string;
+const stops: (() => Promise<unknown>)[] = [];
+const receivers: WebhookReceiver[] = [];
+const subscriptions: { id: string; token: string }[] = [];
+
+/** A host of this file's own on the shared database and storage, serving this file's tenants, its queue its own. */
+async function startHost(environment: Record<string, string> = {}) {
+  const lines: string[] = [];
+  const host = await startHostProcess({
+    port: 0,
+    environment: {
+      ...stackAppSettings,
+      AUTH_TENANT_ID: TENANT,
+      AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
+      AUTH_AUTHORITY_HOST: provider.authorityHost,
+      AzureWebJobsStorage: stack.storageConnectionString,
+      WEBHOOKS_QUEUE_NAME: QUEUE,
+      WEBHOOKS_ALLOW_LOOPBACK: 'true',
+      // Retries a second or two apart, and a sweep every two seconds: webhook timing a test can wait for.
+      WEBHOOKS_RETRY_SCHEDULE: '1s,2s,2s',
+      WEBHOOKS_SWEEP_SCHEDULE: '*/2 * * * * *',
+      AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
+      ...environment,
+    },
+    extraCaCerts: stack.caCertPath,
+    hostOutput: 'pipe',
+    onHostOutput: (line) => lines.push(line),
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await host.stop();
+  };
+  stops.push(stop);
+  return { ...host, lines, call: apiAt(`http://127.0.0.1:${host.port}/api`), stop, kill: () => ((stopped = true), process.kill(host.pid, 'SIGKILL')) };
+}
+
+let main: Awaited<ReturnType<typeof startHost>>;
+
+beforeAll(async () => {
+  provider = await startIdentityProvider({ tenants: [TENANT, NEIGHBOUR], clientId: CLIENT_ID, tls: stack.tls });
+  admin = await provider.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Admin'] });
+  main = await startHost();
+});
+
+afterEach(async () => {
+  // Through the main host, whichever host made them: they are all in the same database.
+  for (const { id, token } of subscriptions.splice(0)) await main.call('DELETE', `/webhooks/${id}`, { token });
+  for (const receiver of receivers.splice(0)) await receiver.close();
+});
+
+afterAll(async () => {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  await provider.close();
+});
+
+async function receiver(answer?: ReceiverOptions['answer']): Promise<WebhookReceiver> {
+  const started = await startWebhookReceiver(answer ? { answer } : {});
+  receivers.push(started);
+  return started;
+}
+
+/** Subscribes a receiver; the subscription goes when the test ends. */
+async function subscribe(to: WebhookReceiver, options: { events?: string[]; call?: ReturnType<typeof apiAt>; token?: string } = {}) {
+  const call = options.call ?? main.call;
+  const token = options.token ?? admin;
+  const created = await call('POST', '/webhooks', { token, body: { url: to.url, ...(options.events ? { events: options.events } : {}) } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  subscriptions.push({ id: created.body.id, token });
+  return created.body as { id: string; secret: string };
+}
+
+const payload = (delivery: ReceivedDelivery) => JSON.parse(delivery.body) as { type: string; timestamp: string; data: Record<string, unknown> };
+const about = (id: string) => (delivery: ReceivedDelivery) => payload(delivery).data.id === id;
+const headersOf = (delivery: ReceivedDelivery) => delivery.headers as Record<string, string>;
+
+describe('events', () => {
+  it('a create, an update and a delete each arrive once, signed, with the resource as GET shows it', async () => {
+    const to = await receiver();
+    const { secret } = await subscribe(to);
+    const created = await main.call('POST', '/projects', { token: admin, body: { name: 'Hooked', owner: uniqueEmail('hooked') } });
+    const id = created.body.id as string;
+    const updated = await main.call('PUT', `/projects/${id}`, { token: admin, body: { status: 'OnHold' } });
+    const task = await main.call('POST', '/tasks', { token: admin, body: { projectId: id, title: 'Hooked task' } });
+    const taskUpdated = await main.call('PUT', `/tasks/${task.body.id}`, { token: admin, body: { status: 'Done' } });
+    expect((await main.call('DELETE', `/tasks/${task.body.id}`, { token: admin })).status).toBe(204);
+    expect((await main.call('DELETE', `/projects/${id}`, { token: admin })).status).toBe(204);
+
+    await to.waitFor((received) => received.filter(about(id)).length >= 3 && received.filter(about(task.body.id)).length >= 3);
+    // Anything sent twice would have arrived by now.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const events = to.received.filter((delivery) => about(id)(delivery) || about(task.body.id)(delivery));
+    // Events are delivered side by side, so they may arrive in any order; each carries its time.
+    expect(Object.fromEntries(events.map((delivery) => [payload(delivery).type, payload(delivery).data]))).toEqual({
+      'project.created': created.body,
+      'project.updated': updated.body,
+      'task.created': task.body,
+      'task.updated': taskUpdated.body,
+      'task.deleted': { id: task.body.id, projectId: id },
+      'project.deleted': { id, deletedTasks: 0 },
+    });
+    expect(events).toHaveLength(6);
+    expect(new Set(events.map((delivery) => delivery.headers['webhook-id'])).size).toBe(6);
+
+    const verifier = new Webhook(secret);
+    for (const delivery of events) expect(verifier.verify(delivery.body, headersOf(delivery))).toEqual(payload(delivery));
+    const tampered = events[0]!.body.replace('Hooked', 'Hacked');
+    expect(() => verifier.verify(tampered, headersOf(events[0]!))).toThrow();
+    expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(events[0]!.body, headersOf(events[0]!))).toThrow();
+  });
+
+  it('a project deleted with its tasks sends one project.deleted that counts them, and no task.deleted', async () => {
+    const to = await receiver();
+    await subscribe(to, { events: ['project.deleted', 'task.deleted'] });
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'With tasks', owner: uniqueEmail('tasks') } });
+    for (const title of ['One', 'Two', 'Three']) await main.call('POST', '/tasks', { token: admin, body: { projectId: project.body.id, title } });
+    expect((await main.call('DELETE', `/projects/${project.body.id}`, { token: admin })).status).toBe(204);
+    await to.waitFor((received) => received.some(about(project.body.id)));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(to.received.map(payload)).toEqual([{ type: 'project.deleted', timestamp: expect.any(String), data: { id: project.body.id, deletedTasks: 3 } }]);
+  });
+
+  it('a finished RAG job sends rag.job.succeeded with the job', async () => {
+    const to = await receiver();
+    await subscribe(to, { events: ['rag.job.succeeded', 'rag.job.failed'] });
+    const started = await main.call('POST', '/rag/index', { token: admin, body: {} });
+    expect(started.status).toBe(202);
+    const [delivery] = await to.waitFor((received) => received.length > 0);
+    expect(payload(delivery!)).toMatchObject({ type: 'rag.job.succeeded', data: { jobId: started.body.jobId, status: 'Succeeded' } });
+  });
+
+  it('only to subscriptions that asked for the event, and not before they existed', async () => {
+    const early = await main.call('POST', '/projects', { token: admin, body: { name: 'Before', owner: uniqueEmail('before') } });
+    const creates = await receiver();
+    const updates = await receiver();
+    await subscribe(creates, { events: ['project.created'] });
+    await subscribe(updates, { events: ['project.updated'] });
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Picky', owner: uniqueEmail('picky') } });
+    await main.call('PUT', `/projects/${project.body.id}`, { token: admin, body: { name: 'Picky, renamed' } });
+    await creates.waitFor((received) => received.some(about(project.body.id)));
+    await updates.waitFor((received) => received.some(about(project.body.id)));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(creates.received.map((delivery) => payload(delivery).type)).toEqual(['project.created']);
+    expect(updates.received.map((delivery) => payload(delivery).type)).toEqual(['project.updated']);
+    expect([...creates.received, ...updates.received].some(about(early.body.id))).toBe(false);
+  });
+});
+
+describe('delivery', () => {
+  it('retries a receiver that fails twice, with the same webhook-id, and the log shows 3 attempts ending Succeeded', async () => {
+    const to = await receiver((_delivery, index) => (index < 2 ? 500 : 200));
+    const { id: webhookId } = await subscribe(to, { events: ['project.created'] });
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Flaky receiver', owner: uniqueEmail('flaky') } });
+    await to.waitFor((received) => received.length >= 3);
+    expect(new Set(to.received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(1);
+    expect(to.received.every(about(project.body.id))).toBe(true);
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${webhookId}/deliveries`, { token: admin })).body[0], { timeout: 10_000 })
+      .toMatchObject({ status: 'Succeeded', attempts: 3, lastStatusCode: 200, lastError: null, nextAttemptAt: null, type: 'project.created' });
+  });
+
+  it('a 410 turns the subscription off at once, and then it receives nothing', async () => {
+    const to = await receiver(() => 410);
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    await main.call('POST', '/projects', { token: admin, body: { name: 'Gone', owner: uniqueEmail('gone') } });
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${id}`, { token: admin })).body, { timeout: 15_000 })
+      .toMatchObject({ active: false, disabledReason: 'The receiver answered 410 Gone.' });
+    const seen = to.received.length;
+    await main.call('POST', '/projects', { token: admin, body: { name: 'Unheard', owner: uniqueEmail('unheard') } });
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(to.received.length).toBe(seen);
+  });
+
+  it('three deliveries in a row that fail turn the subscription off', { timeout: 60_000 }, async () => {
+    const to = await receiver(() => 503);
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    for (const name of ['First', 'Second', 'Third']) await main.call('POST', '/projects', { token: admin, body: { name, owner: uniqueEmail('failing') } });
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${id}`, { token: admin })).body, { timeout: 40_000, interval: 500 })
+      .toMatchObject({ active: false, disabledReason: '3 deliveries in a row failed.' });
+    const log = await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin });
+    expect(log.body.map((delivery: { status: string; attempts: number }) => [delivery.status, delivery.attempts])).toEqual([
+      ['Failed', 4],
+      ['Failed', 4],
+      ['Failed', 4],
+    ]);
+    // Switched on again, it receives again.
+    expect((await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { active: true } })).body).toMatchObject({ active: true, disabledReason: null });
+  });
+
+  it('a ping reaches the subscription pinged only, and a failed delivery can be sent again', { timeout: 30_000 }, async () => {
+    let healthy = false;
+    const to = await receiver(() => (healthy ? 200 : 500));
+    const other = await receiver();
+    const { id, secret } = await subscribe(to);
+    await subscribe(other);
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    expect(pinged.status).toBe(202);
+    expect(pinged.body).toMatchObject({ type: 'webhook.ping', status: 'Pending' });
+    await expect.poll(async () => (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0]?.status, { timeout: 20_000 }).toBe('Failed');
+    expect(payload(to.received[0]!)).toMatchObject({ type: 'webhook.ping', data: { id } });
+    expect(new Webhook(secret).verify(to.received[0]!.body, headersOf(to.received[0]!))).toBeTruthy();
+
+    healthy = true;
+    const retried = await main.call('POST', `/webhooks/${id}/deliveries/${pinged.body.id}/retry`, { token: admin });
+    expect(retried.status).toBe(202);
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0]?.status, { timeout: 10_000 })
+      .toBe('Succeeded');
+    expect(other.received.filter((delivery) => payload(delivery).type === 'webhook.ping')).toEqual([]);
+  });
+
+  it('after a rotation, both the old and the new secret verify, each on its own', async () => {
+    const to = await receiver();
+    const { id, secret: old } = await subscribe(to, { events: ['project.created'] });
+    const rotated = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(rotated.body.secret).not.toBe(old);
+    expect((await main.call('GET', `/webhooks/${id}`, { token: admin })).body.secret).toBeUndefined();
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Rotated', owner: uniqueEmail('rotated') } });
+    const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)));
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of [old, rotated.body.secret as string]) expect(new Webhook(secret).verify(delivery!.body, headersOf(delivery!))).toBeTruthy();
+  });
+});
+
+describe('no event is lost', () => {
+  /** A storage front that can go down: every request refused while it is down, passed through when it is up. */
+  async function switchableQueue(): Promise<{ connectionString: string; down: boolean; close(): Promise<void> }> {
+    const target = new URL(/QueueEndpoint=([^;]+)/.exec(stack.storageConnectionString)![1]!);
+    const state = { down: false };
+    const server: Server = createHttpServer((request, response) => {
+      if (state.down) return void response.destroy();
+      const upstream = httpRequest(
+        { host: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
+        (answer) => {
+          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(response);
+        },
+      );
+      upstream.on('error', () => response.destroy());
+      request.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    return Object.assign(state, {
+      connectionString: stack.storageConnectionString.replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=http://127.0.0.1:${port}${target.pathname}`),
+      close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+    });
+  }
+
+  it('a change made while the queue is down succeeds, and its event arrives once the queue is back', { timeout: 60_000 }, async () => {
+    const queue = await switchableQueue();
+    stops.push(() => queue.close());
+    const host = await startHost({ AzureWebJobsStorage: queue.connectionString, WEBHOOKS_QUEUE_NAME: `${QUEUE}-down` });
+    const to = await receiver();
+    await subscribe(to, { events: ['project.created'], call: host.call });
+    queue.down = true;
+    const project = await host.call('POST', '/projects', { token: admin, body: { name: 'While the queue was down', owner: uniqueEmail('down') } });
+    expect(project.status).toBe(201);
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(to.received).toEqual([]);
+    queue.down = false;
+    const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)), 40_000);
+    expect(payload(delivery!).type).toBe('project.created');
+  });
+
+  it('an event whose delivery was under way when the host was killed arrives after a restart', { timeout: 90_000 }, async () => {
+    const settings = { WEBHOOKS_QUEUE_NAME: `${QUEUE}-killed` };
+    const first = await startHost(settings);
+    let calls = 0;
+    // The first attempt hangs until the host is gone; the attempt after the restart is answered.
+    const to = await receiver(() => (++calls === 1 ? new Promise<number>(() => undefined) : 200));
+    await subscribe(to, { events: ['project.created'], call: first.call });
+    const project = await first.call('POST', '/projects', { token: admin, body: { name: 'Killed mid-delivery', owner: uniqueEmail('killed') } });
+    await to.waitFor((received) => received.length === 1);
+    first.kill();
+    const second = await startHost(settings);
+    const received = await to.waitFor((all) => all.length >= 2, 70_000);
+    expect(received.slice(1).every(about(project.body.id))).toBe(true);
+    expect(new Set(received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(1);
+    await second.stop();
+  });
+
+  it('a burst of 1,000 changes reaches 10 subscriptions: every event arrives', { timeout: 240_000 }, async () => {
+    const receiving = await Promise.all(Array.from({ length: 10 }, () => receiver()));
+    for (const to of receiving) await subscribe(to, { events: ['project.created'] });
+    const owner = uniqueEmail('burst');
+    const ids: string[] = [];
+    const queue = Array.from({ length: 1_000 }, (_, index) => index);
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let index = queue.shift(); index !== undefined; index = queue.shift()) {
+          const created = await main.call('POST', '/projects', { token: admin, body: { name: `Burst ${index}`, owner } });
+          expect(created.status).toBe(201);
+          ids.push(created.body.id as string);
+        }
+      }),
+    );
+    const wanted = new Set(ids);
+    const arrived = (to: WebhookReceiver) => new Set(to.received.map((delivery) => payload(delivery).data.id as string).filter((id) => wanted.has(id)));
+    await Promise.all(receiving.map((to) => to.waitFor(() => arrived(to).size === wanted.size, 200_000)));
+    const lost = receiving.reduce((sum, to) => sum + (wanted.size - arrived(to).size), 0);
+    const duplicates = receiving.reduce((sum, to) => sum + to.received.length - new Set(to.received.map((delivery) => delivery.headers['webhook-id'])).size, 0);
+    console.log(`Webhook burst: ${wanted.size} events × ${receiving.length} subscriptions, ${lost} lost, ${duplicates} duplicates`);
+    expect(lost).toBe(0);
+  });
+});
+
+describe('subscriptions', () => {
+  it('refuse URLs that break a rule, unknown events and a 21st subscription, with the rule named and nothing stored', async () => {
+    const local = await startHost({ WEBHOOKS_ALLOW_LOOPBACK: 'false', WEBHOOKS_QUEUE_NAME: `${QUEUE}-rules` });
+    const refused: [string, RegExp][] = [
+      ['https://10.1.2.3/hook', /private network/],
+      ['https://192.168.0.10/hook', /private network/],
+      ['https://[fd12::1]/hook', /private network/],
+      ['https://169.254.10.1/hook', /link-local/],
+      ['https://[fe80::1]/hook', /link-local/],
+      ['https://169.254.169.254/latest/meta-data', /metadata/],
+      ['https://metadata.google.internal/computeMetadata', /metadata/],
+      ['https://168.63.129.16/machine', /metadata/],
+      ['https://100.64.0.1/hook', /shared address space/],
+      ['https://224.0.0.1/hook', /multicast/],
+      ['https://127.0.0.1/hook', /loopback/],
+      ['https://[::ffff:10.0.0.1]/hook', /private network/],
+      ['https://user:password@203.0.113.10/hook', /user name or password/],
+      ['http://203.0.113.10/hook', /https/],
+      ['http://127.0.0.1:9/hook', /https/],
+      ['ftp://203.0.113.10/hook', /absolute URL/],
+      ['not a url', /absolute URL/],
+      ['https://no-such-host.invalid/hook', /does not resolve/],
+    ];
+    for (const [url, rule] of refused) {
+      const answer = await local.call('POST', '/webhooks', { token: admin, body: { url } });
+      expect(answer.status, url).toBe(400);
+      expect(answer.body.message, url).toMatch(rule);
+    }
+    const tooLong = await local.call('POST', '/webhooks', { token: admin, body: { url: `https://203.0.113.10/${'a'.repeat(2048)}` } });
+    expect(tooLong.status).toBe(400);
+    const unknownEvent = await local.call('POST', '/webhooks', { token: admin, body: { url: 'https://203.0.113.10/hook', events: ['project.exploded'] } });
+    expect(unknownEvent.status).toBe(400);
+    expect(unknownEvent.body.details[0].path).toBe('events.0');
+    expect((await local.call('GET', '/webhooks', { token: admin })).body).toEqual([]);
+    await local.stop();
+
+    const made = await Promise.all(
+      Array.from({ length: 21 }, () => main.call('POST', '/webhooks', { token: admin, body: { url: 'http://127.0.0.1:9/hook', events: ['task.created'] } })),
+    );
+    for (const answer of made) if (answer.status === 201) subscriptions.push({ id: answer.body.id, token: admin });
+    expect(made.map((answer) => answer.status).sort(), JSON.stringify(made.filter((answer) => answer.status !== 201).map((answer) => answer.body))).toEqual([
+      ...Array.from({ length: 20 }, () => 201),
+      409,
+    ]);
+    expect(made.find((answer) => answer.status === 409)!.body.message).toMatch(/at most 20/);
+  });
+
+  it('are managed by LMS.Admin only, never show the secret after the create, and page', async () => {
+    const manager = await provider.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Manager'] });
+    expect((await main.call('GET', '/webhooks', { token: manager })).status).toBe(403);
+    expect((await main.call('POST', '/webhooks', { token: manager, body: { url: 'https://203.0.113.10/hook' } })).status).toBe(403);
+    const to = await receiver();
+    const first = await subscribe(to);
+    await subscribe(to);
+    const page = await main.call('GET', '/webhooks?limit=1', { token: admin });
+    expect(page.body).toHaveLength(1);
+    expect(page.body[0].secret).toBeUndefined();
+    const next = /<[^>]*\/api(\/[^>]+)>/.exec(page.headers.get('link')!)![1]!;
+    const second = await main.call('GET', next, { token: admin });
+    expect(second.body.map((subscription: { id: string }) => subscription.id)).toContain(first.id);
+  });
+
+  it('never cross tenants: another tenant neither sees these subscriptions nor receives these events', async () => {
+    const neighbourAdmin = await provider.issueToken({ tenantId: NEIGHBOUR, kind: 'user', roles: ['LMS.Admin'] });
+    const mine = await receiver();
+    const theirs = await receiver();
+    const { id } = await subscribe(mine, { events: ['project.created'] });
+    await subscribe(theirs, { events: ['project.created'], token: neighbourAdmin });
+    expect((await main.call('GET', `/webhooks/${id}`, { token: neighbourAdmin })).status).toBe(404);
+    expect((await main.call('GET', `/webhooks/${id}/deliveries`, { token: neighbourAdmin })).status).toBe(404);
+    expect((await main.call('PUT', `/webhooks/${id}`, { token: neighbourAdmin, body: { active: false } })).status).toBe(404);
+    expect((await main.call('POST', `/webhooks/${id}/ping`, { token: neighbourAdmin })).status).toBe(404);
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Mine only', owner: uniqueEmail('mine') } });
+    await mine.waitFor((received) => received.some(about(project.body.id)));
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(theirs.received).toEqual([]);
+  });
+});
