@@ -2,21 +2,27 @@ import { parseArgs } from 'node:util';
 import { benchApi } from './api-throughput.js';
 import { benchColdStart } from './cold-start.js';
 import { benchRagRebuild } from './rag-rebuild.js';
+import { benchWebhooks } from './webhooks.js';
 
 const tlsDir = process.env.BENCH_TLS_DIR;
 if (!tlsDir) throw new Error('Run the benchmarks with `npm run bench`');
 // A quick look with less data: npm run bench -- --projects 1000 --tasks 5000
 const { values } = parseArgs({
-  options: { json: { type: 'boolean', default: false }, projects: { type: 'string', default: '10000' }, tasks: { type: 'string', default: '50000' } },
+  options: {
+    json: { type: 'boolean', default: false },
+    projects: { type: 'string', default: '10000' },
+    tasks: { type: 'string', default: '50000' },
+    // One part only: api, webhooks, rag or cold-start (default: all).
+    only: { type: 'string' },
+  },
 });
 
-const coldStart = await benchColdStart();
-const api = await benchApi();
-const ragRebuild = await benchRagRebuild(tlsDir, { projects: Number(values.projects), tasks: Number(values.tasks) });
+type Api = Awaited<ReturnType<typeof benchApi>>;
+type ColdStart = Awaited<ReturnType<typeof benchColdStart>>;
+type RagRebuild = Awaited<ReturnType<typeof benchRagRebuild>>;
+type Webhooks = Awaited<ReturnType<typeof benchWebhooks>>;
 
-if (values.json) {
-  console.log(JSON.stringify({ throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs, coldStart, ragRebuild }, null, 2));
-} else {
+function printApi(api: Api): void {
   /** One table row per benchmarked request. */
   const perRequest = (columns: (row: (typeof api.throughput)[number]) => Record<string, unknown>) =>
     Object.fromEntries(api.throughput.map((row) => [row.endpoint, columns(row)]));
@@ -63,8 +69,31 @@ if (values.json) {
   console.table(
     Object.fromEntries(api.costs.map((cost) => [cost.operation, { 'database requests': cost.databaseRequests, 'request charge (RU)': cost.requestCharge }])),
   );
+}
+
+function printColdStart(coldStart: ColdStart): void {
   console.log('\nCold start: importing the whole function app in a fresh process (median of 10)');
   console.table({ 'esbuild bundle (ms)': coldStart.bundleMs, 'plain tsc output (ms)': coldStart.plainMs, 'ratio (≤ 0.5)': coldStart.ratio });
+}
+
+function printWebhooks(webhooks: Webhooks): void {
+  console.log(`\nWebhooks on the local stack: from a create's 201 to its receiver (${webhooks.latencyMs.events} events, one subscription)`);
+  console.table({ 'latency (ms)': { p50: webhooks.latencyMs.p50, p99: webhooks.latencyMs.p99 } });
+  const { burst } = webhooks;
+  console.log(`\n${burst.events.toLocaleString('en')} creates at once, each event to ${burst.subscriptions} subscriptions`);
+  console.table({ burst: { seconds: burst.seconds, 'deliveries/s': burst.deliveriesPerSecond, lost: burst.lost, duplicates: burst.duplicates } });
+  console.log("\nWhat events add to POST /api/projects: the event is one more operation in the create's one batch; req/s in alternating turns");
+  console.table({
+    'POST /api/projects': {
+      'database requests': webhooks.create.databaseRequests,
+      'req/s, no subscription': webhooks.create.withoutSubscription,
+      'req/s, one subscription': webhooks.create.withSubscription,
+      ratio: webhooks.create.ratio,
+    },
+  });
+}
+
+function printRagRebuild(ragRebuild: RagRebuild): void {
   console.log(`\nRAG rebuild, ${ragRebuild.projects.toLocaleString('en')} projects + ${ragRebuild.tasks.toLocaleString('en')} tasks on the embedded store`);
   console.table({
     'full rebuild': {
@@ -80,4 +109,27 @@ if (values.json) {
       'chunks in index': ragRebuild.full.chunks,
     },
   });
+}
+
+/** The parts of the bench, in the order they run; `--only` picks one. */
+const parts = {
+  'cold-start': async () => ({ coldStart: await benchColdStart() }),
+  api: async () => ({ api: await benchApi() }),
+  webhooks: async () => ({ webhooks: await benchWebhooks() }),
+  rag: async () => ({ ragRebuild: await benchRagRebuild(tlsDir, { projects: Number(values.projects), tasks: Number(values.tasks) }) }),
+};
+if (values.only !== undefined && !Object.hasOwn(parts, values.only)) throw new Error(`--only takes one of ${Object.keys(parts).join(', ')}`);
+const figures: { coldStart?: ColdStart; api?: Api; webhooks?: Webhooks; ragRebuild?: RagRebuild } = {};
+for (const [name, run] of Object.entries(parts)) if (values.only === undefined || values.only === name) Object.assign(figures, await run());
+
+if (values.json) {
+  const { api, ...others } = figures;
+  console.log(
+    JSON.stringify({ ...(api ? { throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs } : {}), ...others }, null, 2),
+  );
+} else {
+  if (figures.api) printApi(figures.api);
+  if (figures.coldStart) printColdStart(figures.coldStart);
+  if (figures.webhooks) printWebhooks(figures.webhooks);
+  if (figures.ragRebuild) printRagRebuild(figures.ragRebuild);
 }
