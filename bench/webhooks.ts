@@ -1,7 +1,8 @@
 /**
  * Webhooks on the local stack: how long an event takes from a change's 201 to its receiver, how many
- * deliveries per second reach ten subscriptions, and what events add to a create (the database
- * requests it costs, and its requests per second with and without a subscription, in turns).
+ * deliveries per second reach ten subscriptions, and a create's requests per second with and without
+ * a subscription, in turns (the event rides in the create's one batch: test/performance/round-trips
+ * counts it; its hand-over runs in the background on the same instance, and is part of both figures).
  */
 import autocannon from 'autocannon';
 import { LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
@@ -18,7 +19,7 @@ const TURN_SECONDS = 3;
 export interface WebhookFigures {
   latencyMs: { p50: number; p99: number; events: number };
   burst: { events: number; subscriptions: number; seconds: number; deliveriesPerSecond: number; lost: number; duplicates: number };
-  create: { databaseRequests: number; withoutSubscription: number; withSubscription: number; ratio: number };
+  create: { withoutSubscription: number; withSubscription: number; ratio: number };
 }
 
 const percentile = (values: number[], share: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * share))]!;
@@ -92,9 +93,6 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
         body: JSON.stringify({ name: 'Load' }),
       }).then((result) => result.requests.total / TURN_SECONDS);
     await createLoad();
-    const before = { ...stack.cosmos!.counts };
-    await call('POST', '/projects', { name: 'Costed' });
-    const databaseRequests = stack.cosmos!.counts.requests - before.requests;
     const without: number[] = [];
     const withOne: number[] = [];
     let subscribed: { id: string } | undefined;
@@ -118,7 +116,6 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
         duplicates,
       },
       create: {
-        databaseRequests,
         withoutSubscription: Math.round(withoutRate),
         withSubscription: Math.round(withRate),
         ratio: Math.round((withRate / withoutRate) * 100) / 100,
