@@ -15,8 +15,12 @@ import { resolveBindingExpression, triggerOf, type Binding, type Registration } 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
 
-/** How long a received message stays invisible while its handler runs: Azure's default, so a slow handler keeps it. */
-const PROCESSING_VISIBILITY_SECONDS = 10 * 60;
+/**
+ * How long a received message stays invisible while its handler runs, renewed at half time as Azure's
+ * listener renews it, so a slow handler keeps its message and a crashed host's messages come back.
+ * Azure's is ten minutes; LOCAL_QUEUE_MESSAGE_LEASE (seconds) shortens it, for tests that kill a host.
+ */
+const DEFAULT_MESSAGE_LEASE_SECONDS = 10 * 60;
 /** Azure's shortest polling interval; the back-off starts here when a queue is empty. */
 const MIN_POLLING_INTERVAL_MS = 100;
 /** The most messages the storage service hands out per request. */
@@ -50,6 +54,16 @@ export interface QueueTriggersOptions {
   /** The app settings, where `%NAME%` queue names and connections are looked up. */
   environment: Record<string, string | undefined>;
   log: LogFunction;
+}
+
+function messageLeaseSeconds(environment: QueueTriggersOptions['environment']): number {
+  const setting = environment.LOCAL_QUEUE_MESSAGE_LEASE;
+  if (setting === undefined || setting === '') return DEFAULT_MESSAGE_LEASE_SECONDS;
+  const seconds = Number(setting);
+  if (!Number.isInteger(seconds) || seconds < 2 || seconds > DEFAULT_MESSAGE_LEASE_SECONDS) {
+    throw new Error(`LOCAL_QUEUE_MESSAGE_LEASE must be a whole number of seconds from 2 to ${DEFAULT_MESSAGE_LEASE_SECONDS}, not ${JSON.stringify(setting)}`);
+  }
+  return seconds;
 }
 
 export interface QueueTriggers {
@@ -136,6 +150,7 @@ interface QueueListenerOptions {
   queue: QueueClient;
   poisonQueue: QueueClient;
   settings: QueueExtensionSettings;
+  leaseSeconds: number;
   log: LogFunction;
 }
 
@@ -174,7 +189,7 @@ class QueueListener {
         }
         const { receivedMessageItems } = await queue.receiveMessages({
           numberOfMessages: settings.batchSize,
-          visibilityTimeout: PROCESSING_VISIBILITY_SECONDS,
+          visibilityTimeout: this.options.leaseSeconds,
         });
         // Messages already received are handled even when stopping: otherwise they would stay invisible for minutes.
         for (const message of receivedMessageItems) this.track(this.handle(message));
@@ -210,20 +225,54 @@ class QueueListener {
       if (text === undefined) return await this.moveToPoison(message, 'Message is not valid base64 (see host.json messageEncoding).');
       const invocationId = randomUUID();
       const started = Date.now();
+      const lease = this.keepLease(message);
       try {
         await this.options.handler(queueItem(text), this.context(invocationId, message, text));
       } catch (error) {
+        await lease.end();
         log(name, 'error', `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${Date.now() - started}ms)\n${errorText(error)}`);
         if (message.dequeueCount >= settings.maxDequeueCount) return await this.moveToPoison(message, maxDequeueCountReached);
         await queue.updateMessage(message.messageId, message.popReceipt, undefined, Math.ceil(settings.visibilityTimeoutMs / 1000));
         return;
       }
+      await lease.end();
       log(name, 'information', `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);
       await queue.deleteMessage(message.messageId, message.popReceipt);
     } catch (error) {
       // Settling failed (the queue is unreachable, or the message was taken again): it will be delivered again.
       log(name, 'warning', `Cannot settle message '${message.messageId}' on queue '${queue.name}': ${errorText(error)}`);
     }
+  }
+
+  /**
+   * Keeps the message invisible while its handler runs. Each renewal gives the message a new pop
+   * receipt, which `message` then carries; `end()` waits for a renewal under way, so the message is
+   * settled with its latest receipt.
+   */
+  private keepLease(message: ReceivedMessageItem): { end(): Promise<void> } {
+    const { queue, leaseSeconds, log, name } = this.options;
+    let renewing = Promise.resolve();
+    const timer = setInterval(
+      () => {
+        renewing = renewing.then(async () => {
+          try {
+            const { popReceipt, nextVisibleOn } = await queue.updateMessage(message.messageId, message.popReceipt, undefined, leaseSeconds);
+            message.popReceipt = popReceipt!;
+            message.nextVisibleOn = nextVisibleOn!;
+          } catch (error) {
+            log(name, 'warning', `Cannot renew the lease of message '${message.messageId}': ${errorText(error)}`);
+          }
+        });
+      },
+      (leaseSeconds * 1000) / 2,
+    );
+    timer.unref();
+    return {
+      end: () => {
+        clearInterval(timer);
+        return renewing;
+      },
+    };
   }
 
   private decode(messageText: string): string | undefined {
@@ -264,6 +313,7 @@ class QueueListener {
 /** Starts a listener for every registration whose trigger is a storage queue. */
 export function startQueueTriggers(options: QueueTriggersOptions): QueueTriggers {
   const { environment, log, settings } = options;
+  const leaseSeconds = messageLeaseSeconds(environment);
   const listeners: QueueListener[] = [];
   const queueFunctions: QueueFunction[] = [];
   for (const registration of options.registrations) {
@@ -281,6 +331,7 @@ export function startQueueTriggers(options: QueueTriggersOptions): QueueTriggers
           queue: service.getQueueClient(queue),
           poisonQueue: service.getQueueClient(`${queue}-poison`),
           settings,
+          leaseSeconds,
           log,
         }),
       );
