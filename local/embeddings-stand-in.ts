@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 /** A status answered with the service's error body, or 'drop': the connection is closed without an answer. */
@@ -30,6 +31,8 @@ export interface EmbeddingsStandInOptions {
   dimensions?: number;
   /** The model an Azure deployment reports in its answers. Default 'text-embedding-3-small'. */
   deploymentModel?: string;
+  /** A rate limit, as the real services have: past this many requests in a second, a 429 that says when the second ends. */
+  requestsPerSecond?: number;
 }
 
 /** What the stand-in saw of a request, and what it answered. */
@@ -60,6 +63,8 @@ export interface EmbeddingsStandIn {
    * the answer says when to come back: `Retry-After` in whole seconds, and on the Azure route also `retry-after-ms`.
    */
   failNext(count: number, status?: EmbeddingsFailure, retryAfterSeconds?: number): void;
+  /** Makes every answer from now on take this long, as a real service's do (default 0). */
+  setLatency(milliseconds: number): void;
   close(): Promise<void>;
 }
 
@@ -93,6 +98,20 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
   const counts = { requests: 0, inputs: 0 };
   const received: ReceivedEmbeddingsRequest[] = [];
   let failures: { remaining: number; status: EmbeddingsFailure; retryAfterSeconds: number | undefined } | undefined;
+  const second = { started: 0, requests: 0 };
+  let latencyMs = 0;
+
+  /** The seconds until a request may come, or undefined when this one is within the rate limit. */
+  function overLimit(): number | undefined {
+    if (options.requestsPerSecond === undefined) return undefined;
+    const now = Date.now();
+    if (now - second.started >= 1000) Object.assign(second, { started: now, requests: 0 });
+    if (second.requests < options.requestsPerSecond) {
+      second.requests += 1;
+      return undefined;
+    }
+    return (second.started + 1000 - now) / 1000;
+  }
 
   const server = keepIdleConnectionsOpen(
     http.createServer((request, response) => {
@@ -117,7 +136,14 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
     };
     received.push(record);
     const azure = AZURE_ROUTE.test(url.pathname);
+    if (latencyMs > 0) await delay(latencyMs);
 
+    const wait = overLimit();
+    if (wait !== undefined) {
+      record.status = 429;
+      sendJson(response, 429, failureBody(429), retryAfterHeaders(wait, azure));
+      return;
+    }
     if (failures) {
       const { status, retryAfterSeconds } = failures;
       failures.remaining -= 1;
@@ -187,6 +213,9 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
     received,
     failNext(count, status = 429, retryAfterSeconds) {
       failures = count > 0 ? { remaining: count, status, retryAfterSeconds } : undefined;
+    },
+    setLatency(milliseconds) {
+      latencyMs = milliseconds;
     },
     close() {
       return new Promise<void>((resolve, reject) => {

@@ -2,8 +2,9 @@
  * Client for an OpenAI-compatible embeddings API: OpenAI itself, Azure OpenAI, or a local stand-in.
  *
  * `POST <endpoint>` with `{ input: string[], model? }` answers `{ data: [{ index, embedding }], model, usage }`.
- * Inputs go in batches, one batch at a time; a batch that is throttled (429) or finds the service
- * unavailable (5xx, network, timeout) is retried within a bounded budget, anything else fails at once.
+ * Inputs go in batches, one batch at a time; a batch that finds the service unavailable (5xx,
+ * network, timeout) is retried within a bounded budget; a throttled one (429) ends the call with
+ * EmbeddingsThrottledError, for the caller to come back when the service says; anything else fails at once.
  * The API key is sent only in its header: it never appears in an error or a log line.
  */
 import { setTimeout as delay } from 'node:timers/promises';
@@ -51,7 +52,23 @@ export class EmbeddingsRequestError extends Error {
   }
 }
 
-/** The endpoint kept throttling or failing until the attempts ran out; the cause is the last failure. */
+/**
+ * The endpoint throttled (429). Nothing here waits for it: the caller decides when to come back
+ * (a RAG batch goes back to the queue for `retryAfterMs`). `done` holds the vectors of the texts
+ * embedded before the throttling, in order, so that none of them has to be embedded again.
+ */
+export class EmbeddingsThrottledError extends Error {
+  constructor(
+    readonly retryAfterMs: number,
+    readonly done: number[][],
+    message: string,
+  ) {
+    super(message);
+    this.name = 'EmbeddingsThrottledError';
+  }
+}
+
+/** The endpoint kept failing until the attempts ran out; the cause is the last failure. */
 export class EmbeddingsUnavailableError extends Error {
   constructor(
     readonly attempts: number,
@@ -68,8 +85,11 @@ const DEFAULT_MAX_ATTEMPTS = 6;
 const DEFAULT_MAX_RETRY_DELAY_MS = 20_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const FIRST_BACKOFF_MS = 500;
-// Throttling and the server failures OpenAI and Azure say to retry; any other 4xx would fail the same way again.
-const RETRIED_STATUSES = new Set([429, 500, 502, 503, 504]);
+/** How long to stay away after a 429 that does not say, and the longest a 429 may ask for. */
+const DEFAULT_THROTTLED_MS = 1_000;
+const MAX_THROTTLED_MS = 10 * 60_000;
+// The server failures OpenAI and Azure say to retry; any other 4xx would fail the same way again (429 is the caller's to wait out).
+const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
 // Azure OpenAI and Azure AI services take the key in `api-key`; everything else as a bearer token.
 const API_KEY_HEADER_HOST_SUFFIXES = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -124,8 +144,8 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
   const headers = { 'content-type': 'application/json', accept: 'application/json', ...authorizationHeader(url, settings.apiKey) };
   const redact = (text: string) => redactSecrets(text, settings.apiKey);
 
-  /** The vectors, or why this attempt may succeed later; throws when it will not. */
-  async function attempt(input: string[]): Promise<{ vectors: number[][] } | TransientFailure> {
+  /** The vectors, or why this attempt may succeed later; throws when it will not, or when the endpoint throttles. */
+  async function attempt(input: string[], done: number[][]): Promise<{ vectors: number[][] } | TransientFailure> {
     let response: Response;
     try {
       response = await send(url, {
@@ -138,6 +158,10 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
       });
     } catch (error) {
       return { reason: `could not be reached (${networkErrorName(error)})`, cause: error, retryAfterMs: undefined };
+    }
+    if (response.status === 429) {
+      const wait = Math.min(retryAfterMs(response.headers) ?? DEFAULT_THROTTLED_MS, MAX_THROTTLED_MS);
+      throw new EmbeddingsThrottledError(wait, done, `Embeddings endpoint ${where} throttled: ${redact(await apiErrorMessage(response))}`);
     }
     if (RETRIED_STATUSES.has(response.status)) {
       const reason = `answered ${response.status}: ${redact(await apiErrorMessage(response))}`;
@@ -158,9 +182,9 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
     return { vectors };
   }
 
-  async function embedBatch(input: string[]): Promise<number[][]> {
+  async function embedBatch(input: string[], done: number[][]): Promise<number[][]> {
     for (let attempts = 1; ; attempts += 1) {
-      const outcome = await attempt(input);
+      const outcome = await attempt(input, done);
       if ('vectors' in outcome) return outcome.vectors;
       if (attempts >= maxAttempts) {
         throw new EmbeddingsUnavailableError(attempts, `Embeddings endpoint ${where} ${outcome.reason}, after ${attempts} attempts`, outcome.cause);
@@ -173,7 +197,7 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
     async embed(texts) {
       const vectors: number[][] = [];
       for (let start = 0; start < texts.length; start += batchSize) {
-        vectors.push(...(await embedBatch(texts.slice(start, start + batchSize))));
+        vectors.push(...(await embedBatch(texts.slice(start, start + batchSize), vectors)));
       }
       return vectors;
     },

@@ -4,6 +4,7 @@ import { ConfigurationError } from '../../shared/errors.js';
 import {
   createEmbedder,
   EmbeddingsRequestError,
+  EmbeddingsThrottledError,
   EmbeddingsUnavailableError,
   readEmbeddingsSettings,
   type EmbedderOptions,
@@ -121,23 +122,37 @@ describe('embeddings client against the stand-in', () => {
     expect(standIn.received).toEqual([expect.objectContaining({ authorization, path, query, status: 200 })]);
   });
 
-  it('waits as long as Retry-After says, then succeeds', async () => {
-    standIn.failNext(2, 429, 3);
-    const vectors = await embedder(openAi()).embed(['throttled']);
+  it('ends the call at once on a 429, with the Retry-After delay and the vectors embedded before it', async () => {
+    let requests = 0;
+    // The second request is the one throttled: the first one's vectors come back with the error.
+    const throttleSecond: typeof fetch = (input, init) => {
+      if (++requests === 2) standIn.failNext(1, 429, 3);
+      return fetch(input, init);
+    };
+    const failure = await embedder(openAi(), { batchSize: 1, fetch: throttleSecond })
+      .embed(['first', 'second', 'third'])
+      .catch((error: unknown) => error);
 
-    expect(vectors).toEqual([standInEmbedding('throttled')]);
-    expect(waits).toEqual([3_000, 3_000]);
-    expect(standIn.received.map((request) => request.status)).toEqual([429, 429, 200]);
+    expect(failure).toBeInstanceOf(EmbeddingsThrottledError);
+    expect(failure).toMatchObject({ retryAfterMs: 3_000, done: [standInEmbedding('first')] });
+    expect(waits).toEqual([]);
+    expect(standIn.received.map((request) => request.status)).toEqual([200, 429]);
   });
 
   it("prefers Azure's retry-after-ms, and caps every wait", async () => {
     const azure = embedder({ endpoint: standIn.azureUrl('small'), apiKey: API_KEY });
     standIn.failNext(1, 503, 1.5);
     await azure.embed(['overloaded']);
-    standIn.failNext(1, 429, 120);
-    await azure.embed(['throttled for long']);
+    standIn.failNext(1, 503, 120);
+    await azure.embed(['overloaded for long']);
+    standIn.failNext(1, 429, 1.5);
+    const throttled = await azure.embed(['throttled']).catch((error: unknown) => error);
+    standIn.failNext(1, 429, 86_400);
+    const throttledForLong = await azure.embed(['throttled for a day']).catch((error: unknown) => error);
 
     expect(waits).toEqual([1_500, 20_000]);
+    expect(throttled).toMatchObject({ retryAfterMs: 1_500 });
+    expect(throttledForLong).toMatchObject({ retryAfterMs: 600_000 });
   });
 
   it('backs off exponentially, with jitter, when the service does not say how long', async () => {
@@ -158,13 +173,13 @@ describe('embeddings client against the stand-in', () => {
   });
 
   it('gives up after the attempt budget with EmbeddingsUnavailableError', async () => {
-    standIn.failNext(100, 429, 1);
+    standIn.failNext(100, 503, 1);
     const failure = await embedder(openAi())
       .embed(['never'])
       .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(EmbeddingsUnavailableError);
-    expect(failure).toMatchObject({ attempts: 6, message: expect.stringContaining('answered 429: Rate limit reached') });
+    expect(failure).toMatchObject({ attempts: 6, message: expect.stringContaining('answered 503: ') });
     expect((failure as Error).cause).toBeInstanceOf(EmbeddingsRequestError);
     expect(standIn.counts.requests).toBe(6);
     expect(waits).toEqual([1_000, 1_000, 1_000, 1_000, 1_000]);
