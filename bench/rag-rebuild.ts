@@ -1,96 +1,152 @@
 /**
- * The RAG rebuild figure: a full rebuild of 10,000 projects and 50,000 tasks on the embedded
- * Cosmos DB, in sources per second, then an incremental rebuild of the same data with nothing
- * changed (which must write 0 chunks). The rebuild runs in this process against a fresh emulator.
+ * The RAG rebuild at tenant sizes: jobs started through the API of a local stack on seeded data,
+ * their time to Succeeded, the sources per second of one instance against two (two local hosts on
+ * the same queue), the peak memory of the instance at 20,000 and at 200,000 sources (it must not
+ * grow with the tenant), and 200,000 sources embedded by a stand-in at a fixed rate limit.
  */
-import { performance } from 'node:perf_hooks';
+import { readFile } from 'node:fs/promises';
 import type { OperationInput } from '@azure/cosmos';
-import { startCosmosEmulator } from '../local/cosmos-emulator.js';
+import { LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
+import { startEmbeddingsStandIn } from '../local/embeddings-stand-in.js';
+import { startHostProcess, startStack, type LocalStack } from '../local/stack.js';
 import { writeInBatches } from '../shared/data/batches.js';
-import { loadOrCreateTlsCertificate } from '../local/tls.js';
 
-export interface RagRebuildFigures {
-  projects: number;
-  tasks: number;
-  full: { seconds: number; sourcesPerSecond: number; written: number; chunks: number };
-  incremental: { seconds: number; written: number; unchanged: number; deleted: number };
+export interface RagRun {
+  sources: number;
+  instances: number;
+  embeddings: string;
+  seconds: number;
+  sourcesPerSecond: number;
+  written: number;
+  peakRssMiB: number;
 }
 
-const TENANT = '00000000-0000-4000-8000-00000000bec4';
+export interface RagRebuildFigures {
+  runs: RagRun[];
+  /** Two instances' sources per second over one's, on the same data. */
+  speedUp: number;
+  /** Peak memory of the instance at the largest size over the smallest: the goal is at most 1.2. */
+  peakRssRatio: number;
+}
+
+const TENANT = LOCAL_HOME_TENANT_ID;
+/** A project has this many tasks: 20,000 sources are 4,000 projects and 16,000 tasks. */
+const TASKS_PER_PROJECT = 4;
+/** The embeddings stand-in's rate limit in the run that embeds: about what a small Azure OpenAI deployment allows. */
+const EMBEDDINGS_PER_SECOND = 40;
 
 function sentence(index: number): string {
   return `Step ${index} of the course explains one more idea in a few plain words.`;
 }
 
-/** `tlsDir` holds the certificate this process trusts (NODE_EXTRA_CA_CERTS), so the app's own client can reach the emulator. */
-export async function benchRagRebuild(tlsDir: string, counts = { projects: 10_000, tasks: 50_000 }): Promise<RagRebuildFigures> {
-  const tls = await loadOrCreateTlsCertificate(tlsDir);
-  const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls });
-  try {
-    // The app reads its settings from the environment, as in Azure; it must trust the emulator's certificate.
-    Object.assign(process.env, { COSMOS_ENDPOINT: emulator.endpoint, COSMOS_KEY: emulator.key });
-    const now = new Date().toISOString();
-    const documents: Record<string, unknown>[] = [];
-    for (let index = 0; index < counts.projects; index++) {
-      const id = `PRJ-${1001 + index}`;
-      // Every tenth project has a description long enough for several chunks.
-      const description = Array.from({ length: index % 10 === 0 ? 60 : 3 }, (_, step) => sentence(step)).join(' ');
-      documents.push({
-        id,
-        tenantId: TENANT,
-        type: 'project',
-        name: `Course ${index}`,
-        nameSort: `course ${index}`,
-        description,
-        status: 'Active',
-        owner: 'o@contoso.test',
-        members: ['o@contoso.test'],
-        createdAt: now,
-        updatedAt: now,
-        createdBy: 'bench',
-      });
-    }
-    for (let index = 0; index < counts.tasks; index++) {
-      documents.push({
-        id: `TSK-${1001 + index}`,
-        tenantId: TENANT,
-        type: 'task',
-        projectId: `PRJ-${1001 + (index % counts.projects)}`,
-        title: `Lesson ${index}`,
-        description: sentence(index),
-        status: 'Todo',
-        priority: 'Medium',
-        priorityRank: 2,
-        assignee: null,
-        dueDate: null,
-        createdAt: now,
-        updatedAt: now,
-        createdBy: 'bench',
-      });
-    }
-    const operations = documents.map((resourceBody): OperationInput => ({
-      operationType: 'Create',
-      partitionKey: TENANT,
-      resourceBody: resourceBody as never,
-    }));
-    await writeInBatches(emulator.client.database('lms').container('tenant-data'), TENANT, operations);
+/** Projects and tasks straight into the database, as a tenant of that size would have them. */
+async function seed(stack: LocalStack, sources: number): Promise<void> {
+  const now = new Date().toISOString();
+  const projects = Math.round(sources / (TASKS_PER_PROJECT + 1));
+  const documents: Record<string, unknown>[] = [];
+  for (let index = 0; index < projects; index++) {
+    // Every tenth project has a description long enough for several chunks.
+    const description = Array.from({ length: index % 10 === 0 ? 60 : 3 }, (_, step) => sentence(step)).join(' ');
+    const common = { tenantId: TENANT, status: 'Active', createdAt: now, updatedAt: now, createdBy: 'bench' };
+    documents.push({
+      ...common,
+      id: `PRJ-${1001 + index}`,
+      type: 'project',
+      name: `Course ${index}`,
+      nameSort: `course ${index}`,
+      description,
+      owner: 'o@contoso.test',
+      members: ['o@contoso.test'],
+    });
+  }
+  for (let index = 0; index < sources - projects; index++) {
+    documents.push({
+      id: `TSK-${1001 + index}`,
+      tenantId: TENANT,
+      type: 'task',
+      projectId: `PRJ-${1001 + (index % projects)}`,
+      title: `Lesson ${index}`,
+      description: sentence(index),
+      status: 'Todo',
+      priority: 'Medium',
+      priorityRank: 2,
+      assignee: null,
+      dueDate: null,
+      createdAt: now,
+      updatedAt: now,
+      createdBy: 'bench',
+    });
+  }
+  const operations = documents.map((resourceBody): OperationInput => ({ operationType: 'Create', partitionKey: TENANT, resourceBody: resourceBody as never }));
+  await writeInBatches(stack.cosmos!.client.database('lms').container('tenant-data'), TENANT, operations);
+}
 
-    const { rebuildIndex } = await import('../shared/rag/rebuild.js');
-    let started = performance.now();
-    const full = await rebuildIndex(TENANT, { mode: 'full', projectIds: null });
-    const fullSeconds = (performance.now() - started) / 1000;
-    started = performance.now();
-    const incremental = await rebuildIndex(TENANT, { mode: 'incremental', projectIds: null });
-    const incrementalSeconds = (performance.now() - started) / 1000;
-    return {
-      projects: counts.projects,
-      tasks: counts.tasks,
-      full: { seconds: round(fullSeconds), sourcesPerSecond: Math.round(full.sources / fullSeconds), written: full.written, chunks: full.chunks },
-      incremental: { seconds: round(incrementalSeconds), written: incremental.written, unchanged: incremental.unchanged, deleted: incremental.deleted },
+async function peakRssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) / 1024);
+}
+
+/** A full rebuild through the API, to the job's end. */
+async function rebuild(stack: LocalStack, authorization: string): Promise<{ seconds: number; written: number; sources: number }> {
+  const started = performance.now();
+  const response = await fetch(`${stack.apiBaseUrl}/rag/index`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify({ mode: 'full' }),
+  });
+  const { jobId } = (await response.json()) as { jobId: string };
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const job = (await (await fetch(`${stack.apiBaseUrl}/rag/jobs/${jobId}`, { headers: { authorization } })).json()) as {
+      status: string;
+      error: string | null;
+      counts: { sources: number; written: number } | null;
     };
-  } finally {
-    await emulator.close();
+    if (job.status === 'Succeeded') return { seconds: (performance.now() - started) / 1000, written: job.counts!.written, sources: job.counts!.sources };
+    if (job.status !== 'Running' && job.status !== 'Queued') throw new Error(`The bench's RAG job ended ${job.status}: ${job.error}`);
   }
 }
 
-const round = (value: number) => Math.round(value * 100) / 100;
+/** A fresh stack with `sources` seeded, and as many instances as asked; runs one full rebuild. */
+async function measure(sources: number, options: { instances: number; embeddings?: boolean }): Promise<RagRun> {
+  const standIn = options.embeddings ? await startEmbeddingsStandIn({ apiKey: 'bench', requestsPerSecond: EMBEDDINGS_PER_SECOND }) : undefined;
+  const embeddings = standIn ? { EMBEDDINGS_ENDPOINT: standIn.url, EMBEDDINGS_API_KEY: 'bench', EMBEDDINGS_MODEL: 'bench' } : {};
+  const settings = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|WEBHOOKS_|AzureWebJobs)/.test(name)),
+  );
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings: { ...settings, ...embeddings }, hostOutput: 'pipe' });
+  const extra: { stop(): Promise<void> }[] = [];
+  try {
+    await seed(stack, sources);
+    for (let instance = 1; instance < options.instances; instance++) {
+      extra.push(await startHostProcess({ port: 0, environment: stack.environment, extraCaCerts: stack.caCertPath, hostOutput: 'pipe' }));
+    }
+    const authorization = `Bearer ${await stack.identityProvider!.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Admin'] })}`;
+    const run = await rebuild(stack, authorization);
+    return {
+      sources: run.sources,
+      instances: options.instances,
+      embeddings: standIn ? `stand-in, ${EMBEDDINGS_PER_SECOND} requests/s` : 'off',
+      seconds: Math.round(run.seconds * 10) / 10,
+      sourcesPerSecond: Math.round(run.sources / run.seconds),
+      written: run.written,
+      peakRssMiB: await peakRssMiB(stack.hostPid),
+    };
+  } finally {
+    for (const host of extra) await host.stop();
+    await stack.stop();
+    await standIn?.close();
+  }
+}
+
+export async function benchRagRebuild(sizes = { small: 20_000, large: 200_000 }): Promise<RagRebuildFigures> {
+  const small = await measure(sizes.small, { instances: 1 });
+  const smallTwice = await measure(sizes.small, { instances: 2 });
+  const large = await measure(sizes.large, { instances: 1 });
+  const embedded = await measure(sizes.large, { instances: 1, embeddings: true });
+  return {
+    runs: [small, smallTwice, large, embedded],
+    speedUp: Math.round((smallTwice.sourcesPerSecond / small.sourcesPerSecond) * 100) / 100,
+    peakRssRatio: Math.round((large.peakRssMiB / small.peakRssMiB) * 100) / 100,
+  };
+}
