@@ -230,6 +230,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/rag/jobs/{jobId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a RAG index job
+         * @description A job not yet started ends Cancelled at once; a running one once the batches under way end (the batches not started do nothing, and what was written stays). The answer shows `cancelRequestedAt`. A job that has ended is a 409.
+         *
+         *     **Roles:** LMS.Manager, LMS.Admin (permission `rag:run`).
+         */
+        post: operations["ragJobsCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -517,7 +539,7 @@ export interface components {
             /** Format: uuid */
             jobId: string;
             /** @enum {string} */
-            status: "Queued" | "Running" | "Succeeded" | "Failed";
+            status: "Queued" | "Running" | "Succeeded" | "Failed" | "Cancelled";
             /** @enum {string} */
             mode: "incremental" | "full";
             projectIds: string[] | null;
@@ -530,6 +552,17 @@ export interface components {
             requestedBy: string;
             startedAt: string | null;
             completedAt: string | null;
+            /** @description While Running: how far the job has come; afterwards, how it ended */
+            progress: {
+                /** @description Projects and tasks found in scope so far */
+                sources: number;
+                /** @description Batches planned so far (at most 500 sources each) */
+                batches: number;
+                /** @description Batches that have ended */
+                batchesDone: number;
+            } | null;
+            /** @description When a cancel was asked for; the job is Cancelled once the batches under way end */
+            cancelRequestedAt: string | null;
             counts: {
                 /** @description Projects and tasks the index holds after the job */
                 sources: number;
@@ -2697,6 +2730,8 @@ export interface operations {
                      *       "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
                      *       "startedAt": null,
                      *       "completedAt": null,
+                     *       "progress": null,
+                     *       "cancelRequestedAt": null,
                      *       "counts": null,
                      *       "error": null
                      *     }
@@ -2862,6 +2897,8 @@ export interface operations {
                      *         "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
                      *         "startedAt": null,
                      *         "completedAt": null,
+                     *         "progress": null,
+                     *         "cancelRequestedAt": null,
                      *         "counts": null,
                      *         "error": null
                      *       }
@@ -2988,6 +3025,8 @@ export interface operations {
                      *       "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
                      *       "startedAt": null,
                      *       "completedAt": null,
+                     *       "progress": null,
+                     *       "cancelRequestedAt": null,
                      *       "counts": null,
                      *       "error": null
                      *     }
@@ -3057,6 +3096,152 @@ export interface operations {
              *     - RAG job {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ragJobsCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @example 5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b */
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jobId": "5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b",
+                     *       "status": "Queued",
+                     *       "mode": "incremental",
+                     *       "projectIds": null,
+                     *       "requestedAt": "2026-11-21T10:00:00.000Z",
+                     *       "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *       "startedAt": null,
+                     *       "completedAt": null,
+                     *       "progress": null,
+                     *       "cancelRequestedAt": null,
+                     *       "counts": null,
+                     *       "error": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RagJob"];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - RAG job {id} does not exist.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - RAG job {id} has already ended ({status}): there is nothing to cancel.
+             */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

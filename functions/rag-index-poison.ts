@@ -1,16 +1,27 @@
 import { app, type InvocationContext } from '@azure/functions';
-import { finishJob } from '../shared/data/rag-jobs-repository.js';
+import { finishJob, readBatch } from '../shared/data/rag-jobs-repository.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
-/** A job whose message used up its retries ends Failed, with the error of its last attempt. */
+/**
+ * Work that used up its retries fails its job, with the last error: a batch's names the batch. The
+ * batches already written stay in the index, each chunk as it was or as it is now.
+ */
 export async function ragIndexPoison(message: unknown, context: InvocationContext): Promise<void> {
   const parsed = ragJobMessage.safeParse(message);
   if (!parsed.success) {
-    context.warn('Dropping a poisoned RAG queue message that is not { jobId, tenantId }');
+    context.warn('Dropping a poisoned RAG queue message that is not a job, a batch or a finishing');
     return;
   }
-  await finishJob(parsed.data.tenantId, parsed.data.jobId, { error: undefined });
-  context.warn(`RAG job ${parsed.data.jobId} failed: its message used up every retry`);
+  const work = parsed.data;
+  let error: string | undefined;
+  if ('batch' in work) {
+    const batch = await readBatch(work.tenantId, work.jobId, work.batch);
+    const sources = batch?.sourceIds.length ?? 0;
+    const lastError = batch?.lastError ? ` Last error: ${batch.lastError}` : '';
+    error = `Batch ${work.batch} (${sources} ${batch?.kind ?? 'source'}${sources === 1 ? '' : 's'}) failed after every retry.${lastError}`;
+  }
+  await finishJob(work.tenantId, work.jobId, { error });
+  context.warn(`RAG job ${work.jobId} failed: ${'batch' in work ? `its batch ${work.batch}` : 'its work'} used up every retry`);
 }
 
 app.storageQueue('rag-index-poison', { queueName: '%RAG_QUEUE_NAME%-poison', connection: 'AzureWebJobsStorage', handler: ragIndexPoison });

@@ -1,7 +1,7 @@
 import { app } from '@azure/functions';
 import { createJob, finishJob } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { enqueueRagJob } from '../shared/queues.js';
+import { enqueueRagWork } from '../shared/queues.js';
 import { ragJob, startRagIndexBody } from '../shared/schemas/rag.js';
 
 export const ragIndexStart = endpoint({
@@ -20,7 +20,7 @@ export const ragIndexStart = endpoint({
   async handle({ principal, body, path }) {
     const job = await createJob(principal, body);
     try {
-      await enqueueRagJob({ jobId: job.jobId, tenantId: principal.tenantId });
+      await enqueueRagWork({ jobId: job.jobId, tenantId: principal.tenantId });
     } catch (error) {
       // No job is ever left Queued with no message to run it.
       await finishJob(principal.tenantId, job.jobId, { error: 'The job could not be put on the queue.' });

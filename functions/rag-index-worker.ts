@@ -1,33 +1,36 @@
 import { app, type InvocationContext } from '@azure/functions';
-import { finishJob, recordAttemptError, startRunning } from '../shared/data/rag-jobs-repository.js';
-import { rebuildIndex } from '../shared/rag/rebuild.js';
+import { recordAttemptError, recordBatchError } from '../shared/data/rag-jobs-repository.js';
+import { finish, plan, runBatch } from '../shared/rag/jobs.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
 /**
- * Runs a RAG index rebuild from its queue message. A failure is thrown back to the Functions host,
- * which retries the message after host.json's visibilityTimeout and, after maxDequeueCount tries,
- * moves it to the poison queue (see rag-index-poison). A message for a finished job does nothing.
+ * Runs a RAG index job's work from the queue: its planning, one of its batches, or its finishing
+ * (shared/rag/jobs.ts). A failure is thrown back to the Functions host, which retries the message
+ * after host.json's visibilityTimeout and, after maxDequeueCount tries, moves it to the poison queue
+ * (see rag-index-poison). Work for a job that has ended does nothing.
  */
+/** The queue message's id, the same at every delivery of it. */
+function queueMessageId(context: InvocationContext): string {
+  const id = context.triggerMetadata?.id;
+  return typeof id === 'string' ? id : context.invocationId;
+}
+
 export async function ragIndexWorker(message: unknown, context: InvocationContext): Promise<void> {
   const parsed = ragJobMessage.safeParse(message);
   if (!parsed.success) {
     // It can never succeed; retrying it would only delay the poison queue.
-    context.warn('Dropping a RAG queue message that is not { jobId, tenantId }');
+    context.warn('Dropping a RAG queue message that is not a job, a batch or a finishing');
     return;
   }
-  const { jobId, tenantId } = parsed.data;
-  const job = await startRunning(tenantId, jobId);
-  if (!job) {
-    context.log(`RAG job ${jobId} is already finished or gone; nothing to do`);
-    return;
-  }
+  const work = parsed.data;
   try {
-    const counts = await rebuildIndex(tenantId, job);
-    await finishJob(tenantId, jobId, { counts });
-    context.log(`RAG job ${jobId} succeeded: ${JSON.stringify(counts)}`);
+    if ('batch' in work) await runBatch(work.tenantId, work.jobId, work.batch);
+    else if ('finish' in work) await finish(work.tenantId, work.jobId, queueMessageId(context));
+    else await plan(work.tenantId, work.jobId);
   } catch (error) {
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    await recordAttemptError(tenantId, jobId, reason);
+    if ('batch' in work) await recordBatchError(work.tenantId, work.jobId, work.batch, reason);
+    else await recordAttemptError(work.tenantId, work.jobId, reason);
     throw error;
   }
 }

@@ -154,6 +154,8 @@ export async function startStack(options: StackOptions) {
       /** The storage account the host uses, unless it is given by identity-based settings. */
       storageConnectionString: hostEnvironment.AzureWebJobsStorage,
       cursorSigningKey: hostEnvironment.CURSOR_SIGNING_KEY,
+      /** Exactly the settings the host runs with: a second host given them is a second instance of the same app. */
+      environment: hostEnvironment,
       identityProvider,
       graph,
       cosmos,

@@ -195,6 +195,10 @@ const catalog = {
     en: (p) => `${p.id} is being changed by many requests at once. Try again in a moment.`,
     ja: (p) => `${p.id} は多数のリクエストによって同時に変更されています。しばらくしてから再試行してください。`,
   },
+  ragJobFinished: {
+    en: (p) => `RAG job ${p.id} has already ended (${p.status}): there is nothing to cancel.`,
+    ja: (p) => `RAG ジョブ ${p.id} は既に終了しています（${p.status}）。キャンセルするものはありません。`,
+  },
   webhookNotFound: {
     en: (p) => `Webhook subscription ${p.id} does not exist.`,
     ja: (p) => `Webhook サブスクリプション ${p.id} は存在しません。`,

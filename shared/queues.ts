@@ -43,8 +43,9 @@ async function send(queueName: string, message: object, delaySeconds = 0): Promi
   }
 }
 
-export async function enqueueRagJob(message: RagJobMessage): Promise<void> {
-  await send(queueSettings().ragQueueName, message);
+/** A RAG job's work: its planning, one of its batches, or its finishing, after `delaySeconds`. */
+export async function enqueueRagWork(message: RagJobMessage, delaySeconds = 0): Promise<void> {
+  await send(queueSettings().ragQueueName, message, delaySeconds);
 }
 
 /** A webhook event to hand to its subscriptions, or an attempt of a delivery, after `delaySeconds`. */

@@ -1,4 +1,4 @@
-import type { ContainerDefinition } from '@azure/cosmos';
+import { PartitionKeyDefinitionVersion, PartitionKeyKind, type ContainerDefinition } from '@azure/cosmos';
 
 /**
  * The containers the app uses, with the partitioning and indexing they need. Deployment creates them
@@ -20,7 +20,7 @@ export const CONTAINERS = {
       indexingMode: 'consistent',
       includedPaths: [{ path: '/*' }],
       // Long free text is never filtered or sorted on: indexing it would only cost write RUs.
-      excludedPaths: [{ path: '/description/?' }, { path: '/snapshot/*' }, { path: '/"_etag"/?' }],
+      excludedPaths: [{ path: '/description/?' }, { path: '/snapshot/*' }, { path: '/data/*' }, { path: '/sourceIds/*' }, { path: '/"_etag"/?' }],
       // One per list query's filter-and-sort, so a sorted page reads only what it returns. Cosmos
       // serves both directions of a sort from one composite index.
       compositeIndexes: [
@@ -60,13 +60,15 @@ export const CONTAINERS = {
     },
   },
   /**
-   * The RAG index: one document per chunk, partitioned by tenant like everything else. The RAG
-   * application reads it; docs/rag-index.md describes the fields and the vector and full-text
-   * policies to add on Azure once the embedding model (and so the vector size) is chosen.
+   * The RAG index: one document per chunk, under a hierarchical partition key (tenant, then project),
+   * so that no tenant meets Cosmos's 20 GB limit of one logical partition; a query that names the
+   * tenant alone still reaches only that tenant's partitions. The RAG application reads it;
+   * docs/rag-index.md describes the fields and the vector and full-text policies to add on Azure
+   * once the embedding model (and so the vector size) is chosen.
    */
-  ragChunks: {
-    id: 'rag-chunks',
-    partitionKey: { paths: ['/tenantId'] },
+  ragIndex: {
+    id: 'rag-index',
+    partitionKey: { paths: ['/tenantId', '/projectId'], kind: PartitionKeyKind.MultiHash, version: PartitionKeyDefinitionVersion.V2 },
     indexingPolicy: {
       indexingMode: 'consistent',
       includedPaths: [{ path: '/*' }],

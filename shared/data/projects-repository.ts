@@ -15,7 +15,8 @@ import {
   fieldsOf,
   FULL_SCAN_PAGE,
   listPage,
-  pagesOf,
+  idPage,
+  readByIds,
   readDocument,
   readVisible,
   tenantData,
@@ -107,10 +108,15 @@ export function listProjects(principal: Principal, query: ListProjectsQuery): Pr
   });
 }
 
-/** The tenant's visible projects (only those named, when given), a page at a time: what the RAG index is built from. */
-export function projectPages(tenantId: string, projectIds: readonly string[] | null, pageSize: number): AsyncGenerator<Project[]> {
+/** The ids of the tenant's visible projects (of those named, when given), a page at a time: what the RAG index is built from. */
+export function projectIdPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
   const where = projectIds ? { condition: 'ARRAY_CONTAINS(@projectIds, c.id)', parameters: [{ name: '@projectIds', value: [...projectIds] }] } : undefined;
-  return pagesOf({ kind: projects, tenantId, pageSize, ...(where ? { where } : {}) });
+  return idPage({ kind: projects, tenantId, where, pageSize, continuation });
+}
+
+/** The visible projects among these ids. */
+export function projectsByIds(tenantId: string, ids: readonly string[]): Promise<Project[]> {
+  return readByIds(projects, tenantId, ids);
 }
 
 /** Applies the given fields, following the project rules (status moves, archived read-only, ownership). */

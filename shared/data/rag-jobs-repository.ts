@@ -1,34 +1,80 @@
+/**
+ * RAG index jobs and their batches, in the tenant's partition. A job is planned into batches of at
+ * most 500 sources; each batch is a document that records, once, what its run did: a batch run twice
+ * counts once, and the job's counts are the sum of its batches'. Progress is counted from the
+ * batches that ended, so it never goes back.
+ */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
-import { ApiError, notFound } from '../errors.js';
-import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
+import { ApiError, conflict, notFound } from '../errors.js';
+import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type RagProgress, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
-import type { Page } from './paging.js';
 import { announce, eventWrite } from './events.js';
-import { asJson, batchFailure, fieldsOf, listPage, readDocument, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
+import type { ChunkPlace } from './rag-index-repository.js';
+import type { Page } from './paging.js';
+import {
+  asJson,
+  batchFailure,
+  changeDocument,
+  FULL_SCAN_PAGE,
+  fieldsOf,
+  listPage,
+  readDocument,
+  readVisible,
+  tenantData,
+  type DocumentKind,
+  type StoredDocument,
+} from './tenant-data.js';
 
-interface RagJobDocument extends Omit<RagJob, 'jobId'> {
-  id: string;
-  tenantId: string;
+export interface RagJobDocument extends Omit<RagJob, 'jobId'>, StoredDocument {
   type: 'ragJob';
+  /** Every batch is planned: the job ends once that many have ended. */
+  planned: boolean;
+  /** Where planning goes on after a restart: the source kind and the query's continuation. */
+  planCursor: { kind: SourceKind; continuation: string | undefined } | null;
+  /** The queue message whose run is finishing the job, and until when: another (a message delivered twice) leaves it alone. */
+  finishing?: { runner: string; until: string };
   /** The error of the last failed attempt, kept for the job's final error if every retry fails. */
   lastError?: string;
-  _etag: string;
+  /**
+   * The final step's removals of chunks whose source is gone: how many so far, and the ones under
+   * way. Recorded before they are removed, so a run that starts again after a crash counts them once.
+   */
+  sweep?: Sweep;
+}
+
+export interface Sweep {
+  deleted: number;
+  pending: ChunkPlace[];
+}
+
+export type SourceKind = 'project' | 'task';
+
+export interface RagBatchDocument extends StoredDocument {
+  type: 'ragBatch';
+  jobId: string;
+  number: number;
+  kind: SourceKind;
+  sourceIds: string[];
+  status: 'Planned' | 'Done';
+  /** Chunks of its sources the batch found to remove, recorded before it removes them: a run again after a crash finds fewer. */
+  staleFound: number;
+  counts: RagCounts | null;
+  lastError: string | null;
 }
 
 /** Exists while a job of the tenant is Queued or Running: its creation is what makes a job the only active one. */
-interface ActiveJobLock {
+interface ActiveJobLock extends StoredDocument {
   id: typeof LOCK_ID;
-  tenantId: string;
   type: 'ragActiveJob';
   jobId: string;
-  _etag: string;
 }
 
 const LOCK_ID = 'rag-active-job';
-const TERMINAL: ReadonlySet<RagJob['status']> = new Set(['Succeeded', 'Failed']);
+const TERMINAL: ReadonlySet<RagJob['status']> = new Set(['Succeeded', 'Failed', 'Cancelled']);
+export const isFinished = (job: Pick<RagJob, 'status'>) => TERMINAL.has(job.status);
 
 const jobFields = fieldsOf(ragJob.omit({ jobId: true }));
 
@@ -39,7 +85,7 @@ const ragJobs: DocumentKind<RagJobDocument, RagJob> = {
   missing: (jobId) => notFound('ragJobNotFound', { id: jobId.slice(0, 100) }),
 };
 
-const readJobDocument = (tenantId: string, jobId: string) => readDocument<RagJobDocument>(tenantId, jobId, ragJobs.type);
+export const readJobDocument = (tenantId: string, jobId: string) => readDocument<RagJobDocument>(tenantId, jobId, ragJobs.type);
 
 function activeJobConflict(jobId: string): ApiError {
   return new ApiError(409, 'ragJobActive', { id: jobId }, { extra: { activeJobId: jobId } });
@@ -56,7 +102,7 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
     const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
     if (lock) {
       const active = await readJobDocument(tenantId, lock.jobId);
-      if (active && !TERMINAL.has(active.status)) throw activeJobConflict(lock.jobId);
+      if (active && !isFinished(active)) throw activeJobConflict(lock.jobId);
       // A lock left behind by a job that did finish (a crash between the two writes) is released.
       await documents
         .item(LOCK_ID, tenantId)
@@ -76,8 +122,12 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
       requestedBy: principal.objectId,
       startedAt: null,
       completedAt: null,
+      progress: null,
+      cancelRequestedAt: null,
       counts: null,
       error: null,
+      planned: false,
+      planCursor: null,
     };
     const newLock: Omit<ActiveJobLock, '_etag'> = { id: LOCK_ID, tenantId, type: 'ragActiveJob', jobId: job.id };
     const result = await sendBatch(
@@ -104,17 +154,102 @@ export function listJobs(principal: Principal, query: ListRagJobsQuery): Promise
   return listPage({ kind: ragJobs, tenantId: principal.tenantId, filters: {}, orderBy: 'c.requestedAt DESC', limit: query.limit, cursor: query.cursor });
 }
 
-/** The job to work on, now Running; undefined when it is gone or already finished (a repeated message). */
-export async function startRunning(tenantId: string, jobId: string): Promise<RagJob | undefined> {
-  const document = await readJobDocument(tenantId, jobId);
-  if (!document || TERMINAL.has(document.status)) return undefined;
-  const running: RagJobDocument = { ...document, status: 'Running', startedAt: document.startedAt ?? new Date().toISOString() };
-  const { resource } = await (
-    await tenantData()
-  )
-    .item(jobId, tenantId)
-    .replace(asJson(running), { accessCondition: { type: 'IfMatch', condition: document._etag } });
-  return ragJobs.resourceOf(resource as unknown as RagJobDocument);
+/** Changes a job that has not ended; undefined when it has (or is gone). */
+async function changeJob(tenantId: string, jobId: string, change: (current: RagJobDocument) => RagJobDocument): Promise<RagJobDocument | undefined> {
+  const current = await readJobDocument(tenantId, jobId);
+  if (!current || isFinished(current)) return undefined;
+  let ended = false;
+  const changed = await changeDocument({
+    kind: ragJobs,
+    tenantId,
+    id: jobId,
+    expected: undefined,
+    change(latest) {
+      if (!isFinished(latest)) return change(latest);
+      ended = true;
+      return latest;
+    },
+  });
+  return ended ? undefined : changed;
+}
+
+/** The job to plan, now Running; undefined when it is gone or has ended (a repeated message). */
+export function startRunning(tenantId: string, jobId: string): Promise<RagJobDocument | undefined> {
+  return changeJob(tenantId, jobId, (current) => ({
+    ...current,
+    status: 'Running',
+    startedAt: current.startedAt ?? new Date().toISOString(),
+    progress: current.progress ?? { sources: 0, batches: 0, batchesDone: 0 },
+  }));
+}
+
+/** Planning has come this far: progress grows (a second planning run never makes it go back). */
+export function recordPlanning(
+  tenantId: string,
+  jobId: string,
+  planned: Omit<RagProgress, 'batchesDone'>,
+  cursor: RagJobDocument['planCursor'],
+): Promise<RagJobDocument | undefined> {
+  return changeJob(tenantId, jobId, (current) => ({
+    ...current,
+    planCursor: cursor,
+    progress: {
+      sources: Math.max(current.progress?.sources ?? 0, planned.sources),
+      batches: Math.max(current.progress?.batches ?? 0, planned.batches),
+      batchesDone: current.progress?.batchesDone ?? 0,
+    },
+  }));
+}
+
+/**
+ * Takes the job's finishing for the run of queue message `runner`, for `leaseMs`: undefined when the
+ * job has ended or another message's run holds it. A run that failed or crashed has its message
+ * delivered again, and that message takes the finishing back at once; any other waits out the lease.
+ */
+export async function startFinishing(tenantId: string, jobId: string, runner: string, leaseMs: number): Promise<RagJobDocument | undefined> {
+  let taken = false;
+  const job = await changeJob(tenantId, jobId, (current) => {
+    const held = current.finishing && current.finishing.runner !== runner && Date.parse(current.finishing.until) > Date.now();
+    taken = !held;
+    return taken ? { ...current, finishing: { runner, until: new Date(Date.now() + leaseMs).toISOString() } } : current;
+  });
+  return taken ? job : undefined;
+}
+
+/** How far the final step's removals have come; the finishing run keeps the job for another `leaseMs`. */
+export function recordSweep(tenantId: string, jobId: string, sweep: Sweep, leaseMs: number): Promise<RagJobDocument | undefined> {
+  return changeJob(tenantId, jobId, (current) => ({
+    ...current,
+    sweep,
+    ...(current.finishing ? { finishing: { ...current.finishing, until: new Date(Date.now() + leaseMs).toISOString() } } : {}),
+  }));
+}
+
+/** Every batch is planned. */
+export function finishPlanning(tenantId: string, jobId: string): Promise<RagJobDocument | undefined> {
+  return changeJob(tenantId, jobId, (current) => ({ ...current, planned: true, planCursor: null }));
+}
+
+/** Progress after `batchesDone` batches ended, never less than it already shows. */
+export function recordBatchesDone(tenantId: string, jobId: string, batchesDone: number): Promise<RagJobDocument | undefined> {
+  return changeJob(tenantId, jobId, (current) => ({
+    ...current,
+    progress: { sources: 0, batches: 0, ...current.progress, batchesDone: Math.max(current.progress?.batchesDone ?? 0, batchesDone) },
+  }));
+}
+
+/**
+ * Asks a job to stop: one not yet planned ends Cancelled at once; a running one ends Cancelled once
+ * the batches under way end (those not started do nothing). A job that has ended is a 409.
+ */
+export async function requestCancel(principal: Principal, jobId: string): Promise<RagJob> {
+  const { tenantId } = principal;
+  const current = await readVisible(ragJobs, tenantId, jobId);
+  if (isFinished(current)) throw conflict('ragJobFinished', { id: jobId, status: current.status });
+  const asked = await changeJob(tenantId, jobId, (latest) => ({ ...latest, cancelRequestedAt: latest.cancelRequestedAt ?? new Date().toISOString() }));
+  if (!asked) throw conflict('ragJobFinished', { id: jobId, status: (await readVisible(ragJobs, tenantId, jobId)).status });
+  if (asked.status === 'Queued') await finishJob(tenantId, jobId, { cancelled: true });
+  return ragJobs.resourceOf((await readJobDocument(tenantId, jobId)) ?? asked);
 }
 
 /** Keeps the error of a failed attempt; the job stays Running while the queue retries it. */
@@ -129,31 +264,129 @@ export async function recordAttemptError(tenantId: string, jobId: string, messag
     });
 }
 
+type Outcome = { counts: RagCounts } | { error: string | undefined } | { cancelled: true };
+
 /**
- * Ends the job (Succeeded with its counts, or Failed with an error; without one, the last attempt's)
- * and frees the tenant for the next one.
+ * Ends the job (Succeeded with its counts, Failed with an error (without one, the last attempt's),
+ * or Cancelled), sends its event if it has one, and frees the tenant for the next job.
  */
-export async function finishJob(tenantId: string, jobId: string, outcome: { counts: RagCounts } | { error: string | undefined }): Promise<void> {
+export async function finishJob(tenantId: string, jobId: string, outcome: Outcome): Promise<void> {
   const documents = await tenantData();
   const document = await readJobDocument(tenantId, jobId);
-  if (!document || TERMINAL.has(document.status)) return;
+  if (!document || isFinished(document)) return;
   const finished: RagJobDocument = {
     ...document,
     ...('counts' in outcome
       ? { status: 'Succeeded', counts: outcome.counts, error: null }
-      : { status: 'Failed', error: outcome.error ?? `Gave up after the queue's last retry.${document.lastError ? ` Last error: ${document.lastError}` : ''}` }),
+      : 'cancelled' in outcome
+        ? { status: 'Cancelled', error: null }
+        : {
+            status: 'Failed',
+            error: outcome.error ?? `Gave up after the queue's last retry.${document.lastError ? ` Last error: ${document.lastError}` : ''}`,
+          }),
     completedAt: new Date().toISOString(),
   };
   const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
   const job = ragJobs.resourceOf(finished);
-  const event = eventWrite(tenantId, { type: job.status === 'Succeeded' ? 'rag.job.succeeded' : 'rag.job.failed', data: job });
+  const type = job.status === 'Succeeded' ? 'rag.job.succeeded' : job.status === 'Failed' ? 'rag.job.failed' : undefined;
+  const event = type && eventWrite(tenantId, { type, data: job });
   const operations: OperationInput[] = [
     { operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag },
-    event.operation,
+    ...(event ? [event.operation] : []),
   ];
   if (lock?.jobId === jobId) operations.push({ operationType: 'Delete', id: LOCK_ID, partitionKey: tenantId });
   const result = await sendBatch(documents, operations, tenantId);
   if (result[0]?.statusCode === 412) return finishJob(tenantId, jobId, outcome);
   if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Finishing RAG job ${jobId}`, result);
-  announce(tenantId, [event.id]);
+  if (event) announce(tenantId, [event.id]);
+}
+
+// ------------------------------------------------------------------ batches
+
+const batchId = (jobId: string, number: number) => `${jobId}-b${number}`;
+
+/** A batch of the job, made once: a second planning run finds it made and keeps it as it is. */
+export async function planBatch(tenantId: string, jobId: string, number: number, kind: SourceKind, sourceIds: string[]): Promise<RagBatchDocument> {
+  const batch: Omit<RagBatchDocument, '_etag'> = {
+    id: batchId(jobId, number),
+    tenantId,
+    type: 'ragBatch',
+    jobId,
+    number,
+    kind,
+    sourceIds,
+    status: 'Planned',
+    staleFound: 0,
+    counts: null,
+    lastError: null,
+  };
+  try {
+    const { resource } = await (await tenantData()).items.create(batch);
+    return resource as unknown as RagBatchDocument;
+  } catch (error) {
+    if (cosmosStatus(error) !== 409) throw error;
+    return (await readBatch(tenantId, jobId, number))!;
+  }
+}
+
+export function readBatch(tenantId: string, jobId: string, number: number): Promise<RagBatchDocument | undefined> {
+  return readDocument<RagBatchDocument>(tenantId, batchId(jobId, number), 'ragBatch');
+}
+
+/**
+ * The batch's run ended with these counts: recorded once, whatever runs it twice (a second run finds
+ * it Done, and records nothing). False when another run recorded first.
+ */
+export async function completeBatch(tenantId: string, jobId: string, number: number, counts: RagCounts): Promise<boolean> {
+  const documents = await tenantData();
+  for (;;) {
+    const current = await readBatch(tenantId, jobId, number);
+    if (!current || current.status === 'Done') return false;
+    try {
+      await documents
+        .item(current.id, tenantId)
+        .replace(asJson({ ...current, status: 'Done', counts }), { accessCondition: { type: 'IfMatch', condition: current._etag } });
+      return true;
+    } catch (error) {
+      // 412: changed meanwhile (an error recorded, or another run): read again.
+      if (cosmosStatus(error) !== 412) throw error;
+    }
+  }
+}
+
+/** The chunks of its sources a batch is about to remove. */
+export async function recordStaleFound(tenantId: string, jobId: string, number: number, staleFound: number): Promise<void> {
+  await (await tenantData()).item(batchId(jobId, number), tenantId).patch([{ op: 'set', path: '/staleFound', value: staleFound }]);
+}
+
+export async function recordBatchError(tenantId: string, jobId: string, number: number, message: string): Promise<void> {
+  await (
+    await tenantData()
+  )
+    .item(batchId(jobId, number), tenantId)
+    .patch([{ op: 'set', path: '/lastError', value: message.slice(0, 1000) }])
+    .catch((error: unknown) => {
+      if (cosmosStatus(error) !== 404) throw error;
+    });
+}
+
+/** How many of the job's batches ended, and the sum of their counts. */
+export async function batchTotals(tenantId: string, jobId: string): Promise<{ done: number; counts: RagCounts }> {
+  const query = {
+    query: "SELECT c.counts FROM c WHERE c.tenantId = @tenantId AND c.type = 'ragBatch' AND c.jobId = @jobId AND c.status = 'Done'",
+    parameters: [
+      { name: '@tenantId', value: tenantId },
+      { name: '@jobId', value: jobId },
+    ],
+  };
+  const counts: RagCounts = { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 };
+  let done = 0;
+  const pages = (await tenantData()).items.query<{ counts: RagCounts }>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE });
+  while (pages.hasMoreResults()) {
+    for (const batch of (await pages.fetchNext()).resources) {
+      done += 1;
+      for (const name of Object.keys(counts) as (keyof RagCounts)[]) counts[name] += batch.counts[name];
+    }
+  }
+  return { done, counts };
 }

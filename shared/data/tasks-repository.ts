@@ -12,7 +12,8 @@ import {
   createDocument,
   fieldsOf,
   listPage,
-  pagesOf,
+  idPage,
+  readByIds,
   readVisible,
   REMOVE,
   stillExists,
@@ -110,12 +111,17 @@ export function listTasks(principal: Principal, query: ListTasksQuery): Promise<
   });
 }
 
-/** The tenant's tasks (of the projects named, when given), a page at a time: what the RAG index is built from. */
-export function taskPages(tenantId: string, projectIds: readonly string[] | null, pageSize: number): AsyncGenerator<Task[]> {
+/** The ids of the tenant's tasks (of the projects named, when given), a page at a time: what the RAG index is built from. */
+export function taskIdPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
   const where = projectIds
     ? { condition: 'ARRAY_CONTAINS(@projectIds, c.projectId)', parameters: [{ name: '@projectIds', value: [...projectIds] }] }
     : undefined;
-  return pagesOf({ kind: tasks, tenantId, pageSize, ...(where ? { where } : {}) });
+  return idPage({ kind: tasks, tenantId, where, pageSize, continuation });
+}
+
+/** The tasks among these ids. */
+export function tasksByIds(tenantId: string, ids: readonly string[]): Promise<Task[]> {
+  return readByIds(tasks, tenantId, ids);
 }
 
 /** Applies the given fields. The tasks of an Archived project are read-only, like the project. */

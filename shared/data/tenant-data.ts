@@ -271,26 +271,52 @@ export async function listPage<D extends StoredDocument, R>(options: {
   return { items: page.items.map((document) => kind.resourceOf(document)), nextCursor: page.nextCursor };
 }
 
+/** A condition on documents of a kind, its values named in it as parameters. */
+export interface Where {
+  condition: string;
+  parameters: SqlParameter[];
+}
+
 /**
- * Every visible document of one kind that meets `where` (its values as `parameters`), as resources,
- * a page of at most `pageSize` at a time: a whole tenant can be read without holding it in memory.
+ * The ids of visible documents of one kind that meet `where`, a page at a time from `continuation`
+ * (undefined: from the start): the next page's continuation goes with them, so that a reader can
+ * stop and go on later, or in another process, without holding the whole tenant.
  */
-export async function* pagesOf<D extends StoredDocument, R>(options: {
+export async function idPage<D extends StoredDocument, R>(options: {
   kind: DocumentKind<D, R>;
   tenantId: string;
-  where?: { condition: string; parameters: SqlParameter[] };
+  where: Where | undefined;
   pageSize: number;
-}): AsyncGenerator<R[]> {
-  const { kind, tenantId, where } = options;
+  continuation: string | undefined;
+}): Promise<{ ids: string[]; continuation: string | undefined }> {
+  const { conditions, parameters } = visibleOfKind(options.kind, options.tenantId);
+  if (options.where) {
+    conditions.push(options.where.condition);
+    parameters.push(...options.where.parameters);
+  }
+  const query = { query: `SELECT VALUE c.id FROM c WHERE ${conditions.join(' AND ')}`, parameters };
+  const ids: string[] = [];
+  let continuation = options.continuation;
+  // Cosmos may answer short pages before the end: ask again until the page is full or the query ends.
+  do {
+    const page = await (
+      await tenantData()
+    ).items
+      .query<string>(query, { partitionKey: options.tenantId, maxItemCount: options.pageSize - ids.length, continuationToken: continuation })
+      .fetchNext();
+    ids.push(...page.resources);
+    continuation = page.continuationToken || undefined;
+  } while (continuation !== undefined && ids.length < options.pageSize);
+  return { ids, continuation };
+}
+
+/** The visible documents of one kind among these ids, as resources (an id that names none is left out). */
+export async function readByIds<D extends StoredDocument, R>(kind: DocumentKind<D, R>, tenantId: string, ids: readonly string[]): Promise<R[]> {
   const { conditions, parameters } = visibleOfKind(kind, tenantId);
-  if (where) {
-    conditions.push(where.condition);
-    parameters.push(...where.parameters);
-  }
-  const query = { query: `SELECT * FROM c WHERE ${conditions.join(' AND ')}`, parameters };
-  const pages = (await tenantData()).items.query<D>(query, { partitionKey: tenantId, maxItemCount: options.pageSize });
-  while (pages.hasMoreResults()) {
-    const { resources } = await pages.fetchNext();
-    if (resources.length > 0) yield resources.map((document) => kind.resourceOf(document));
-  }
+  const query = {
+    query: `SELECT * FROM c WHERE ${[...conditions, 'ARRAY_CONTAINS(@ids, c.id)'].join(' AND ')}`,
+    parameters: [...parameters, { name: '@ids', value: [...ids] }],
+  };
+  const { resources } = await (await tenantData()).items.query<D>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
+  return resources.map((document) => kind.resourceOf(document));
 }

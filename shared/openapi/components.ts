@@ -58,6 +58,8 @@ const exampleRagJob: RagJob = {
   requestedBy: CREATED_BY,
   startedAt: null,
   completedAt: null,
+  progress: null,
+  cancelRequestedAt: null,
   counts: null,
   error: null,
 };

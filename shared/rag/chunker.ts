@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Project } from '../schemas/projects.js';
 import type { Task } from '../schemas/tasks.js';
-import type { Chunk } from '../data/rag-chunks-repository.js';
+import type { Chunk } from '../data/rag-index-repository.js';
 
 /** Longest chunk body, in characters; a sentence longer than this is cut at word boundaries. */
 export const MAX_CHUNK_CHARACTERS = 1_200;

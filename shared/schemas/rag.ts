@@ -4,7 +4,7 @@ import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
 export const RAG_MODES = ['incremental', 'full'] as const;
-export const RAG_JOB_STATUSES = ['Queued', 'Running', 'Succeeded', 'Failed'] as const;
+export const RAG_JOB_STATUSES = ['Queued', 'Running', 'Succeeded', 'Failed', 'Cancelled'] as const;
 export type RagJobStatus = (typeof RAG_JOB_STATUSES)[number];
 export const MAX_PROJECT_IDS = 100;
 
@@ -33,6 +33,13 @@ export type RagCounts = z.infer<typeof ragCounts>;
 export const jobId = z.string().regex(GUID).meta({ format: 'uuid' });
 export const jobIdParameter: PathParameter = { schema: jobId, notFound: 'ragJobNotFound', example: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' };
 
+export const ragProgress = z.object({
+  sources: z.number().int().describe('Projects and tasks found in scope so far'),
+  batches: z.number().int().describe('Batches planned so far (at most 500 sources each)'),
+  batchesDone: z.number().int().describe('Batches that have ended'),
+});
+export type RagProgress = z.infer<typeof ragProgress>;
+
 export const ragJob = z.object({
   jobId,
   status: z.enum(RAG_JOB_STATUSES),
@@ -42,6 +49,8 @@ export const ragJob = z.object({
   requestedBy: z.string().describe("The requester's Entra object id (oid)"),
   startedAt: timestamp.nullable(),
   completedAt: timestamp.nullable(),
+  progress: ragProgress.nullable().describe('While Running: how far the job has come; afterwards, how it ended'),
+  cancelRequestedAt: timestamp.nullable().describe('When a cancel was asked for; the job is Cancelled once the batches under way end'),
   counts: ragCounts.nullable(),
   error: z.string().nullable(),
 });
@@ -50,6 +59,10 @@ export type RagJob = z.infer<typeof ragJob>;
 export const listRagJobsQuery = z.strictObject({ ...pagingParameters });
 export type ListRagJobsQuery = z.infer<typeof listRagJobsQuery>;
 
-/** What the queue carries: just enough to find the job. */
-export const ragJobMessage = z.object({ jobId, tenantId: z.string().min(1) });
+/** The RAG queue's work: plan a job, run one of its batches, or finish it once every batch has ended. */
+export const ragJobMessage = z.union([
+  z.strictObject({ jobId, tenantId: z.string().min(1) }),
+  z.strictObject({ jobId, tenantId: z.string().min(1), batch: z.number().int().min(0) }),
+  z.strictObject({ jobId, tenantId: z.string().min(1), finish: z.literal(true) }),
+]);
 export type RagJobMessage = z.infer<typeof ragJobMessage>;

@@ -6,7 +6,7 @@ import { startHostProcess } from '../../local/stack.js';
 import { api, HOME_TENANT, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
 
 const manager = () => token({ roles: ['LMS.Manager'] });
-const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-chunks');
+const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-index');
 const sentence = (index: number) => `Lesson ${index} walks through one more part of the material, slowly and with examples.`;
 
 async function newProject(description = 'A short course.') {
@@ -38,7 +38,7 @@ async function finished(jobId: string, baseUrl = stack.apiBaseUrl): Promise<Job>
   for (;;) {
     const response = await fetch(`${baseUrl}/rag/jobs/${jobId}`, { headers: { authorization: `Bearer ${await manager()}` } });
     const job = (await response.json()) as Job;
-    if (job.status === 'Succeeded' || job.status === 'Failed') return job;
+    if (['Succeeded', 'Failed', 'Cancelled'].includes(job.status)) return job;
     if (Date.now() > deadline) throw new Error(`Job ${jobId} still ${job.status}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -56,19 +56,24 @@ async function rebuild(body: Record<string, unknown>, baseUrl = stack.apiBaseUrl
 }
 
 async function chunkIds(projectIds: string[]): Promise<string[]> {
+  return [...(await chunkVersions(projectIds)).keys()].sort();
+}
+
+/** Each chunk's ETag, by chunk id: a chunk rewritten gets a new one. */
+async function chunkVersions(projectIds: string[]): Promise<Map<string, string>> {
   const { resources } = await chunks.items
-    .query<{ id: string }>(
+    .query<{ id: string; _etag: string }>(
       {
-        query: 'SELECT c.id FROM c WHERE c.tenantId = @tenantId AND ARRAY_CONTAINS(@projectIds, c.projectId)',
+        query: 'SELECT c.id, c._etag FROM c WHERE c.tenantId = @tenantId AND ARRAY_CONTAINS(@projectIds, c.projectId)',
         parameters: [
           { name: '@tenantId', value: HOME_TENANT },
           { name: '@projectIds', value: projectIds },
         ],
       },
-      { partitionKey: HOME_TENANT },
+      { partitionKey: [HOME_TENANT] },
     )
     .fetchAll();
-  return resources.map((chunk) => chunk.id).sort();
+  return new Map(resources.map((chunk) => [chunk.id, chunk._etag]));
 }
 
 describe('POST /api/rag/index', () => {
@@ -105,7 +110,7 @@ describe('POST /api/rag/index', () => {
       [`${short}-c0`, ...Array.from({ length: longChunks }, (_, index) => `${long}-c${index}`), `${tasks[0]}-c0`, `${tasks[1]}-c0`].sort(),
     );
 
-    const { resource: chunk } = await chunks.item(`${tasks[0]}-c0`, HOME_TENANT).read();
+    const { resource: chunk } = await chunks.item(`${tasks[0]}-c0`, [HOME_TENANT, short]).read();
     expect(chunk).toMatchObject({
       sourceType: 'task',
       sourceId: tasks[0],
@@ -117,7 +122,10 @@ describe('POST /api/rag/index', () => {
     });
     expect(chunk.content).toContain('Record the intro');
 
+    const versions = await chunkVersions([short, long]);
     expect((await rebuild(scope)).counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 0, unchanged: 3 + longChunks, deleted: 0 });
+    // Unchanged chunks are not rewritten, not even with the same content.
+    expect(await chunkVersions([short, long])).toEqual(versions);
 
     // Renaming a project rewrites its own chunk only: its tasks' chunks do not carry its name.
     await api('PUT', `/projects/${short}`, { token: await token({ roles: ['LMS.Admin'] }), body: { name: 'Renamed course' } });
@@ -227,7 +235,7 @@ describe('the RAG worker under failure', () => {
     const taskId = await newTask(projectId, 'Embed me');
     await rebuild({ projectIds: [projectId] }, baseUrl);
     expect(standIn.counts.inputs).toBe(2);
-    const { resource } = await chunks.item(`${taskId}-c0`, HOME_TENANT).read();
+    const { resource } = await chunks.item(`${taskId}-c0`, [HOME_TENANT, projectId]).read();
     expect(resource.embedding).toHaveLength(32);
     await rebuild({ projectIds: [projectId] }, baseUrl);
     await rebuild({ mode: 'full', projectIds: [projectId] }, baseUrl);
@@ -268,7 +276,7 @@ describe('the RAG worker under failure', () => {
     standIn.failNext(1_000, 503, 0);
     const job = await rebuild({ projectIds: [projectId] }, baseUrl);
     expect(job.status).toBe('Failed');
-    expect(job.error).toMatch(/Gave up after the queue's last retry\. Last error: EmbeddingsUnavailableError/);
+    expect(job.error).toMatch(/^Batch 0 \(1 project\) failed after every retry\. Last error: EmbeddingsUnavailableError/);
     // The message went to the poison queue, whose handler failed the job and consumed it (the host deletes
     // a message once its handler has returned, so the job can read Failed a moment before).
     for (const name of ['rag-test-poison', 'rag-test-poison-poison']) {

@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CosmosClient } from '@azure/cosmos';
@@ -227,44 +226,6 @@ describe('the identity provider unreachable at start, then back', () => {
 
 // ------------------------------------------------------------------ a RAG worker killed mid-job
 
-interface ReceivedMessage {
-  /** The queue's path, as the request named it (`/devstoreaccount1/<queue>/messages`). */
-  path: string;
-  messageId: string;
-  popReceipt: string;
-}
-
-/**
- * An HTTP proxy in front of Azurite's queue service that remembers the pop receipts it hands out,
- * so that the test can make a message visible again at once: what the queue itself does when the
- * processing visibility timeout (10 minutes on the local host, as on Azure) runs out.
- */
-async function startQueueProxy(queueEndpoint: URL) {
-  const received: ReceivedMessage[] = [];
-  const server = await startSmallServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const upstream = httpRequest(
-        { host: queueEndpoint.hostname, port: queueEndpoint.port, method: request.method, path: request.url, headers: request.headers },
-        (answer) => {
-          const body: Buffer[] = [];
-          answer.on('data', (chunk: Buffer) => body.push(chunk));
-          answer.on('end', () => {
-            const text = Buffer.concat(body).toString('utf8');
-            for (const match of text.matchAll(/<MessageId>([^<]+)<\/MessageId>[\s\S]*?<PopReceipt>([^<]+)<\/PopReceipt>/g))
-              received.push({ path: request.url ?? '', messageId: match[1]!, popReceipt: match[2]! });
-            response.writeHead(answer.statusCode ?? 502, answer.headers).end(Buffer.concat(body));
-          });
-        },
-      );
-      upstream.on('error', () => response.destroy());
-      upstream.end(Buffer.concat(chunks));
-    });
-  });
-  return { ...server, received };
-}
-
 describe('a RAG worker killed mid-job', () => {
   hostileTest(
     'the job is retried by the next worker and ends Succeeded with a correct index',
@@ -276,9 +237,6 @@ describe('a RAG worker killed mid-job', () => {
       rememberSecret(String(provider.privateJwk.d));
       const bearer = await provider.issueToken({ tenantId: tenant, kind: 'user', roles: ['LMS.Admin'] });
       const queueName = `hostile-kill-${randomUUID().slice(0, 8)}`;
-      const queueEndpoint = new URL(/QueueEndpoint=([^;]+)/.exec(stack.storageConnectionString)![1]!);
-      const queueProxy = await startQueueProxy(queueEndpoint);
-      cleanups.push(() => queueProxy.close());
       // Embeddings that never answer: the worker is stuck mid-job when it is killed.
       const hanging = await startSmallServer(() => undefined);
       cleanups.push(() => hanging.close());
@@ -293,10 +251,11 @@ describe('a RAG worker killed mid-job', () => {
         EMBEDDINGS_MODEL: 'text-embedding-3-small',
         AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
         AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
+        // The messages a killed host held come back after two seconds, instead of Azure's ten minutes.
+        LOCAL_QUEUE_MESSAGE_LEASE: '2',
       };
       const first = await ownHost({
         ...settings,
-        AzureWebJobsStorage: stack.storageConnectionString.replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}${queueEndpoint.pathname}`),
         EMBEDDINGS_ENDPOINT: `${hanging.url}/v1`,
       });
       const call = apiAt(first.url);
@@ -318,13 +277,7 @@ describe('a RAG worker killed mid-job', () => {
       await expect.poll(() => isAlive(pid), { timeout: 10_000, interval: 50 }).toBe(false);
       cases.add();
 
-      // The processing visibility timeout runs out (at once, instead of after 10 minutes).
       const queue = new QueueClient(stack.storageConnectionString, queueName);
-      // The host also polls the webhooks queue through the proxy: the message is the RAG queue's.
-      const message = queueProxy.received.filter((received) => received.path.includes(`/${queueName}/`)).at(-1);
-      expect(message, 'the killed worker had received the message').toBeDefined();
-      await queue.updateMessage(message!.messageId, message!.popReceipt, undefined, 0);
-
       const embeddings = await startEmbeddingsStandIn({ apiKey: embeddingsKey });
       cleanups.push(() => embeddings.close());
       const second = await ownHost({ ...settings, EMBEDDINGS_ENDPOINT: embeddings.url });
@@ -342,11 +295,11 @@ describe('a RAG worker killed mid-job', () => {
       expect(job).toMatchObject({ status: 'Succeeded', error: null, counts: { sources: 3, chunks: 3, written: 3, unchanged: 0, deleted: 0 } });
       expect(embeddings.counts.inputs).toBe(3);
 
-      const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-chunks');
+      const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-index');
       const { resources } = await chunks.items
         .query<{ id: string; embedding?: number[] }>(
           { query: 'SELECT * FROM c WHERE c.tenantId = @tenantId', parameters: [{ name: '@tenantId', value: tenant }] },
-          { partitionKey: tenant },
+          { partitionKey: [tenant] },
         )
         .fetchAll();
       expect(resources).toHaveLength(3);

@@ -116,6 +116,11 @@ describe('answers conform to the OpenAPI document', () => {
     await call('GET', '/rag/jobs/00000000-0000-4000-8000-000000000000', 404, { token: manager });
     await call('GET', '/rag/jobs?limit=2', 200, { token: manager });
     await call('GET', '/rag/jobs', 403, { token: await as(['LMS.Member']) });
+    // Cancelling: 202 while the job has not ended, 409 once it has.
+    await call('POST', `/rag/jobs/${jobId}/cancel`, [202, 409], { token: manager });
+    await expect.poll(async () => (await call('POST', `/rag/jobs/${jobId}/cancel`, [202, 409], { token: manager })).status, { timeout: 30_000 }).toBe(409);
+    await call('POST', '/rag/jobs/00000000-0000-4000-8000-000000000000/cancel', 404, { token: manager });
+    await call('POST', `/rag/jobs/${jobId}/cancel`, 403, { token: await as(['LMS.Member']) });
   });
 
   it('webhooks', async () => {

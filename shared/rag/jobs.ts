@@ -1,0 +1,235 @@
+/**
+ * A RAG index rebuild at any tenant size, as messages on the RAG queue:
+ *
+ * 1. `{ jobId, tenantId }` plans the job: it pages through the sources in scope (projects, then
+ *    tasks), never holding more than a page, and makes each page of at most 500 sources a batch of
+ *    its own message. Where it got to is kept, so a restarted planning goes on from there.
+ * 2. `{ jobId, tenantId, batch }` indexes one batch: chunks its sources, embeds the chunks that
+ *    changed, writes them and removes the chunks its sources no longer make. Batches run side by
+ *    side, on as many instances as the platform gives. A throttling embeddings API sends the batch
+ *    back to the queue for the time it asks, with what was embedded already written: no invocation
+ *    sleeps, and nothing is embedded twice.
+ * 3. `{ jobId, tenantId, finish }`, once every batch has ended, removes the chunks whose source is
+ *    gone (comparing the index with the sources a page at a time) and ends the job. One message's run
+ *    does it; a second delivery finds it taken and leaves it.
+ *
+ * Every step can run twice without harm: a batch records its counts once, and the job's counts are
+ * the sum of its batches'. A run cut off part way (a crash, a throttled API) leaves its traces so the
+ * next run counts exactly: each chunk names the job that wrote it, and removals are recorded before
+ * they are made.
+ */
+import { projectIdPage, projectsByIds } from '../data/projects-repository.js';
+import {
+  chunkPages,
+  chunksOfSources,
+  deleteChunks,
+  storedEmbeddings,
+  writeChunks,
+  type Chunk,
+  type ChunkDocument,
+  type ChunkPlace,
+} from '../data/rag-index-repository.js';
+import {
+  batchTotals,
+  completeBatch,
+  finishJob,
+  finishPlanning,
+  isFinished,
+  planBatch,
+  readBatch,
+  readJobDocument,
+  recordBatchesDone,
+  recordPlanning,
+  recordStaleFound,
+  recordSweep,
+  startFinishing,
+  startRunning,
+  type RagBatchDocument,
+  type RagJobDocument,
+  type SourceKind,
+} from '../data/rag-jobs-repository.js';
+import { taskIdPage, tasksByIds } from '../data/tasks-repository.js';
+import { enqueueRagWork } from '../queues.js';
+import type { RagCounts } from '../schemas/rag.js';
+import { projectChunks, taskChunks } from './chunker.js';
+import { createEmbedder, embeddingsSettings, EmbeddingsThrottledError, type Embedder } from './embeddings.js';
+
+/** Sources per batch: what one invocation chunks, embeds and writes. */
+export const BATCH_SOURCES = 500;
+/** Chunks the final step compares with the sources at a time. */
+const SWEEP_PAGE = 1_000;
+/** How long a finishing run holds the job without a sign of life (one per page of the index) before another may take over. */
+const FINISHING_LEASE_MS = 60_000;
+const NOTHING: RagCounts = { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 };
+
+let embedder: Embedder | null | undefined;
+
+/** The embeddings client, or null when no endpoint is configured (embeddings are optional). */
+function configuredEmbedder(): Embedder | null {
+  if (embedder === undefined) {
+    const settings = embeddingsSettings();
+    embedder = settings ? createEmbedder(settings) : null;
+  }
+  return embedder;
+}
+
+const idPage = (kind: SourceKind, job: RagJobDocument, continuation: string | undefined) =>
+  (kind === 'project' ? projectIdPage : taskIdPage)(job.tenantId, job.projectIds, BATCH_SOURCES, continuation);
+
+/** Plans the job into batches, each put on the queue as soon as it is made. */
+export async function plan(tenantId: string, jobId: string): Promise<void> {
+  let job = await startRunning(tenantId, jobId);
+  if (!job) return;
+  let cursor: RagJobDocument['planCursor'] = job.planned ? null : (job.planCursor ?? { kind: 'project', continuation: undefined });
+  while (cursor && !job.cancelRequestedAt) {
+    const page = await idPage(cursor.kind, job, cursor.continuation);
+    let batches = job.progress!.batches;
+    if (page.ids.length > 0) {
+      await planBatch(tenantId, jobId, batches, cursor.kind, page.ids);
+      await enqueueRagWork({ tenantId, jobId, batch: batches });
+      batches += 1;
+    }
+    cursor = page.continuation
+      ? { kind: cursor.kind, continuation: page.continuation }
+      : cursor.kind === 'project'
+        ? { kind: 'task', continuation: undefined }
+        : null;
+    const recorded = await recordPlanning(tenantId, jobId, { sources: job.progress!.sources + page.ids.length, batches }, cursor);
+    if (!recorded) return;
+    job = recorded;
+  }
+  // A cancel stops the planning; the batches planned so far still count.
+  if (await finishPlanning(tenantId, jobId)) await afterBatch(tenantId, jobId);
+}
+
+/** Indexes one batch of a job, unless it ran already; then looks whether the job is done. */
+export async function runBatch(tenantId: string, jobId: string, number: number): Promise<void> {
+  const job = await readJobDocument(tenantId, jobId);
+  if (!job || isFinished(job)) return;
+  const batch = await readBatch(tenantId, jobId, number);
+  if (!batch) return;
+  if (batch.status !== 'Done') {
+    // A cancelled job's batches not started do nothing.
+    const counts = job.cancelRequestedAt ? NOTHING : await indexBatch(job, batch);
+    if (!counts) return;
+    await completeBatch(tenantId, jobId, number, counts);
+  }
+  await afterBatch(tenantId, jobId);
+}
+
+/** Progress from the batches that ended; once all of a planned job have, its finishing goes on the queue. */
+async function afterBatch(tenantId: string, jobId: string): Promise<void> {
+  const { done } = await batchTotals(tenantId, jobId);
+  const job = await recordBatchesDone(tenantId, jobId, done);
+  if (job?.planned && done >= job.progress!.batches) await enqueueRagWork({ tenantId, jobId, finish: true });
+}
+
+function chunksOf(kind: SourceKind, sources: Awaited<ReturnType<typeof projectsByIds | typeof tasksByIds>>): Chunk[] {
+  return kind === 'project'
+    ? (sources as Awaited<ReturnType<typeof projectsByIds>>).flatMap(projectChunks)
+    : (sources as Awaited<ReturnType<typeof tasksByIds>>).flatMap(taskChunks);
+}
+
+/**
+ * Chunks the batch's sources and brings their chunks in the index in line: the changed or new ones
+ * written (every one in a full rebuild), those the sources no longer make removed. Embeddings are
+ * computed only for chunks whose content changed. Undefined when the embeddings API throttled: the
+ * batch is back on the queue for later, with what was embedded already written.
+ */
+async function indexBatch(job: RagJobDocument, batch: RagBatchDocument): Promise<RagCounts | undefined> {
+  const { tenantId } = job;
+  const [sources, stored] = await Promise.all([
+    batch.kind === 'project' ? projectsByIds(tenantId, batch.sourceIds) : tasksByIds(tenantId, batch.sourceIds),
+    chunksOfSources(tenantId, batch.sourceIds),
+  ]);
+  const wanted = chunksOf(batch.kind, sources);
+  const storedById = new Map(stored.map((summary) => [summary.id, summary]));
+  const embed = configuredEmbedder();
+  const changed = wanted.filter((chunk) => {
+    const existing = storedById.get(chunk.id);
+    // A chunk stored before embeddings were configured counts as changed until it has its vector.
+    return existing?.contentHash !== chunk.contentHash || (embed !== null && !existing.hasEmbedding);
+  });
+  const changedIds = new Set(changed.map((chunk) => chunk.id));
+  const toWrite = job.mode === 'full' ? wanted : changed;
+  const document = (chunk: Chunk, embedding: number[] | undefined): ChunkDocument => ({
+    ...chunk,
+    tenantId,
+    jobId: job.id,
+    ...(embedding ? { embedding } : {}),
+  });
+
+  let vectors: number[][] = [];
+  if (embed) {
+    try {
+      vectors = await embed.embed(changed.map((chunk) => chunk.content));
+    } catch (error) {
+      if (!(error instanceof EmbeddingsThrottledError)) throw error;
+      // Keep what was embedded, and come back when the API says.
+      await writeChunks(
+        tenantId,
+        error.done.map((vector, index) => document(changed[index]!, vector)),
+      );
+      await enqueueRagWork({ tenantId, jobId: job.id, batch: batch.number }, error.retryAfterMs / 1000);
+      return undefined;
+    }
+  }
+  const fresh = new Map(changed.map((chunk, index) => [chunk.id, vectors[index]]));
+  const carried = embed
+    ? await storedEmbeddings(
+        tenantId,
+        toWrite.filter((chunk) => !changedIds.has(chunk.id)).map((chunk) => chunk.id),
+      )
+    : new Map<string, number[]>();
+  await writeChunks(
+    tenantId,
+    toWrite.map((chunk) => document(chunk, fresh.get(chunk.id) ?? carried.get(chunk.id))),
+  );
+  const wantedIds = new Set(wanted.map((chunk) => chunk.id));
+  const stale = stored.filter((summary) => !wantedIds.has(summary.id));
+  // An earlier run of this batch (throttled, or cut off by a crash) may have removed some already.
+  const deleted = Math.max(stale.length, batch.staleFound);
+  if (stale.length > 0) {
+    await recordStaleFound(tenantId, job.id, batch.number, deleted);
+    await deleteChunks(tenantId, stale);
+  }
+  // A chunk an earlier run of this job wrote is unchanged now, but this job wrote it.
+  const written = wanted.filter((chunk) => job.mode === 'full' || changedIds.has(chunk.id) || storedById.get(chunk.id)?.jobId === job.id).length;
+  return { sources: sources.length, chunks: wanted.length, written, unchanged: wanted.length - written, deleted };
+}
+
+/** Whether each source of these chunks still exists, as the batches saw sources. */
+async function existingSources(tenantId: string, chunks: readonly Chunk[] | readonly { sourceType: SourceKind; sourceId: string }[]): Promise<Set<string>> {
+  const ids = (kind: SourceKind) => [...new Set(chunks.filter((chunk) => chunk.sourceType === kind).map((chunk) => chunk.sourceId))];
+  const [projects, tasks] = await Promise.all([projectsByIds(tenantId, ids('project')), tasksByIds(tenantId, ids('task'))]);
+  return new Set([...projects, ...tasks].map((source) => source.id));
+}
+
+/**
+ * Once every batch has ended: removes the chunks in scope whose source is gone, a page at a time,
+ * and ends the job with the sum of its batches' counts (or as Cancelled, if that was asked).
+ */
+export async function finish(tenantId: string, jobId: string, runner: string): Promise<void> {
+  const ready = await readJobDocument(tenantId, jobId);
+  if (!ready?.planned || isFinished(ready)) return;
+  const totals = await batchTotals(tenantId, jobId);
+  if (totals.done < ready.progress!.batches) return;
+  const job = await startFinishing(tenantId, jobId, runner, FINISHING_LEASE_MS);
+  if (!job) return;
+  if (job.cancelRequestedAt) return finishJob(tenantId, jobId, { cancelled: true });
+  // Removals a run cut off by a crash had recorded are counted once, and made sure of.
+  let { deleted } = job.sweep ?? { deleted: 0 };
+  const remove = async (gone: ChunkPlace[]) => {
+    await recordSweep(tenantId, jobId, { deleted, pending: gone }, FINISHING_LEASE_MS);
+    await deleteChunks(tenantId, gone);
+    deleted += gone.length;
+  };
+  if (job.sweep?.pending.length) await remove(job.sweep.pending);
+  for await (const page of chunkPages(tenantId, job.projectIds, SWEEP_PAGE)) {
+    const existing = await existingSources(tenantId, page);
+    const gone = page.filter((chunk) => !existing.has(chunk.sourceId)).map(({ id, projectId }) => ({ id, projectId }));
+    if (gone.length > 0) await remove(gone);
+    await recordSweep(tenantId, jobId, { deleted, pending: [] }, FINISHING_LEASE_MS);
+  }
+  await finishJob(tenantId, jobId, { counts: { ...totals.counts, deleted: totals.counts.deleted + deleted } });
+}
