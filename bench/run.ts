@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { benchApi } from './api-throughput.js';
 import { benchColdStart } from './cold-start.js';
+import { benchJournalCost } from './journal-cost.js';
 import { benchRagRebuild } from './rag-rebuild.js';
 
 const tlsDir = process.env.BENCH_TLS_DIR;
@@ -12,10 +13,13 @@ const { values } = parseArgs({
 
 const coldStart = await benchColdStart();
 const api = await benchApi();
+const journalCost = await benchJournalCost();
 const ragRebuild = await benchRagRebuild(tlsDir, { projects: Number(values.projects), tasks: Number(values.tasks) });
 
 if (values.json) {
-  console.log(JSON.stringify({ throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs, coldStart, ragRebuild }, null, 2));
+  console.log(
+    JSON.stringify({ throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs, journalCost, coldStart, ragRebuild }, null, 2),
+  );
 } else {
   /** One table row per benchmarked request. */
   const perRequest = (columns: (row: (typeof api.throughput)[number]) => Record<string, unknown>) =>
@@ -62,6 +66,18 @@ if (values.json) {
   console.log('\nDatabase cost per operation, warm (the embedded store reports 1 RU per request; Azure reports the real charge)');
   console.table(
     Object.fromEntries(api.costs.map((cost) => [cost.operation, { 'database requests': cost.databaseRequests, 'request charge (RU)': cost.requestCharge }])),
+  );
+  console.log(
+    "\nWhat the embedded database's journal costs a create: POST /api/projects on a stack with a data folder (each write " +
+      'fsynced to the journal before its answer) and on one without (in memory), in alternating turns as above',
+  );
+  console.table({
+    'in memory': { 'req/s': journalCost.inMemory.requestsPerSecond, 'p99 ms': journalCost.inMemory.p99Ms, errors: journalCost.inMemory.errors },
+    'durable journal': { 'req/s': journalCost.durable.requestsPerSecond, 'p99 ms': journalCost.durable.p99Ms, errors: journalCost.durable.errors },
+  });
+  console.log(
+    `Durable over in memory: req/s ${journalCost.throughputRatio}, p99 ${journalCost.p99Ratio}; ` +
+      `${journalCost.writesPerSync} journaled write requests per fsync (group commit)`,
   );
   console.log('\nCold start: importing the whole function app in a fresh process (median of 10)');
   console.table({ 'esbuild bundle (ms)': coldStart.bundleMs, 'plain tsc output (ms)': coldStart.plainMs, 'ratio (≤ 0.5)': coldStart.ratio });

@@ -194,6 +194,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     endpoint,
     key: EMULATOR_KEY,
     restored,
+    /** With a data folder: the write requests journaled and the fsyncs they took. */
+    journal: store?.stats,
     client,
     async close(): Promise<void> {
       client.dispose();

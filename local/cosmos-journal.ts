@@ -173,6 +173,8 @@ function decodeJournal(text: string, file: string): { writes: Effect[][]; cutSho
 }
 
 export class DocumentStore {
+  /** Write requests recorded, and the fsyncs that made them durable: group commit shares one among many. */
+  readonly stats = { writes: 0, syncs: 0 };
   readonly #folder: string;
   readonly #partitionKeyPaths: Record<string, string[]>;
   readonly #compactAfterBytes: number | undefined;
@@ -229,6 +231,7 @@ export class DocumentStore {
     if (this.#failure) return Promise.reject(this.#failure);
     if (this.#closed) return Promise.reject(new Error('The local database is closed'));
     for (const effect of effects) this.#apply(effect);
+    this.stats.writes += 1;
     const json = JSON.stringify(effects);
     const line = `${checksum(json)} ${json}\n`;
     const group = (this.#gathering ??= newGroup());
@@ -289,6 +292,7 @@ export class DocumentStore {
       try {
         await this.#journal!.appendFile(group.text);
         await this.#journal!.datasync();
+        this.stats.syncs += 1;
         this.#writing = undefined;
         group.resolve();
         this.#journalBytes += group.bytes;
