@@ -20,7 +20,7 @@ const WARM_UP_SECONDS = 2;
 /** The measured seconds of each side, in this many turns. */
 const SLICES = 5;
 
-interface Side {
+export interface Side {
   requestsPerSecond: number;
   p99Ms: number;
   errors: number;
@@ -55,16 +55,17 @@ export interface OperationCost {
   requestCharge: number;
 }
 
-interface Target {
+export interface Target {
   name: string;
   method: 'GET' | 'POST';
   path: string;
   body?: string;
 }
 
-/** A server under load: where to send requests, and the process that answers them. */
-interface Server {
+/** A server under load: where to send requests, the Authorization header they carry, and the process that answers them. */
+export interface Server {
   baseUrl: string;
+  authorization: string;
   pid: number;
 }
 
@@ -86,13 +87,13 @@ async function processCpuMs(pid: number): Promise<number | undefined> {
   }
 }
 
-async function load(server: Server, target: Target, authorization: string, options: { duration?: number; amount?: number }): Promise<Slice> {
+async function load(server: Server, target: Target, options: { duration?: number; amount?: number }): Promise<Slice> {
   const cpuBefore = await processCpuMs(server.pid);
   const result = await autocannon({
     url: `${server.baseUrl}${target.path}`,
     method: target.method,
     connections: CONCURRENT_REQUESTS,
-    headers: { authorization, 'content-type': 'application/json' },
+    headers: { authorization: server.authorization, 'content-type': 'application/json' },
     ...(target.body ? { body: target.body } : {}),
     ...options,
   });
@@ -119,11 +120,11 @@ function summary(slices: Slice[]): Side {
  * whose speed drifts (seen here: the floor alone from 1,000 to 2,100 req/s within minutes), a ratio
  * of two runs made one after the other measures the drift as much as the API.
  */
-async function measureInTurns(servers: Server[], target: Target, authorization: string): Promise<Side[]> {
-  for (const server of servers) await load(server, target, authorization, { duration: WARM_UP_SECONDS });
+export async function measureInTurns(servers: Server[], target: Target): Promise<Side[]> {
+  for (const server of servers) await load(server, target, { duration: WARM_UP_SECONDS });
   const slices = servers.map((): Slice[] => []);
   for (let slice = 0; slice < SLICES; slice++) {
-    for (const [index, server] of servers.entries()) slices[index]!.push(await load(server, target, authorization, { duration: DURATION_SECONDS / SLICES }));
+    for (const [index, server] of servers.entries()) slices[index]!.push(await load(server, target, { duration: DURATION_SECONDS / SLICES }));
   }
   return slices.map(summary);
 }
@@ -144,14 +145,14 @@ function embeddedSettings(stack: LocalStack): NodeJS.ProcessEnv {
   return { ...process.env, NODE_EXTRA_CA_CERTS: stack.caCertPath, ...embeddedPartSettings(stack) };
 }
 
-async function startFloor(stack: LocalStack): Promise<Server & { stop(): Promise<void> }> {
+async function startFloor(stack: LocalStack, authorization: string): Promise<Server & { stop(): Promise<void> }> {
   const child = fork(new URL('./floor-server.js', import.meta.url), [], { env: embeddedSettings(stack) });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (message) => resolve(message as { port: number })));
-  return { baseUrl: `http://127.0.0.1:${port}/api`, pid: child.pid!, stop: () => Promise.resolve(void child.kill()) };
+  return { baseUrl: `http://127.0.0.1:${port}/api`, authorization, pid: child.pid!, stop: () => Promise.resolve(void child.kill()) };
 }
 
 /** A second local host, serving a function app whose one file is bench/floor-function.ts. */
-async function startFloorFunction(stack: LocalStack): Promise<Server & { stop(): Promise<void> }> {
+async function startFloorFunction(stack: LocalStack, authorization: string): Promise<Server & { stop(): Promise<void> }> {
   const functionApp = await mkdtemp(join(tmpdir(), 'lms-bench-floor-app-'));
   await writeFile(join(functionApp, 'package.json'), JSON.stringify({ type: 'module', main: fileURLToPath(new URL('./floor-function.js', import.meta.url)) }));
   await writeFile(join(functionApp, 'host.json'), JSON.stringify({ version: '2.0' }));
@@ -167,6 +168,7 @@ async function startFloorFunction(stack: LocalStack): Promise<Server & { stop():
   });
   return {
     baseUrl: `http://127.0.0.1:${host.port}/api`,
+    authorization,
     pid: host.pid,
     async stop() {
       await host.stop();
@@ -195,15 +197,15 @@ async function rssMiB(pid: number): Promise<number> {
 export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess: InProcessCosts; memory: Memory; costs: OperationCost[] }> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
-  const host: Server = { baseUrl: stack.apiBaseUrl, pid: stack.hostPid };
   const servers: { stop(): Promise<void> }[] = [];
   try {
-    const floor = await startFloor(stack);
-    servers.push(floor);
-    const floorFunction = await startFloorFunction(stack);
-    servers.push(floorFunction);
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
     const authorization = `Bearer ${token}`;
+    const host: Server = { baseUrl: stack.apiBaseUrl, authorization, pid: stack.hostPid };
+    const floor = await startFloor(stack, authorization);
+    servers.push(floor);
+    const floorFunction = await startFloorFunction(stack, authorization);
+    servers.push(floorFunction);
     const api = (method: string, path: string, body?: unknown) =>
       fetch(`${stack.apiBaseUrl}${path}`, {
         method,
@@ -239,7 +241,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     ];
     const throughput: Throughput[] = [];
     for (const target of targets) {
-      const [apiResult, floorFunctionResult, floorResult] = (await measureInTurns([host, floorFunction, floor], target, authorization)) as [Side, Side, Side];
+      const [apiResult, floorFunctionResult, floorResult] = (await measureInTurns([host, floorFunction, floor], target)) as [Side, Side, Side];
       throughput.push({
         endpoint: target.name,
         api: apiResult,
@@ -255,9 +257,9 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     const read: Target = targets[0]!;
     const inProcess = await measureInProcess(stack, `${stack.apiBaseUrl}${read.path}`, authorization);
     const before = await rssMiB(host.pid);
-    await load(host, read, authorization, { amount: 50_000 });
+    await load(host, read, { amount: 50_000 });
     const afterHalf = await rssMiB(host.pid);
-    await load(host, read, authorization, { amount: 50_000 });
+    await load(host, read, { amount: 50_000 });
     const afterAll = await rssMiB(host.pid);
     return { throughput, inProcess, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
   } finally {

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { benchApi } from './api-throughput.js';
 import { benchColdStart } from './cold-start.js';
+import { benchJournalCost } from './journal-cost.js';
 import { benchRagRebuild } from './rag-rebuild.js';
 import { benchWebhooks } from './webhooks.js';
 
@@ -12,13 +13,14 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     small: { type: 'string', default: '20000' },
     large: { type: 'string', default: '200000' },
-    // One part only: api, webhooks, rag or cold-start (default: all).
+    // One part only: cold-start, api, journal, webhooks or rag (default: all).
     only: { type: 'string' },
   },
 });
 
 type Api = Awaited<ReturnType<typeof benchApi>>;
 type ColdStart = Awaited<ReturnType<typeof benchColdStart>>;
+type JournalCost = Awaited<ReturnType<typeof benchJournalCost>>;
 type RagRebuild = Awaited<ReturnType<typeof benchRagRebuild>>;
 type Webhooks = Awaited<ReturnType<typeof benchWebhooks>>;
 
@@ -71,6 +73,21 @@ function printApi(api: Api): void {
   );
 }
 
+function printJournalCost(journalCost: JournalCost): void {
+  console.log(
+    "\nWhat the embedded database's journal costs a create: POST /api/projects on a stack with a data folder (each write " +
+      'fsynced to the journal before its answer) and on one without (in memory), in alternating turns',
+  );
+  console.table({
+    'in memory': { 'req/s': journalCost.inMemory.requestsPerSecond, 'p99 ms': journalCost.inMemory.p99Ms, errors: journalCost.inMemory.errors },
+    'durable journal': { 'req/s': journalCost.durable.requestsPerSecond, 'p99 ms': journalCost.durable.p99Ms, errors: journalCost.durable.errors },
+  });
+  console.log(
+    `Durable over in memory: req/s ${journalCost.throughputRatio}, p99 ${journalCost.p99Ratio}; ` +
+      `${journalCost.writesPerSync} journaled write requests per fsync (group commit)`,
+  );
+}
+
 function printColdStart(coldStart: ColdStart): void {
   console.log('\nCold start: importing the whole function app in a fresh process (median of 10)');
   console.table({ 'esbuild bundle (ms)': coldStart.bundleMs, 'plain tsc output (ms)': coldStart.plainMs, 'ratio (≤ 0.5)': coldStart.ratio });
@@ -112,11 +129,12 @@ function printRagRebuild(ragRebuild: RagRebuild): void {
 const parts = {
   'cold-start': async () => ({ coldStart: await benchColdStart() }),
   api: async () => ({ api: await benchApi() }),
+  journal: async () => ({ journalCost: await benchJournalCost() }),
   webhooks: async () => ({ webhooks: await benchWebhooks() }),
   rag: async () => ({ ragRebuild: await benchRagRebuild({ small: Number(values.small), large: Number(values.large) }) }),
 };
 if (values.only !== undefined && !Object.hasOwn(parts, values.only)) throw new Error(`--only takes one of ${Object.keys(parts).join(', ')}`);
-const figures: { coldStart?: ColdStart; api?: Api; webhooks?: Webhooks; ragRebuild?: RagRebuild } = {};
+const figures: { coldStart?: ColdStart; api?: Api; journalCost?: JournalCost; webhooks?: Webhooks; ragRebuild?: RagRebuild } = {};
 for (const [name, run] of Object.entries(parts)) if (values.only === undefined || values.only === name) Object.assign(figures, await run());
 
 if (values.json) {
@@ -126,6 +144,7 @@ if (values.json) {
   );
 } else {
   if (figures.api) printApi(figures.api);
+  if (figures.journalCost) printJournalCost(figures.journalCost);
   if (figures.coldStart) printColdStart(figures.coldStart);
   if (figures.webhooks) printWebhooks(figures.webhooks);
   if (figures.ragRebuild) printRagRebuild(figures.ragRebuild);

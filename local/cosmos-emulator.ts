@@ -1,34 +1,37 @@
 /**
  * The embedded Cosmos DB: @vercel/cosmosdb-server speaks the Cosmos REST API over HTTPS, so the app
- * uses the real @azure/cosmos client against it. The server keeps data in memory; this module makes
- * it survive restarts by writing a snapshot after writes and loading it at start.
+ * uses the real @azure/cosmos client against it. The server keeps data in memory; with a data folder,
+ * every write it answers is first made durable in a journal (local/cosmos-journal.ts), from which the
+ * documents are loaded again at start.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
-import { dirname } from 'node:path';
 import { CosmosClient, type OperationInput, type PartitionKey } from '@azure/cosmos';
 import { createHttpsServer } from '@vercel/cosmosdb-server';
 import { writeInBatches } from '../shared/data/batches.js';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { speedUpEmulatorQueries } from './cosmos-query-speedup.js';
+import { DocumentStore, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
 export const EMULATOR_KEY = Buffer.from('local-cosmos-emulator-key').toString('base64');
-const SNAPSHOT_DELAY_MS = 1_000;
+// Set by the server on each document; it sets them anew when a document is loaded at start.
 const SYSTEM_PROPERTIES = ['_rid', '_self', '_etag', '_ts', '_attachments'];
+// A document request, as the server routes it: /dbs/{database}/colls/{container}/docs[/{id}].
+const DOCUMENT_PATH = /^\/+dbs\/([^/?]+)\/colls\/([^/?]+)\/docs(?:\/([^/?]+))?\/*(?:\?|$)/;
+const WRITE_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
 
 export interface CosmosEmulatorOptions {
   port: number;
   host: string;
   database: string;
   tls: { cert: string; key: string };
-  /** Where data is kept between runs; without it the data lives only as long as the process. */
-  snapshotFile?: string;
+  /** Where the documents are kept between runs; without it they live only as long as the process. */
+  dataDir?: string;
+  /** The journal size that starts a compaction (see local/cosmos-journal.ts). */
+  compactAfterBytes?: number;
 }
-
-type Snapshot = Record<string, Record<string, unknown>[]>;
 
 /** The document's partition key value(s), read from the container's key paths such as `/tenantId`. */
 function partitionKeyOf(paths: readonly string[], document: Record<string, unknown>): PartitionKey {
@@ -36,8 +39,107 @@ function partitionKeyOf(paths: readonly string[], document: Record<string, unkno
   return values.length === 1 ? values[0]! : values;
 }
 
+const isTrue = (header: string | string[] | undefined) => [header].flat().some((value) => value?.toLowerCase() === 'true');
+
+/** A write to a document of one of the app's containers, or undefined for any other request. */
+function documentWrite(request: IncomingMessage, database: string): { container: string; id: string | undefined; batch: boolean } | undefined {
+  if (!WRITE_METHODS.includes(request.method ?? '') || isTrue(request.headers['x-ms-documentdb-isquery'])) return undefined;
+  if (request.headers['content-type'] === 'application/query+json') return undefined;
+  const match = DOCUMENT_PATH.exec(request.url ?? '');
+  if (!match) return undefined;
+  let segments: (string | undefined)[];
+  try {
+    segments = match.slice(1).map((segment) => segment && decodeURIComponent(segment));
+  } catch {
+    return undefined; // the server cannot route it either
+  }
+  const [databaseId, container, id] = segments;
+  if (databaseId !== database || !Object.values(CONTAINERS).some((definition) => definition.id === container)) return undefined;
+  return { container: container!, id, batch: isTrue(request.headers['x-ms-cosmos-is-batch-request']) };
+}
+
+/** A partition key as the client sends it (`["t1"]`, or `["t1","p1"]` for a hierarchical key, in a header or a batch operation), as the values the server files the document under. */
+function partitionKeyValue(sent: unknown): PartitionKeyValue {
+  let parsed: unknown;
+  try {
+    parsed = typeof sent === 'string' ? JSON.parse(sent) : sent;
+  } catch {
+    return [];
+  }
+  return [parsed].flat().map((value: unknown) => (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null));
+}
+
+function withoutSystemProperties(document: StoredDocument): StoredDocument {
+  return Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))) as StoredDocument;
+}
+
+interface BatchOperation {
+  operationType: string;
+  id?: string;
+  partitionKey?: string;
+}
+
+/**
+ * What a write did, read from the request and the server's answer: the document as the answer shows
+ * it after a create, upsert, replace or patch; the id and partition key of a delete; each successful
+ * operation of a batch.
+ */
+function effectsOf(request: IncomingMessage, write: NonNullable<ReturnType<typeof documentWrite>>, answer: string | undefined, batchBody: string): Effect[] {
+  const { container } = write;
+  if (request.method === 'DELETE')
+    return write.id ? [{ container, delete: { partitionKey: partitionKeyValue(request.headers['x-ms-documentdb-partitionkey']), id: write.id } }] : [];
+  if (!write.batch) return [{ container, put: withoutSystemProperties(JSON.parse(answer!) as StoredDocument) }];
+  const operations = JSON.parse(batchBody) as BatchOperation[];
+  const results = JSON.parse(answer!) as { statusCode: number; resourceBody?: StoredDocument }[];
+  return results.flatMap((result, index): Effect[] => {
+    const operation = operations[index];
+    if (result.statusCode >= 400 || !operation || operation.operationType === 'Read') return [];
+    if (operation.operationType === 'Delete') return [{ container, delete: { partitionKey: partitionKeyValue(operation.partitionKey), id: operation.id! } }];
+    return result.resourceBody ? [{ container, put: withoutSystemProperties(result.resourceBody) }] : [];
+  });
+}
+
+/**
+ * Holds each answer of the server until what it reflects is on disk: a write's own effects, and for
+ * any other request the writes recorded before it, so that no answer shows a write that a crash could
+ * still take back. Writes are recorded as they are answered, which is the order the server applied them.
+ */
+function answerWhenDurable(store: DocumentStore, database: string) {
+  return (request: IncomingMessage, response: ServerResponse) => {
+    const write = documentWrite(request, database);
+    // A batch's deletes are named only in its body, which the server reads too.
+    const batchChunks: Buffer[] = [];
+    if (write?.batch) request.on('data', (chunk: Buffer) => batchChunks.push(chunk));
+    const end = response.end.bind(response) as (answer?: string) => ServerResponse;
+    response.end = ((answer?: string) => {
+      const succeeded = response.statusCode >= 200 && response.statusCode < 300;
+      const effects = write && succeeded ? effectsOf(request, write, answer, Buffer.concat(batchChunks).toString('utf8')) : [];
+      const durable = effects.length > 0 ? store.record(effects) : store.settled();
+      if (!durable) return end(answer);
+      durable.then(
+        () => end(answer),
+        (error: Error) => {
+          // Never acknowledge what is not on disk: the client sees the write fail.
+          response.statusCode = 503;
+          response.removeHeader('etag');
+          end(JSON.stringify({ code: 'ServiceUnavailable', message: error.message }));
+        },
+      );
+      return response;
+    }) as ServerResponse['end'];
+  };
+}
+
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   speedUpEmulatorQueries();
+  // First, as it may refuse a damaged journal.
+  const store = options.dataDir
+    ? await DocumentStore.open({
+        folder: options.dataDir,
+        partitionKeyPaths: Object.fromEntries(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths])),
+        ...(options.compactAfterBytes ? { compactAfterBytes: options.compactAfterBytes } : {}),
+      })
+    : undefined;
   const server = keepIdleConnectionsOpen(createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true }));
   // What the app costs the database: data requests and the request units they report, and apart from
   // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
@@ -62,66 +164,28 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const { database } = await client.databases.createIfNotExists({ id: options.database });
   for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
 
-  async function readSnapshot(): Promise<Snapshot> {
-    const snapshot: Snapshot = {};
-    for (const { id } of Object.values(CONTAINERS)) {
-      const { resources } = await database.container(id).items.readAll().fetchAll();
-      snapshot[id] = resources.map((document) => Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))));
-    }
-    return snapshot;
-  }
-
-  async function restore(file: string): Promise<number> {
-    let snapshot: Snapshot;
-    try {
-      snapshot = JSON.parse(await readFile(file, 'utf8')) as Snapshot;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-      throw new Error(`Cannot read the local database snapshot ${file}; move it away to start empty`, { cause: error });
-    }
-    let restored = 0;
-    for (const [id, documents] of Object.entries(snapshot)) {
-      const definition = Object.values(CONTAINERS).find((container) => container.id === id);
+  /** Loads the kept documents into the server, as batches of upserts per partition. */
+  async function restore(store: DocumentStore): Promise<number> {
+    const byPartition = new Map<string, { container: string; partitionKey: PartitionKey; operations: OperationInput[] }>();
+    const documents = store.documents();
+    for (const { container, document } of documents) {
+      const definition = Object.values(CONTAINERS).find((candidate) => candidate.id === container);
       if (!definition) continue;
-      const byPartition = new Map<string, { partitionKey: PartitionKey; operations: OperationInput[] }>();
-      for (const resourceBody of documents) {
-        const partitionKey = partitionKeyOf(definition.partitionKey.paths, resourceBody);
-        const group = byPartition.get(JSON.stringify(partitionKey)) ?? { partitionKey, operations: [] };
-        group.operations.push({ operationType: 'Upsert', partitionKey, resourceBody: resourceBody as never });
-        byPartition.set(JSON.stringify(partitionKey), group);
-      }
-      for (const { partitionKey, operations } of byPartition.values()) await writeInBatches(database.container(id), partitionKey, operations);
-      restored += documents.length;
+      const partitionKey = partitionKeyOf(definition.partitionKey.paths, document);
+      const key = JSON.stringify([container, partitionKey]);
+      const group = byPartition.get(key) ?? { container, partitionKey, operations: [] };
+      group.operations.push({ operationType: 'Upsert', partitionKey, resourceBody: document as never });
+      byPartition.set(key, group);
     }
-    return restored;
+    for (const { container, partitionKey, operations } of byPartition.values()) await writeInBatches(database.container(container), partitionKey, operations);
+    return documents.length;
   }
 
   let restored = 0;
-  let pendingSnapshot: NodeJS.Timeout | undefined;
-  let writing: Promise<void> = Promise.resolve();
-  const snapshotFile = options.snapshotFile;
-
-  function writeSnapshot(): Promise<void> {
-    if (!snapshotFile) return Promise.resolve();
-    writing = writing.then(async () => {
-      const snapshot = await readSnapshot();
-      await mkdir(dirname(snapshotFile), { recursive: true });
-      await writeFile(`${snapshotFile}.tmp`, JSON.stringify(snapshot));
-      await rename(`${snapshotFile}.tmp`, snapshotFile);
-    });
-    return writing;
-  }
-
-  if (snapshotFile) {
-    restored = await restore(snapshotFile);
-    server.on('request', (request) => {
-      const isWrite = request.method !== 'GET' && request.headers['x-ms-documentdb-isquery'] === undefined;
-      if (!isWrite || pendingSnapshot) return;
-      pendingSnapshot = setTimeout(() => {
-        pendingSnapshot = undefined;
-        writeSnapshot().catch((error: unknown) => console.error('Could not save the local database:', error));
-      }, SNAPSHOT_DELAY_MS);
-    });
+  if (store) {
+    restored = await restore(store);
+    // From here on, after the restore's own writes: it runs before the server's handler can answer.
+    server.prependListener('request', answerWhenDurable(store, options.database));
   }
 
   return {
@@ -129,13 +193,16 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     endpoint,
     key: EMULATOR_KEY,
     restored,
+    /** With a data folder: the write requests journaled and the fsyncs they took. */
+    journal: store?.stats,
     client,
     async close(): Promise<void> {
-      if (pendingSnapshot) clearTimeout(pendingSnapshot);
-      if (snapshotFile) await writeSnapshot();
       client.dispose();
       agent.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Answers still waiting for the disk are released as their writes land; then the last snapshot.
+      await store?.close();
+      await closed;
     },
   };
 }

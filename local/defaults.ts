@@ -1,3 +1,5 @@
+import { resolve } from 'node:path';
+
 // Fixed identities of the embedded stack, so tokens, docs and examples stay stable across machines.
 export const LOCAL_HOME_TENANT_ID = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
 // A second tenant that the local API also accepts, to show that no request crosses tenants.
@@ -7,3 +9,12 @@ export const DEFAULT_API_PORT = 7071;
 export const DEFAULT_IDENTITY_PROVIDER_PORT = 7072;
 // Everything `npm start` keeps between runs lives here (ignored by git).
 export const LOCAL_DATA_DIR = '.local';
+
+/**
+ * The folder `npm start` and `npm run token` keep their data in: LOCAL_DATA_DIR from the environment
+ * if set (so a second stack, or a test, can run on data of its own), otherwise `.local`. A relative
+ * path is taken from the project root.
+ */
+export function localDataDir(root: string): string {
+  return resolve(root, process.env.LOCAL_DATA_DIR || LOCAL_DATA_DIR);
+}

@@ -56,7 +56,7 @@ import {
 } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
 import { z } from 'zod';
-import { LOCAL_DATA_DIR } from './defaults.js';
+import { localDataDir } from './defaults.js';
 import { CERTIFICATE_VALIDITY_DAYS, daysFromNow, isFileMissing, loadOrCreatePemPair, loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
@@ -133,8 +133,8 @@ export interface IdentityProviderInfo {
   caCertPath: string;
 }
 
-/** Data directory of the provider started by `npm start`, relative to the project root. */
-export const LOCAL_IDENTITY_DATA_DIR = path.join(LOCAL_DATA_DIR, 'identity');
+/** Data directory of the provider started by `npm start` from the project at `root`. */
+export const localIdentityDataDir = (root: string): string => path.join(localDataDir(root), 'identity');
 export const DEFAULT_LOCAL_USERNAME = 'dev@contoso.test';
 /** The delegated scope the API exposes. */
 export const API_USER_SCOPE = 'access_as_user';

@@ -109,7 +109,7 @@ export async function startStack(options: StackOptions) {
         host: '127.0.0.1',
         database: given(options.settings, 'COSMOS_DATABASE') ?? 'lms',
         tls,
-        ...(options.dataDir ? { snapshotFile: join(options.dataDir, 'cosmos', 'data.json') } : {}),
+        ...(options.dataDir ? { dataDir: join(options.dataDir, 'cosmos') } : {}),
       });
       started.push(cosmos);
       Object.assign(hostEnvironment, { COSMOS_ENDPOINT: cosmos.endpoint, COSMOS_KEY: cosmos.key });

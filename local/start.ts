@@ -1,11 +1,11 @@
 /**
  * `npm start`: the API on http://localhost:7071/api (PORT overrides) with embedded parts for every
- * setting that is not given. Settings come from the environment and, like `func start`, from
+ * setting that is not given, keeping their data in `.local` (LOCAL_DATA_DIR overrides). Settings come from the environment and, like `func start`, from
  * local.settings.json's Values (the environment wins).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_API_PORT, DEFAULT_IDENTITY_PROVIDER_PORT, LOCAL_DATA_DIR } from './defaults.js';
+import { DEFAULT_API_PORT, DEFAULT_IDENTITY_PROVIDER_PORT, localDataDir } from './defaults.js';
 import { appRoot, startStack } from './stack.js';
 
 function port(name: string, fallback: number): number {
@@ -30,7 +30,7 @@ const root = appRoot();
 const stack = await startStack({
   apiPort: port('PORT', DEFAULT_API_PORT),
   identityProviderPort: port('LOCAL_IDP_PORT', DEFAULT_IDENTITY_PROVIDER_PORT),
-  dataDir: join(root, LOCAL_DATA_DIR),
+  dataDir: localDataDir(root),
   settings: { ...(await localSettings(root)), ...process.env },
   hostOutput: 'inherit',
 });

@@ -8,7 +8,8 @@ import https from 'node:https';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
-import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, LOCAL_IDENTITY_DATA_DIR, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
+import { appRootAbove } from '../shared/app-root.js';
+import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 
 export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
 
@@ -46,7 +47,7 @@ export type TokenCommand = { help: true } | { help: false; request: TokenRequest
 export class UsageError extends Error {}
 
 export interface TokenCliIo {
-  /** Where provider.json is. Default LOCAL_IDENTITY_DATA_DIR. */
+  /** Where provider.json is; by default where `npm start` keeps it (LOCAL_DATA_DIR, or `.local`, then `identity`). */
   dataDir?: string;
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
@@ -194,7 +195,7 @@ export async function runTokenCli(args: string[], io: TokenCliIo): Promise<numbe
       io.stdout.write(TOKEN_CLI_USAGE);
       return 0;
     }
-    const info = await readIdentityProviderInfo(io.dataDir ?? LOCAL_IDENTITY_DATA_DIR);
+    const info = await readIdentityProviderInfo(io.dataDir ?? localIdentityDataDir(appRootAbove(import.meta.url)));
     io.stdout.write(`${await requestAccessToken(info, command.request)}\n`);
     return 0;
   } catch (error) {

@@ -1,39 +1,253 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCosmosEmulator } from '../../local/cosmos-emulator.js';
+import { crc32 } from 'node:zlib';
+import { CosmosClient, type Container } from '@azure/cosmos';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { appRoot } from '../../local/stack.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from '../../local/tls.js';
+
+interface Document {
+  id: string;
+  tenantId: string;
+  [field: string]: unknown;
+}
+
+/** A journal line as local/cosmos-journal.ts documents it. */
+function journalLine(effects: unknown[]): string {
+  const json = JSON.stringify(effects);
+  return `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
+}
 
 describe('the embedded Cosmos DB', () => {
   let folder: string;
   let tls: TlsCertificate;
+  const running: CosmosEmulator[] = [];
+  const children: ChildProcess[] = [];
 
   beforeAll(async () => {
     folder = await mkdtemp(join(tmpdir(), 'cosmos-emulator-test-'));
     tls = await loadOrCreateTlsCertificate(join(folder, 'tls'));
   });
+  afterEach(async () => {
+    for (const emulator of running.splice(0)) await emulator.close();
+    for (const child of children.splice(0)) child.kill('SIGKILL');
+  });
   afterAll(() => rm(folder, { recursive: true, force: true }));
 
-  const start = () => startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, snapshotFile: join(folder, 'cosmos', 'data.json') });
+  const start = async (dataDir: string) => {
+    const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir });
+    running.push(emulator);
+    return emulator;
+  };
+  const tenantData = (emulator: CosmosEmulator) => emulator.client.database('lms').container('tenant-data');
+  const read = async (container: Container, id: string, tenantId = 't1') => (await container.item(id, tenantId).read<Document>()).resource;
 
-  it('creates the containers the app needs and keeps their data across a restart', async () => {
-    const first = await start();
+  /** The emulator in a process of its own (the build's), so that the test can kill it as a crash would. */
+  async function startInChild(dataDir: string, compactAfterBytes?: number) {
+    const module = join(appRoot(), 'dist', 'local', 'cosmos-emulator.js');
+    const script = `
+      const { startCosmosEmulator } = await import(${JSON.stringify(module)});
+      const tls = JSON.parse(process.env.EMULATOR_TLS);
+      const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir: process.env.EMULATOR_DATA_DIR,
+        compactAfterBytes: Number(process.env.EMULATOR_COMPACT_AFTER) || undefined });
+      console.log(emulator.endpoint);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, EMULATOR_TLS: JSON.stringify(tls), EMULATOR_DATA_DIR: dataDir, EMULATOR_COMPACT_AFTER: String(compactAfterBytes ?? '') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    const endpoint = await new Promise<string>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').once('data', (line: string) => resolve(line.trim()));
+      child.once('exit', (code) => reject(new Error(`The emulator exited (code ${code}) before it listened`)));
+    });
+    const agent = new Agent({ ca: tls.cert, keepAlive: true });
+    const client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent });
+    return {
+      container: client.database('lms').container('tenant-data'),
+      async kill(): Promise<void> {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+        client.dispose();
+        agent.destroy();
+      },
+    };
+  }
+
+  /**
+   * Creates of `burst-<n>` and increments of the `counter` document, `atOnce` at a time, until the
+   * child is killed after `killAfter` acknowledged writes. Returns what was acknowledged.
+   */
+  async function burstUntilKilled(child: Awaited<ReturnType<typeof startInChild>>, killAfter: number, atOnce = 8) {
+    const created: string[] = [];
+    let highestCount = 0;
+    let acknowledged = 0;
+    let killed: Promise<void> | undefined;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: atOnce }, async () => {
+        while (!killed) {
+          const index = next++;
+          try {
+            if (index % 2 === 0) {
+              await child.container.items.create({ id: `burst-${index}`, tenantId: 't1', index });
+              created.push(`burst-${index}`);
+            } else {
+              const { resource } = await child.container.item('counter', 't1').patch<{ value: number }>([{ op: 'incr', path: '/value', value: 1 }]);
+              highestCount = Math.max(highestCount, resource!.value);
+            }
+            if (++acknowledged === killAfter) killed = child.kill();
+          } catch (error) {
+            if (!killed) throw error;
+          }
+        }
+      }),
+    );
+    await killed;
+    return { created, highestCount };
+  }
+
+  it('creates the containers the app needs and keeps their data across a restart, with no journal left after a clean close', async () => {
+    const dataDir = join(folder, 'clean');
+    const first = await start(dataDir);
     expect(first.restored).toBe(0);
-    const projects = first.client.database('lms').container('tenant-data');
-    await projects.items.create({ id: 'PRJ-1001', tenantId: 't1', type: 'project', name: 'Kept' });
-    await projects.items.create({ id: 'PRJ-1001', tenantId: 't2', type: 'project', name: 'Other tenant' });
-    await first.close();
+    await tenantData(first).items.create({ id: 'PRJ-1001', tenantId: 't1', type: 'project', name: 'Kept' });
+    await tenantData(first).items.create({ id: 'PRJ-1001', tenantId: 't2', type: 'project', name: 'Other tenant' });
+    await running.pop()!.close();
+    const journals = (await readdir(dataDir)).filter((name) => name.startsWith('journal-'));
+    expect(journals, 'a clean close writes everything into the snapshot').toEqual([]);
 
-    const second = await start();
-    try {
-      expect(second.restored).toBe(2);
-      const { resource } = await second.client.database('lms').container('tenant-data').item('PRJ-1001', 't1').read();
-      expect(resource).toMatchObject({ name: 'Kept', tenantId: 't1' });
-      const { resource: other } = await second.client.database('lms').container('tenant-data').item('PRJ-1001', 't2').read();
-      expect(other).toMatchObject({ name: 'Other tenant' });
-    } finally {
-      await second.close();
-    }
+    const second = await start(dataDir);
+    expect(second.restored).toBe(2);
+    expect(await read(tenantData(second), 'PRJ-1001')).toMatchObject({ name: 'Kept', tenantId: 't1' });
+    expect(await read(tenantData(second), 'PRJ-1001', 't2')).toMatchObject({ name: 'Other tenant' });
+  });
+
+  it('keeps every acknowledged write of every kind when its process is killed with SIGKILL', async () => {
+    const dataDir = join(folder, 'every-kind');
+    const child = await startInChild(dataDir);
+    const { container } = child;
+    await container.items.create({ id: 'counter', tenantId: 't1', value: 0 });
+    await container.items.create({ id: 'created', tenantId: 't1', name: 'Created' });
+    await container.items.upsert({ id: 'upserted', tenantId: 't1', name: 'Upserted' });
+    await container.items.create({ id: 'replaced', tenantId: 't1', name: 'Before' });
+    await container.item('replaced', 't1').replace({ id: 'replaced', tenantId: 't1', name: 'After' });
+    await container.items.create({ id: 'patched', tenantId: 't1', name: 'Before', tags: ['a'] });
+    await container.item('patched', 't1').patch([
+      { op: 'set', path: '/name', value: 'After' },
+      { op: 'add', path: '/tags/-', value: 'b' },
+    ]);
+    await container.items.create({ id: 'deleted', tenantId: 't1' });
+    await container.items.create({ id: 'deleted', tenantId: 't2', name: 'Same id, other partition' });
+    await container.item('deleted', 't1').delete();
+    await container.items.create({ id: 'batch-deleted', tenantId: 't1' });
+    await container.items.create({ id: 'batch-replaced', tenantId: 't1', name: 'Before' });
+    const { result = [] } = await container.items.batch(
+      [
+        { operationType: 'Create', partitionKey: 't1', resourceBody: { id: 'batch-created', tenantId: 't1', name: 'Batch' } },
+        { operationType: 'Upsert', partitionKey: 't1', resourceBody: { id: 'batch-upserted', tenantId: 't1', name: 'Batch' } },
+        { operationType: 'Replace', id: 'batch-replaced', partitionKey: 't1', resourceBody: { id: 'batch-replaced', tenantId: 't1', name: 'After' } },
+        { operationType: 'Delete', id: 'batch-deleted', partitionKey: 't1' },
+        { operationType: 'Read', id: 'created', partitionKey: 't1' },
+      ],
+      't1',
+    );
+    expect(result.map((operation) => operation.statusCode)).toEqual([201, 201, 200, 204, 200]);
+    const { created, highestCount } = await burstUntilKilled(child, 60);
+
+    const restarted = tenantData(await start(dataDir));
+    expect(await read(restarted, 'created')).toMatchObject({ name: 'Created' });
+    expect(await read(restarted, 'upserted')).toMatchObject({ name: 'Upserted' });
+    expect(await read(restarted, 'replaced')).toMatchObject({ name: 'After' });
+    expect(await read(restarted, 'patched')).toMatchObject({ name: 'After', tags: ['a', 'b'] });
+    expect(await read(restarted, 'deleted')).toBeUndefined();
+    expect(await read(restarted, 'deleted', 't2')).toMatchObject({ name: 'Same id, other partition' });
+    expect(await read(restarted, 'batch-created')).toMatchObject({ name: 'Batch' });
+    expect(await read(restarted, 'batch-upserted')).toMatchObject({ name: 'Batch' });
+    expect(await read(restarted, 'batch-replaced')).toMatchObject({ name: 'After' });
+    expect(await read(restarted, 'batch-deleted')).toBeUndefined();
+    const missing = [];
+    for (const id of created) if (!(await read(restarted, id))) missing.push(id);
+    expect(missing, 'acknowledged creates lost').toEqual([]);
+    // Increments that were under way at the kill may or may not have landed; every answered one did.
+    expect((await read(restarted, 'counter'))!.value).toBeGreaterThanOrEqual(highestCount);
+  });
+
+  it('keeps the writes and deletes of a container with a hierarchical partition key across a restart', async () => {
+    const dataDir = join(folder, 'hierarchical');
+    const index = (await start(dataDir)).client.database('lms').container('rag-index');
+    // (@vercel/cosmosdb-server keeps ids unique per tenant, not per tenant and project as Cosmos DB does.)
+    for (const projectId of ['p1', 'p2', 'p3']) await index.items.create({ id: `c-${projectId}`, tenantId: 't1', projectId, content: projectId });
+    await index.item('c-p1', ['t1', 'p1']).delete();
+    const { result = [] } = await index.items.batch([{ operationType: 'Delete', id: 'c-p2', partitionKey: ['t1', 'p2'] }], ['t1', 'p2']);
+    expect(result.map((operation) => operation.statusCode)).toEqual([204]);
+    await running.pop()!.close();
+
+    const restarted = (await start(dataDir)).client.database('lms').container('rag-index');
+    const { resources } = await restarted.items.query<{ projectId: string }>('SELECT c.projectId FROM c', { partitionKey: ['t1'] }).fetchAll();
+    expect(resources).toEqual([{ projectId: 'p3' }]);
+  });
+
+  it('compacts its journal while writes go on, losing and reordering none of them', async () => {
+    const dataDir = join(folder, 'compaction');
+    // A tiny threshold: a new journal and snapshot every few writes.
+    const child = await startInChild(dataDir, 2_000);
+    await child.container.items.create({ id: 'counter', tenantId: 't1', value: 0 });
+    const { created, highestCount } = await burstUntilKilled(child, 400);
+    const { journal } = JSON.parse(await readFile(join(dataDir, 'data.json'), 'utf8')) as { journal: number };
+    expect(journal, 'compactions during the burst').toBeGreaterThan(5);
+
+    const restarted = tenantData(await start(dataDir));
+    const missing = [];
+    for (const id of created) if (!(await read(restarted, id))) missing.push(id);
+    expect(missing, 'acknowledged creates lost').toEqual([]);
+    expect((await read(restarted, 'counter'))!.value).toBeGreaterThanOrEqual(highestCount);
+  });
+
+  it('ignores a last journal line that a crash cut short, and goes on from there', async () => {
+    const dataDir = join(folder, 'cut-short');
+    const child = await startInChild(dataDir);
+    await child.container.items.create({ id: 'answered', tenantId: 't1' });
+    await child.kill();
+    const [journal] = (await readdir(dataDir)).filter((name) => name.startsWith('journal-'));
+    const unanswered = journalLine([{ container: 'tenant-data', put: { id: 'unanswered', tenantId: 't1' } }]);
+    await appendFile(join(dataDir, journal!), unanswered.slice(0, unanswered.length / 2));
+
+    const restarted = await start(dataDir);
+    expect(await read(tenantData(restarted), 'answered')).toBeDefined();
+    expect(await read(tenantData(restarted), 'unanswered')).toBeUndefined();
+    await tenantData(restarted).items.create({ id: 'after', tenantId: 't1' });
+    await running.pop()!.close();
+
+    // A whole last line whose checksum does not match is cut short too.
+    const wrongChecksum = journalLine([{ container: 'tenant-data', put: { id: 'unanswered', tenantId: 't1' } }]).replace(/^\w{8}/, '00000000');
+    await writeFile(join(dataDir, 'journal-99.log'), wrongChecksum);
+    const again = await start(dataDir);
+    expect(await read(tenantData(again), 'answered')).toBeDefined();
+    expect(await read(tenantData(again), 'after')).toBeDefined();
+    expect(await read(tenantData(again), 'unanswered')).toBeUndefined();
+  });
+
+  it('refuses to start on a journal damaged before its end, rather than drop the writes after the damage', async () => {
+    const dataDir = join(folder, 'damaged');
+    const put = (id: string) => journalLine([{ container: 'tenant-data', put: { id, tenantId: 't1' } }]);
+    await start(dataDir);
+    await running.pop()!.close();
+    await writeFile(join(dataDir, 'journal-5.log'), put('first') + put('damaged').replace('damaged', 'dam4ged') + put('after'));
+    await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir })).rejects.toThrow(/journal-5\.log is damaged at line 2/);
+  });
+
+  it('reads the snapshot that earlier versions wrote, without a journal', async () => {
+    const dataDir = join(folder, 'older-format');
+    await start(dataDir);
+    await running.pop()!.close();
+    await writeFile(join(dataDir, 'data.json'), JSON.stringify({ 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before' }], 'rag-chunks': [] }));
+    const emulator = await start(dataDir);
+    expect(emulator.restored).toBe(1);
+    expect(await read(tenantData(emulator), 'PRJ-1001')).toMatchObject({ name: 'From before' });
   });
 });
