@@ -58,7 +58,10 @@ function documentWrite(request: IncomingMessage, database: string): { container:
   return { container: container!, id, batch: isTrue(request.headers['x-ms-cosmos-is-batch-request']) };
 }
 
-/** A partition key as the client sends it (`["t1"]`, or `["t1","p1"]` for a hierarchical key, in a header or a batch operation), as the values the server files the document under. */
+/**
+ * A partition key as the client sends it (`["t1"]`, or `["t1","p1"]` for a hierarchical key, in a
+ * header or a batch operation), as the values the server files the document under.
+ */
 function partitionKeyValue(sent: unknown): PartitionKeyValue {
   let parsed: unknown;
   try {

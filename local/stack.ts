@@ -16,7 +16,7 @@ import { DEFAULT_RAG_QUEUE_NAME, DEFAULT_WEBHOOKS_QUEUE_NAME, DEFAULT_WEBHOOKS_S
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
-import { DEFAULT_LOCAL_USERNAME, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
+import { DEFAULT_LOCAL_USERNAME, GRAPH_RESOURCE, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
@@ -95,6 +95,7 @@ export async function startStack(options: StackOptions) {
       graph = await startGraphStandIn({ identityProvider, users: localDirectory() });
       started.push(graph);
       hostEnvironment.GRAPH_BASE_URL = graph.baseUrl;
+      hostEnvironment.GRAPH_RESOURCE = GRAPH_RESOURCE;
       embedded.push(`Microsoft Graph ${graph.baseUrl}`);
     }
     if (identityProvider && !given(options.settings, 'AUTH_CLIENT_SECRET') && !given(options.settings, 'AUTH_CLIENT_CERTIFICATE_PATH')) {

@@ -94,8 +94,8 @@ function readGraphSettings(env: NodeJS.ProcessEnv): GraphSettings {
     problems.push('GRAPH_BASE_URL is not a URL');
   }
   if (problems.length || !url) throw new ConfigurationError(problems);
-  // A national cloud's Graph is its own resource; a plain-HTTP stand-in on this machine plays the global one.
-  const resource = url.protocol === 'https:' ? url.origin : 'https://graph.microsoft.com';
+  // A national cloud's Graph is its own resource; a stand-in that plays the global one says so in GRAPH_RESOURCE.
+  const resource = env.GRAPH_RESOURCE?.trim() || url.origin;
   return { baseUrl: url.href.replace(/\/$/, ''), resource };
 }
 

@@ -2,6 +2,7 @@ import { request as httpsRequest } from 'node:https';
 import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { inject } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
+import { GRAPH_RESOURCE } from '../../local/identity-provider.js';
 
 export const stack = inject('stack');
 export const HOME_TENANT = LOCAL_HOME_TENANT_ID;
@@ -16,6 +17,8 @@ export const stackAppSettings = {
   COSMOS_ENDPOINT: stack.cosmosEndpoint,
   COSMOS_KEY: stack.cosmosKey,
   CURSOR_SIGNING_KEY: stack.cursorSigningKey,
+  // The Graph stand-ins play the global Graph.
+  GRAPH_RESOURCE,
   // A queue of the hosts this file starts: the shared host never takes their messages, nor they its.
   WEBHOOKS_QUEUE_NAME: `webhooks-${crypto.randomUUID().slice(0, 8)}`,
   // Hosts of tests that are not about webhooks: the sweep (once a year) stays out of what they count.
