@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readAuthSettings, readCosmosSettings } from '../../shared/config.js';
+import { readAuthSettings, readCosmosSettings, readGraphSettings } from '../../shared/config.js';
 import { ConfigurationError } from '../../shared/errors.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
@@ -57,5 +57,20 @@ describe('Cosmos settings', () => {
       database: 'lms',
     });
     expect(readCosmosSettings({ COSMOS_ENDPOINT: 'https://x/', COSMOS_KEY: 'k', COSMOS_DATABASE: 'other' })).toMatchObject({ key: 'k', database: 'other' });
+  });
+});
+
+describe('Graph settings', () => {
+  it("asks for the base URL's origin as the resource, unless GRAPH_RESOURCE names another", () => {
+    expect(readGraphSettings({})).toEqual({ baseUrl: 'https://graph.microsoft.com', resource: 'https://graph.microsoft.com' });
+    expect(readGraphSettings({ GRAPH_BASE_URL: 'https://graph.microsoft.us/' })).toEqual({
+      baseUrl: 'https://graph.microsoft.us',
+      resource: 'https://graph.microsoft.us',
+    });
+    expect(readGraphSettings({ GRAPH_BASE_URL: 'http://127.0.0.1:9100', GRAPH_RESOURCE: 'https://graph.microsoft.com' })).toEqual({
+      baseUrl: 'http://127.0.0.1:9100',
+      resource: 'https://graph.microsoft.com',
+    });
+    expect(() => readGraphSettings({ GRAPH_BASE_URL: 'not a url' })).toThrow(ConfigurationError);
   });
 });
