@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startHostProcess } from '../../local/stack.js';
@@ -83,25 +83,30 @@ type Host = Awaited<ReturnType<typeof startHost>>;
 const QUEUE = `rag-batches-${randomUUID().slice(0, 8)}`;
 let main: Host;
 
-async function readJob(host: Host, jobId: string, tenant = TENANT): Promise<Job> {
+async function readJob(host: Host, jobId: string, tenant: string = TENANT): Promise<Job> {
   const response = await host.call('GET', `/rag/jobs/${jobId}`, { token: tokens[tenant] });
   expect(response.status).toBe(200);
   return response.body as Job;
 }
 
-async function start(host: Host, body: Record<string, unknown> = {}, tenant = TENANT): Promise<Job> {
+/** Jobs started and not yet seen to end: a test that fails part way should leave none running for the next. */
+const unfinished = new Map<string, string>();
+
+async function start(host: Host, body: Record<string, unknown> = {}, tenant: string = TENANT): Promise<Job> {
   const response = await host.call('POST', '/rag/index', { token: tokens[tenant], body });
   expect(response.status, JSON.stringify(response.body)).toBe(202);
+  unfinished.set((response.body as Job).jobId, tenant);
   return response.body as Job;
 }
 
 /** Polls the job until `done` holds, keeping every state seen. */
-async function until(host: Host, jobId: string, done: (job: Job) => boolean, tenant = TENANT): Promise<Job[]> {
+async function until(host: Host, jobId: string, done: (job: Job) => boolean, tenant: string = TENANT): Promise<Job[]> {
   const seen: Job[] = [];
   const deadline = Date.now() + 90_000;
   for (;;) {
     const current = await readJob(host, jobId, tenant);
     seen.push(current);
+    if (ended(current)) unfinished.delete(jobId);
     if (done(current)) return seen;
     if (Date.now() > deadline) throw new Error(`Job ${jobId} is still ${current.status}: ${JSON.stringify(current)}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
@@ -111,7 +116,7 @@ async function until(host: Host, jobId: string, done: (job: Job) => boolean, ten
 const ended = (job: Job) => ['Succeeded', 'Failed', 'Cancelled'].includes(job.status);
 const planned = (job: Job) => ended(job) || job.progress?.batches === BATCHES;
 
-async function finished(host: Host, jobId: string, tenant = TENANT): Promise<Job> {
+async function finished(host: Host, jobId: string, tenant: string = TENANT): Promise<Job> {
   return (await until(host, jobId, ended, tenant)).at(-1)!;
 }
 
@@ -126,7 +131,7 @@ async function chunksOf(tenant: string): Promise<StoredChunk[]> {
 }
 
 /** Empties the tenant's index, so that the next rebuild has every chunk to embed and write. */
-async function emptyIndex(tenant = TENANT): Promise<void> {
+async function emptyIndex(tenant: string = TENANT): Promise<void> {
   const chunks = await chunksOf(tenant);
   for (let start = 0; start < chunks.length; start += 100) {
     await Promise.all(chunks.slice(start, start + 100).map((chunk) => index.item(chunk.id, [tenant, chunk.projectId]).delete()));
@@ -183,13 +188,23 @@ beforeEach(() => {
   standIn.failNext(0);
 });
 
+afterEach(async () => {
+  for (const [jobId, tenant] of unfinished) {
+    unfinished.delete(jobId);
+    // Every host of this file shares the database, so the main one can cancel any job; its own host's worker ends it.
+    const cancelled = await main.call('POST', `/rag/jobs/${jobId}/cancel`, { token: tokens[tenant] });
+    if (cancelled.status === 202) await until(main, jobId, ended, tenant);
+  }
+});
+
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
   await standIn?.close();
   await provider?.close();
 });
 
-describe('a rebuild of 1,204 sources', () => {
+// Each test runs whole rebuilds of 1,204 sources: on a busy machine that takes longer than the default timeout.
+describe('a rebuild of 1,204 sources', { timeout: 120_000 }, () => {
   it('goes through 4 batches, its progress only ever increasing, and ends with exact counts', async () => {
     const before = standIn.counts.inputs;
     const { jobId } = await start(main);
@@ -307,7 +322,7 @@ describe('a rebuild of 1,204 sources', () => {
   });
 });
 
-describe('tenants', () => {
+describe('tenants', { timeout: 120_000 }, () => {
   it("never mix: a tenant whose ids are the same as another's has an index of its own", async () => {
     await finished(main, (await start(main)).jobId);
     const { jobId } = await start(main, {}, NEIGHBOUR);
