@@ -304,7 +304,8 @@ describe('a rebuild of 1,204 sources', { timeout: 120_000 }, () => {
 
   it('finishes when the embeddings API throttles with Retry-After, no invocation waiting it out, and nothing embedded twice', async () => {
     await emptyIndex();
-    const retryAfterSeconds = 5;
+    // Long against the seconds a batch takes even on a busy machine, so that an invocation that waited it out would show.
+    const retryAfterSeconds = 15;
     standIn.failNext(3, 429, retryAfterSeconds);
     const embeddedBefore = standIn.counts.inputs;
     const throttledBefore = standIn.received.filter((request) => request.status === 429).length;
