@@ -31,7 +31,8 @@ function httpRegistrations(registrations: Registration[]): HttpRegistration[] {
 async function currentDocument(): Promise<string> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(join(appRoot, 'dist', 'functions', basename(file))).href);
   const hostJson = JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as { extensions?: { http?: { routePrefix?: string } } };
-  const { version } = JSON.parse(await readFile(join(appRoot, 'package.json'), 'utf8')) as { version: string };
+  // The API's version is the client package's: the client is this document in TypeScript, so both change together.
+  const { version } = JSON.parse(await readFile(join(appRoot, 'client', 'package.json'), 'utf8')) as { version: string };
   const document = buildOpenApiDocument(httpRegistrations(registrations()), { version, routePrefix: hostJson.extensions?.http?.routePrefix ?? 'api' });
   return `${JSON.stringify(document, null, 2)}\n`;
 }

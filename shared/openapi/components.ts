@@ -104,7 +104,7 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
   // Error answers have an example for each message instead (document.ts).
   [errorBody, { name: 'Error', example: undefined }],
-  [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '0.1.0' }, paths: {} } }],
+  [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '1.0.0' }, paths: {} } }],
   [
     createProjectBody,
     {

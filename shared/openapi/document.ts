@@ -72,6 +72,11 @@ const RESPONSE_HEADERS: Record<string, Json> = {
   XRequestId: { description: 'Identifies the request in the service log; quote it when reporting a problem.', required: true, schema: { type: 'string' } },
   Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@<Unix seconds>`.', required: true, schema: { type: 'string' } },
   Sunset: { description: 'RFC 8594: the HTTP date after which the operation may be gone.', required: true, schema: { type: 'string' } },
+  DeprecationLink: {
+    description: 'RFC 8288 links: `<…>; rel="deprecation"` to what replaces this operation and, on a list, `<…?cursor=…>; rel="next"` while more pages follow.',
+    required: true,
+    schema: { type: 'string' },
+  },
 };
 
 const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: Json }> = {
@@ -284,6 +289,7 @@ function successResponses(described: OperationDefinition, components: Components
         ...Object.fromEntries(headers.map((name) => [name, header(name)])),
         ...(honours.has('Idempotency-Key') ? { 'Idempotent-Replayed': header('IdempotentReplayed') } : {}),
         ...(described.deprecated ? { Deprecation: header('Deprecation'), Sunset: header('Sunset') } : {}),
+        ...(described.deprecated?.link ? { Link: header('DeprecationLink') } : {}),
       },
       ...(status === 204 ? {} : { content }),
     },

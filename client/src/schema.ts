@@ -744,6 +744,8 @@ export interface components {
         Deprecation: string;
         /** @description RFC 8594: the HTTP date after which the operation may be gone. */
         Sunset: string;
+        /** @description RFC 8288 links: `<…>; rel="deprecation"` to what replaces this operation and, on a list, `<…?cursor=…>; rel="next"` while more pages follow. */
+        DeprecationLink: string;
     };
     pathItems: never;
 }
@@ -4796,7 +4798,7 @@ export interface operations {
                      *       "openapi": "3.1.0",
                      *       "info": {
                      *         "title": "LMS Platform API",
-                     *         "version": "0.1.0"
+                     *         "version": "1.0.0"
                      *       },
                      *       "paths": {}
                      *     }
