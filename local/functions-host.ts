@@ -16,6 +16,7 @@ import type { HttpHandler } from '@azure/functions';
 import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
 import { startTimerTriggers } from './timer-triggers.js';
 import { appFiles } from './app-files.js';
+import { corsPolicyFrom, handledByCors } from './cors.js';
 import { answerTo } from './http-answers.js';
 import { httpInvocation } from './http-invocation.js';
 import { registrations, triggerOf } from './registrations.js';
@@ -129,8 +130,11 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     return [compileRoute(template, trigger.methods ?? ['GET', 'POST'], { name, handler: registration.callback as HttpHandler, trigger })];
   });
   const router = createRouter(httpFunctions);
+  // The Function App's CORS setting, applied before routing as the host's CORS middleware is.
+  const cors = corsPolicyFrom(process.env);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (handledByCors(cors, req, res)) return;
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${host}:${port}`}`);
     const found = router.find(req.method ?? 'GET', url.pathname);
     if (!found) {

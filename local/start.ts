@@ -1,10 +1,11 @@
 /**
  * `npm start`: the API on http://localhost:7071/api (PORT overrides) with embedded parts for every
  * setting that is not given, keeping their data in `.local` (LOCAL_DATA_DIR overrides). Settings come from the environment and, like `func start`, from
- * local.settings.json's Values (the environment wins).
+ * local.settings.json's Values, and its Host.CORS and Host.CORSCredentials (the environment wins).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { corsSettingsFromLocalSettings } from './cors.js';
 import { DEFAULT_API_PORT, DEFAULT_IDENTITY_PROVIDER_PORT, localDataDir } from './defaults.js';
 import { appRoot, startStack } from './stack.js';
 
@@ -18,8 +19,8 @@ function port(name: string, fallback: number): number {
 
 async function localSettings(root: string): Promise<Record<string, string>> {
   try {
-    const file = JSON.parse(await readFile(join(root, 'local.settings.json'), 'utf8')) as { Values?: Record<string, string> };
-    return file.Values ?? {};
+    const file = JSON.parse(await readFile(join(root, 'local.settings.json'), 'utf8')) as { Values?: Record<string, string>; Host?: Record<string, unknown> };
+    return { ...corsSettingsFromLocalSettings(file.Host), ...file.Values };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw new Error('local.settings.json is not valid JSON', { cause: error });
@@ -44,6 +45,7 @@ const functionLines = [
 console.log(`\nFunctions:\n${functionLines.join('\n')}`);
 console.log(`\nEmbedded parts: ${stack.embedded.length ? stack.embedded.join('; ') : 'none (every setting is given)'}`);
 console.log(`\nThe API is at ${stack.apiBaseUrl}`);
+if (stack.environment.CORS_ALLOWED_ORIGINS) console.log(`Browsers may call it from: ${stack.environment.CORS_ALLOWED_ORIGINS}`);
 if (stack.identityProvider) console.log('Get a token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');
 console.log('Press Ctrl+C to stop.\n');
 

@@ -3,13 +3,21 @@ import type { HttpRequest } from '@azure/functions';
 import { entityTag, isNotModified } from './etag.js';
 import type { Language } from './language.js';
 
-/** Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed. */
+/**
+ * The response headers a browser page of another origin may read (add-ins). Azure's CORS setting
+ * allows origins but cannot expose headers, so the app names them itself; they stay unreadable to any
+ * origin the host's CORS setting does not allow, which gets no `Access-Control-Allow-Origin`.
+ */
+const BROWSER_READABLE_HEADERS = ['ETag', 'Location', 'Link', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'Deprecation', 'Sunset'];
+
+/** Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed, pages the host lets call may read the API's headers. */
 export function responseHeaders(requestId: string, language?: Language): Record<string, string> {
   const headers: Record<string, string> = {
     'Content-Type': 'application/json; charset=utf-8',
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': requestId,
+    'Access-Control-Expose-Headers': BROWSER_READABLE_HEADERS.join(', '),
   };
   if (language) headers['Content-Language'] = language;
   return headers;
