@@ -7,6 +7,7 @@ export const STATUS_NAMES: Readonly<Record<number, string>> = {
   403: 'Forbidden',
   404: 'Not Found',
   409: 'Conflict',
+  411: 'Length Required',
   412: 'Precondition Failed',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',

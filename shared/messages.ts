@@ -34,6 +34,10 @@ const catalog = {
     en: () => 'The request body must be a JSON object.',
     ja: () => 'リクエスト本文は JSON オブジェクトである必要があります。',
   },
+  lengthRequired: {
+    en: () => 'The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.',
+    ja: () => 'リクエスト本文が空で届きました。Content-Length なし（chunked）で送信した本文は API に空で届きます。Content-Length を付けて送信してください。',
+  },
   bodyTooLarge: {
     en: (p) => `The request body is larger than ${p.limit} bytes.`,
     ja: (p) => `リクエスト本文が ${p.limit} バイトを超えています。`,
@@ -49,6 +53,10 @@ const catalog = {
   repeatedQueryParameter: {
     en: (p) => `The query parameter "${p.name}" may appear only once.`,
     ja: (p) => `クエリパラメーター「${p.name}」は 1 回だけ指定できます。`,
+  },
+  oneValueOnly: {
+    en: (p) => `"${p.name}" takes one value: a list separated by commas is not accepted.`,
+    ja: (p) => `「${p.name}」には値を 1 つだけ指定できます。カンマ区切りのリストは指定できません。`,
   },
   invalidCursor: {
     en: () => 'The cursor is not valid. Start again from the first page.',

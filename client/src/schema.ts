@@ -991,6 +991,20 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Payload Too Large:
              *
              *     - The request body is larger than {limit} bytes.
@@ -1345,6 +1359,20 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Retry-After": components["headers"]["RetryAfterContended"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1840,6 +1868,20 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Payload Too Large:
              *
              *     - The request body is larger than {limit} bytes.
@@ -2190,6 +2232,20 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Retry-After": components["headers"]["RetryAfterContended"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2798,6 +2854,20 @@ export interface operations {
              *     - A RAG index rebuild is already queued or running (job {id}). Wait for it to finish.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3543,6 +3613,20 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Payload Too Large:
              *
              *     - The request body is larger than {limit} bytes.
@@ -3905,6 +3989,20 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     "Retry-After": components["headers"]["RetryAfterContended"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -44,10 +44,13 @@ async function readLimited(request: HttpRequest, limit: number): Promise<Uint8Ar
   return Buffer.concat(chunks);
 }
 
-/** The request body as a JSON object, or the contract's 415, 413 or 400. */
+/** The request body as a JSON object, or the contract's 415, 413 or 400, or a 411 for a chunked body. */
 export async function readJsonObject(request: HttpRequest): Promise<Record<string, unknown>> {
   if (!isJsonMediaType(request.headers.get('content-type'))) throw new ApiError(415, 'unsupportedMediaType');
   const bytes = await readLimited(request, MAX_BODY_BYTES);
+  // Azure's host hands a body sent with Transfer-Encoding (no Content-Length) to the function empty:
+  // the client is told to send Content-Length, rather than that its JSON is invalid.
+  if (bytes.byteLength === 0 && request.headers.has('transfer-encoding')) throw new ApiError(411, 'lengthRequired');
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);

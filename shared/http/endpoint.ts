@@ -7,6 +7,7 @@ import type { Idempotency } from '../data/idempotency.js';
 import { recordCaller } from '../data/users-repository.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
+import { translate } from '../messages.js';
 import { parseOrThrow } from '../validation.js';
 import { readJsonObject } from './body.js';
 import { errorResponse } from './error-mapper.js';
@@ -78,14 +79,43 @@ export function publicOperation(definition: OperationDefinition, handler: HttpHa
   return Object.assign(handler, { definition });
 }
 
+/**
+ * The query parameters, each given once. Azure's host joins a repeated parameter's values with ","
+ * (names compared without case), so `request.query` cannot show a repetition; the raw query string
+ * in the URL, which Azure keeps, can. So `?q=a&q=b` is refused under any host, never read as `a,b`.
+ */
 function queryObject(request: HttpRequest): Record<string, string> {
+  const seen = new Set<string>();
+  for (const name of new URL(request.url).searchParams.keys()) {
+    if (seen.has(name.toLowerCase())) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
+    seen.add(name.toLowerCase());
+  }
   // No prototype: a parameter named __proto__ must stay a parameter (and be refused as unknown).
   const query = Object.create(null) as Record<string, string>;
-  for (const [name, value] of request.query) {
-    if (Object.hasOwn(query, name)) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
-    query[name] = value;
-  }
+  for (const [name, value] of request.query) query[name] = value;
   return query;
+}
+
+// Free text, in which a comma is only a character; every other parameter takes a single value.
+const FREE_TEXT_PARAMETERS = new Set(['q']);
+
+/**
+ * The query, validated. A refused value with a comma in a single-valued parameter was meant as a
+ * list (`status=Active,OnHold`): its detail says so, rather than only that the value is invalid.
+ */
+function parseQuery(schema: Schema, query: Record<string, string>, language: Language): unknown {
+  try {
+    return parseOrThrow(schema, query, language, 'query');
+  } catch (error) {
+    if (!(error instanceof ApiError) || !error.options.details) throw error;
+    const declared = schema instanceof z.ZodObject ? schema.shape : {};
+    const details = error.options.details.map((detail) => {
+      const name = detail.path.replace(/^query\./, '');
+      const list = Object.hasOwn(declared, name) && !FREE_TEXT_PARAMETERS.has(name) && query[name]?.includes(',') === true;
+      return list ? { path: detail.path, message: translate('oneValueOnly', language, { name }) } : detail;
+    });
+    throw badRequest('validationFailed', {}, details);
+  }
 }
 
 /** The path parameters, each of its declared form; any other value cannot name a resource, so it is a 404. */
@@ -155,7 +185,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       authorize(principal, definition.permission);
       // Only a caller the API serves becomes one of its recorded users.
       await recordCaller(principal);
-      const query = parseOrThrow(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language, 'query') as Output<QS>;
+      const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language) as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined) as Output<BS>;
       const outcome = await definition.handle({
         principal,

@@ -236,6 +236,7 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   }
   if (described.body) {
     add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject', 'bodyIncomplete');
+    add(411, 'lengthRequired');
     add(413, 'bodyTooLarge');
     add(415, 'unsupportedMediaType');
   }
@@ -367,6 +368,9 @@ ${rolesTable()}
 
 **Errors** are JSON objects \`{ error, message, status, requestId }\`, plus \`details: [{ path, message }]\` for validation errors; some carry more
 (\`claims\`, \`activeJobId\`). Messages are in Japanese when \`Accept-Language\` prefers \`ja\`. Unknown query parameters and unknown body fields are a 400.
+
+**Requests.** Give each query parameter once, with one value: a repeated parameter, or a comma list in one that takes a single value,
+is a 400 (in \`q\` a comma is text). Send a body with \`Content-Length\`: Azure's Functions host hands a chunked body to the API empty, so one is a 411.
 
 **Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
 

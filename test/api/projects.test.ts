@@ -176,6 +176,24 @@ describe('GET /api/projects', () => {
     }
   });
 
+  it("refuses a repeated parameter by name, though Azure's host joins its values into one, and a comma list in a filter that takes one value", async () => {
+    const adminToken = await admin();
+    for (const [query, name] of [
+      ['q=a&q=b', 'q'],
+      ['status=Active&STATUS=OnHold', 'STATUS'],
+      ['q=&q=launch', 'q'],
+    ]) {
+      const response = await api('GET', `/projects?${query}`, { token: adminToken });
+      expect(response.status, query).toBe(400);
+      expect(response.body.message, query).toBe(`The query parameter "${name}" may appear only once.`);
+    }
+    const list = await api('GET', '/projects?status=Active,OnHold', { token: adminToken, headers: { 'accept-language': 'ja' } });
+    expect(list.status).toBe(400);
+    expect(list.body.details).toEqual([{ path: 'query.status', message: '「status」には値を 1 つだけ指定できます。カンマ区切りのリストは指定できません。' }]);
+    // In a search a comma is text.
+    expect((await api('GET', `/projects?q=${encodeURIComponent('launch, beta')}`, { token: adminToken })).status).toBe(200);
+  });
+
   it('treats quotes and SQL in q as plain text', async () => {
     const response = await api('GET', `/projects?q=${encodeURIComponent("' OR 1=1 --")}`, { token: await admin() });
     expect(response.status).toBe(200);

@@ -46,7 +46,16 @@ function echo(definition: Partial<Parameters<typeof endpointModule.endpoint>[0]>
 
 async function call(
   handler: ReturnType<typeof echo>['handler'],
-  init: { method?: string; path?: string; headers?: Record<string, string>; params?: Record<string, string>; body?: string; roles?: string[] } = {},
+  init: {
+    method?: string;
+    path?: string;
+    /** The query record as Azure's host passes it; without one the library reads the URL's query string. */
+    query?: Record<string, string>;
+    headers?: Record<string, string>;
+    params?: Record<string, string>;
+    body?: string;
+    roles?: string[];
+  } = {},
 ): Promise<HttpResponseInit & { headers: Record<string, string> }> {
   const token = await identityProvider.issueToken({ tenantId: HOME_TENANT, kind: 'app', roles: init.roles ?? ['LMS.Admin'] });
   const request = new HttpRequest({
@@ -54,6 +63,7 @@ async function call(
     url: `http://localhost/api${init.path ?? '/items'}`,
     headers: { authorization: `Bearer ${token}`, ...(init.body ? { 'content-type': 'application/json' } : {}), ...init.headers },
     params: init.params ?? {},
+    ...(init.query ? { query: init.query } : {}),
     ...(init.body ? { body: { string: init.body } } : {}),
   });
   const context = new InvocationContext({ invocationId: 'request-1', functionName: 'items-echo', logHandler: () => undefined });
@@ -96,6 +106,91 @@ describe('endpoint()', () => {
     expect((await call(handler, { path: '/items?limit=1&limit=2' })).status).toBe(400);
     await call(handler, { path: '/items?limit=5' });
     expect(received.map((input) => input.query)).toEqual([{ limit: 5 }]);
+  });
+
+  describe("with the query as Azure's host passes it: a repeated parameter's values joined by ',', names merged without case", () => {
+    const query = z.strictObject({ status: z.enum(['Active', 'OnHold']).optional(), q: z.string().optional(), limit: z.string().regex(/^\d+$/).optional() });
+    const details = (answer: HttpResponseInit) => (answer.jsonBody as { details: { path: string; message: string }[] }).details;
+
+    it('refuses a repeated parameter, seen in the raw query string that the URL keeps, never reading the joined value', async () => {
+      const { handler, received } = echo({ query }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      for (const [path, joined, name] of [
+        ['/items?q=a&q=b', { q: 'a,b' }, 'q'],
+        ['/items?status=Active&STATUS=OnHold', { status: 'Active,OnHold' }, 'STATUS'],
+        ['/items?q=&q=x', { q: 'x' }, 'q'],
+        ['/items?limit=&limit=', { limit: '' }, 'limit'],
+      ] as const) {
+        const answer = await call(handler, { path, query: joined });
+        expect(answer.status, path).toBe(400);
+        expect(answer.jsonBody, path).toMatchObject({ message: `The query parameter "${name}" may appear only once.` });
+      }
+      const japanese = await call(handler, { path: '/items?q=a&q=b', query: { q: 'a,b' }, headers: { 'accept-language': 'ja' } });
+      expect(japanese.jsonBody).toMatchObject({ message: 'クエリパラメーター「q」は 1 回だけ指定できます。' });
+      expect(received).toEqual([]);
+    });
+
+    it('says that a single-valued parameter takes one value when its value is a comma list; in q a comma is text', async () => {
+      const { handler, received } = echo({ query }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      const list = await call(handler, { path: '/items?status=Active%2COnHold&limit=1,2', query: { status: 'Active,OnHold', limit: '1,2' } });
+      expect(list.status).toBe(400);
+      expect(details(list)).toEqual([
+        { path: 'query.status', message: '"status" takes one value: a list separated by commas is not accepted.' },
+        { path: 'query.limit', message: '"limit" takes one value: a list separated by commas is not accepted.' },
+      ]);
+      const japanese = await call(handler, { path: '/items?status=Active,OnHold', query: { status: 'Active,OnHold' }, headers: { 'accept-language': 'ja' } });
+      expect(details(japanese)).toEqual([{ path: 'query.status', message: '「status」には値を 1 つだけ指定できます。カンマ区切りのリストは指定できません。' }]);
+      // An unknown parameter stays unknown, comma or not.
+      expect(details(await call(handler, { path: '/items?colour=red,blue', query: { colour: 'red,blue' } }))).toEqual([
+        { path: 'query.colour', message: 'Unknown field "colour".' },
+      ]);
+      await call(handler, { path: '/items?q=a,b', query: { q: 'a,b' } });
+      expect(received.map((input) => input.query)).toEqual([{ q: 'a,b' }]);
+    });
+  });
+
+  describe("with a body sent chunked, which Azure's host hands to the function empty", () => {
+    const body = z.strictObject({ name: z.string() });
+    const chunkedRequest = async (stream?: ReadableStream<Uint8Array>, language = 'en') =>
+      new HttpRequest({
+        nativeRequest: new Request('http://localhost/api/items', {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${await identityProvider.issueToken({ tenantId: HOME_TENANT, kind: 'app', roles: ['LMS.Admin'] })}`,
+            'content-type': 'application/json',
+            'transfer-encoding': 'chunked',
+            'accept-language': language,
+          },
+          ...(stream ? { body: stream, duplex: 'half' } : {}),
+        }),
+        params: {},
+      } as never);
+    const context = () => new InvocationContext({ invocationId: 'request-3', functionName: 'items-echo', logHandler: () => undefined });
+
+    it('answers 411 telling the client to send Content-Length, not that its JSON is invalid', async () => {
+      const { handler, received } = echo({ body }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      const answer = (await handler(await chunkedRequest(), context())) as HttpResponseInit;
+      expect(answer.status).toBe(411);
+      expect(answer.jsonBody).toMatchObject({ error: 'Length Required', status: 411, message: expect.stringContaining('Send it with Content-Length') });
+      const japanese = (await handler(await chunkedRequest(undefined, 'ja'), context())) as HttpResponseInit;
+      expect(japanese.jsonBody).toMatchObject({ status: 411, message: expect.stringContaining('Content-Length を付けて送信してください') });
+      expect(received).toEqual([]);
+    });
+
+    it('reads a chunked body that does arrive, and refuses it with 413 as soon as it passes 1 MiB', async () => {
+      const { handler, received } = echo({ body }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      const arriving = new Blob(['{"name":"Ada"}']).stream();
+      expect(((await handler(await chunkedRequest(arriving), context())) as HttpResponseInit).status).toBe(200);
+      expect(received.map((input) => input.body)).toEqual([{ name: 'Ada' }]);
+      let chunksPulled = 0;
+      const endless = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          chunksPulled++;
+          controller.enqueue(new Uint8Array(64 * 1024).fill(0x61));
+        },
+      });
+      expect(((await handler(await chunkedRequest(endless), context())) as HttpResponseInit).status).toBe(413);
+      expect(chunksPulled, 'stopped just past 1 MiB').toBeLessThan(20);
+    });
   });
 
   it('validates the body against its schema and hands over the parsed value', async () => {
