@@ -18,7 +18,7 @@ import { startTimerTriggers } from './timer-triggers.js';
 import { appFiles } from './app-files.js';
 import { corsPolicyFrom, handledByCors } from './cors.js';
 import { answerTo } from './http-answers.js';
-import { httpInvocation } from './http-invocation.js';
+import { httpInvocation, joinedAsAzure } from './http-invocation.js';
 import { registrations, triggerOf } from './registrations.js';
 import { compileRoute, createRouter } from './routes.js';
 
@@ -34,31 +34,22 @@ function log(functionName: string, level: string, message: string): void {
 }
 
 /**
- * Every header as received, a repeated one's values joined by ", " (a fetch `Headers` would join
- * them the same way). Not Node's `request.headers`, which keeps only the first of a repeated
- * Authorization or Content-Type and would hide the repetition from the app.
+ * Every header as Azure's host passes it to the worker: lower-case names, a repeated header's values
+ * joined by "," (see joinedAsAzure). Read from rawHeaders, not Node's `request.headers`, which keeps
+ * only the first of a repeated Authorization or Content-Type.
  */
 function headerRecord(request: IncomingMessage): Record<string, string> {
-  const headers = Object.create(null) as Record<string, string>;
-  for (let index = 0; index < request.rawHeaders.length; index += 2) {
-    const name = request.rawHeaders[index]!.toLowerCase();
-    const value = request.rawHeaders[index + 1]!;
-    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
-  }
-  return headers;
+  const pairs: [string, string][] = [];
+  for (let index = 0; index < request.rawHeaders.length; index += 2) pairs.push([request.rawHeaders[index]!.toLowerCase(), request.rawHeaders[index + 1]!]);
+  return joinedAsAzure(pairs);
 }
 
 /**
  * A request body up to this size is read whole before the function runs, as Azure's host reads a
- * request before handing its bytes to the worker. A larger body, or one of unknown length, streams
- * through instead, so that the app's own limit can refuse it before it has all arrived.
+ * request before handing its bytes to the worker. A larger one streams through instead, so that the
+ * app's own limit can refuse it before it has all arrived.
  */
 const WHOLE_BODY_LIMIT = 64 * 1024;
-
-function declaresSmallBody(request: IncomingMessage): boolean {
-  const declared = request.headers['content-length'];
-  return declared !== undefined && Number(declared) <= WHOLE_BODY_LIMIT;
-}
 
 /** The whole body; rejected if the client goes away before sending all of it. */
 function readWholeBody(request: IncomingMessage): Promise<Buffer> {
@@ -70,10 +61,15 @@ function readWholeBody(request: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** What the function gets as its request body: none for GET and HEAD, the bytes of a small one, else a stream. */
+/**
+ * What the function gets as its request body: none for GET and HEAD, the bytes of a small one, else a
+ * stream. A body sent without Content-Length (chunked) reaches the function empty, as Azure's host
+ * delivers it (a known host issue); Node reads it off the connection after the answer.
+ */
 async function requestBody(request: IncomingMessage): Promise<Uint8Array | ReadableStream | undefined> {
-  if (request.method === 'GET' || request.method === 'HEAD') return undefined;
-  return declaresSmallBody(request) ? readWholeBody(request) : (Readable.toWeb(request) as ReadableStream);
+  const declared = request.headers['content-length'];
+  if (request.method === 'GET' || request.method === 'HEAD' || declared === undefined) return undefined;
+  return Number(declared) <= WHOLE_BODY_LIMIT ? readWholeBody(request) : (Readable.toWeb(request) as ReadableStream);
 }
 
 /**

@@ -281,16 +281,17 @@ for (const endpoint of ENDPOINTS) {
       );
     });
 
-    hostileTest('a 2 MB body, declared or streamed, is a 413 decided before the body ends', async (cases) => {
+    hostileTest('a 2 MB body is a 413 decided before the body ends; an endless chunked one, which Azure hands over empty, a 411 at once', async (cases) => {
       const bearer = await endpoint.token();
       const before = await endpoint.stored();
       const declared = await sendEndlessBody(host.url, endpoint.method, endpoint.path(), { token: bearer, declaredLength: 2 * 1024 * 1024 });
       expectClientError(declared, 413, 'declared 2 MB');
       expect(declared.answeredBeforeTheEnd, 'answered from Content-Length, with only 16 KB sent').toBe(true);
-      const streamed = await sendEndlessBody(host.url, endpoint.method, endpoint.path(), { token: bearer });
-      expectClientError(streamed, 413, 'streamed 2 MB');
-      expect(streamed.answeredBeforeTheEnd, 'answered while the chunked body was still open').toBe(true);
+      const chunked = await sendEndlessBody(host.url, endpoint.method, endpoint.path(), { token: bearer });
+      expectClientError(chunked, 411, 'endless and chunked');
+      expect(chunked.answeredBeforeTheEnd, 'answered while the chunked body was still open').toBe(true);
       cases.add(2);
+      // Declared, and larger than the host reads whole: it streams through to the app's limit.
       const whole = await shared(endpoint.method, endpoint.path(), {
         token: bearer,
         body: withField(endpoint, endpoint.fields[0]!, 'a'.repeat(2 * 1024 * 1024)),
