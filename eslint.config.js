@@ -4,7 +4,7 @@ import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/', 'client/src/schema.ts', 'client/dist/'] },
+  { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/', 'client/schema.d.ts', 'client/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -40,5 +40,12 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { process: 'readonly', console: 'readonly', module: 'writable' } },
+  },
+  {
+    // The samples are web pages: the browser's globals.
+    files: ['samples/**/*.js'],
+    languageOptions: {
+      globals: Object.fromEntries(['window', 'document', 'navigator', 'location', 'fetch', 'crypto', 'URL'].map((name) => [name, 'readonly'])),
+    },
   },
 );
