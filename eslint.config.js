@@ -4,7 +4,7 @@ import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/', 'client/schema.d.ts', 'client/dist/'] },
+  { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/', 'client/src/schema.ts', 'client/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
