@@ -1,0 +1,42 @@
+/**
+ * Entra's errors: the EntraError the provider's parts throw (status, error, AADSTS code, description and the
+ * suberror or claims challenge of errors a user can resolve), the JSON body Entra answers them with (trace
+ * and correlation ids, timestamp, error_uri), and Entra's time format in error descriptions.
+ */
+import { randomUUID } from 'node:crypto';
+
+export class EntraError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly code: number,
+    readonly description: string,
+    /** Members Entra adds for errors a user can resolve: suberror, and claims for a claims challenge. */
+    readonly details: { suberror?: string; claims?: string } = {},
+  ) {
+    super(`AADSTS${code}: ${description}`);
+  }
+}
+
+export function entraErrorBody(error: EntraError, correlationId: string): Record<string, unknown> {
+  const traceId = randomUUID();
+  const timestamp = new Date()
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
+  return {
+    error: error.error,
+    error_description: `${error.message} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,
+    error_codes: [error.code],
+    timestamp,
+    trace_id: traceId,
+    correlation_id: correlationId,
+    error_uri: `https://login.microsoftonline.com/error?code=${error.code}`,
+    ...error.details,
+  };
+}
+
+/** Entra's time format in error descriptions: ISO 8601 with seven fractional digits. */
+export function entraTime(milliseconds: number): string {
+  return new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
+}
