@@ -28,6 +28,7 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
+import { GUID } from '../shared/guid.js';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
@@ -79,7 +80,6 @@ const ME_READ_PERMISSIONS = ['User.Read', 'User.ReadWrite', 'User.ReadBasic.All'
 const GRAPH_AUDIENCES = [GRAPH_RESOURCE, `${GRAPH_RESOURCE}/`, GRAPH_APP_ID];
 // Graph tolerates this much clock difference in token lifetimes.
 const CLOCK_SKEW_SECONDS = 300;
-const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Graph's default properties of a user, in its order, returned when there is no `$select`. */
 const DEFAULT_PROPERTIES = [
@@ -403,7 +403,7 @@ function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']
     } catch {
       throw invalidToken('IDX14100: JWT is not well formed.');
     }
-    if (!GUID_PATTERN.test(tenantId)) throw invalidToken("Access token validation failure. The token has no valid 'tid' claim.");
+    if (!GUID.test(tenantId)) throw invalidToken("Access token validation failure. The token has no valid 'tid' claim.");
 
     let claims: JWTPayload;
     try {

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { appRootAbove } from '../shared/app-root.js';
+import { GUID } from '../shared/guid.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 
 export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
@@ -56,7 +57,6 @@ export interface TokenCliIo {
 // Any non-empty value passes; these only make the requests well-formed.
 const LOCAL_PASSWORD = 'local-development';
 const LOCAL_CLIENT_SECRET = 'local-development';
-const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REQUEST_TIMEOUT_MS = 10_000;
 
 const CLI_OPTIONS = {
@@ -115,7 +115,7 @@ function parseCliOptions(args: string[]) {
 function tenantIdFor(tenant: string): string {
   if (tenant === 'home') return LOCAL_HOME_TENANT_ID;
   if (tenant === 'other') return LOCAL_OTHER_TENANT_ID;
-  if (GUID_PATTERN.test(tenant)) return tenant.toLowerCase();
+  if (GUID.test(tenant.toLowerCase())) return tenant.toLowerCase();
   throw new UsageError(`Invalid --tenant '${tenant}': give a tenant id, 'home' or 'other'.`);
 }
 

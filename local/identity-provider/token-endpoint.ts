@@ -4,13 +4,12 @@
  * API's `.default`) and password (a user token with the API scopes asked for) are answered here, jwt-bearer
  * goes to on-behalf-of.ts, any other grant is Entra's unsupported_grant_type.
  */
+import { GUID } from '../../shared/guid.js';
 import { API_USER_SCOPE, DEFAULT_TOKEN_LIFETIME_SECONDS, type TokenOptions } from './claims.js';
 import { authenticateClient, clientCredentials } from './client-authentication.js';
 import { EntraError } from './entra-error.js';
 import { ON_BEHALF_OF_GRANT_TYPE, onBehalfOf } from './on-behalf-of.js';
 import { apiAudiences, requestedScopes, requiredParameter, unknownResource, type TokenEndpointContext, type TokenResponse } from './token-request.js';
-
-const GUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function handleTokenRequest(
   form: URLSearchParams,
@@ -126,7 +125,7 @@ function localExtension(form: URLSearchParams): LocalExtension {
 
   const oid = form.get('oid');
   if (oid) {
-    if (!GUID_PATTERN.test(oid)) throw malformed("The 'oid' parameter must be a GUID.");
+    if (!GUID.test(oid.toLowerCase())) throw malformed("The 'oid' parameter must be a GUID.");
     extension.oid = oid.toLowerCase();
   }
 
