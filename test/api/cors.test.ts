@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSampleServer } from '../../local/sample-server.js';
 import { startHostProcess } from '../../local/stack.js';
 import { withBrowser } from '../support/browser.js';
-import { freePort } from '../support/hostile.js';
+import { freePort } from '../support/own-hosts.js';
 import { CLIENT_ID, HOME_TENANT, OTHER_TENANT, stack, stackAppSettings, token } from '../support/stack.js';
 
 type Host = Awaited<ReturnType<typeof startHostProcess>>;

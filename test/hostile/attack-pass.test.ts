@@ -4,21 +4,11 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import {
-  abandonBody,
-  apiAt,
-  expectClientError,
-  hostileTest,
-  inBatches,
-  logsAreClean,
-  nextCursor,
-  sharedStackSettings,
-  startCosmosProxy,
-  startOwnHost,
-  stopOwnHosts,
-  type CosmosProxy,
-  type OwnHost,
-} from '../support/hostile.js';
+import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
+import { hostileTest } from '../support/hostile-cases.js';
+import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { abandonBody, apiAt, expectClientError, inBatches, nextCursor } from '../support/raw-http.js';
+import { logsAreClean } from '../support/secrets-and-logs.js';
 import { HOME_TENANT, signToken, token, uniqueEmail, userClaims } from '../support/stack.js';
 
 let host: OwnHost;

@@ -6,21 +6,10 @@
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import {
-  abandonBody,
-  apiAt,
-  expectClientError,
-  hostileTest,
-  logsAreClean,
-  inBatches,
-  sendEndlessBody,
-  sharedStackSettings,
-  startOwnHost,
-  stopOwnHosts,
-  type CaseCounter,
-  type HostileResponse,
-  type OwnHost,
-} from '../support/hostile.js';
+import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
+import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { abandonBody, apiAt, expectClientError, inBatches, sendEndlessBody, type HostileResponse } from '../support/raw-http.js';
+import { logsAreClean } from '../support/secrets-and-logs.js';
 import { OTHER_TENANT, token } from '../support/stack.js';
 
 type FieldKind = 'text' | 'multiline' | 'email' | 'enum' | 'date' | 'projectId' | 'emails' | 'projectIds';

@@ -13,7 +13,9 @@ import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { readIdentityProviderInfo } from '../../local/identity-provider.js';
 import { appRoot } from '../../local/stack.js';
 import { requestAccessToken } from '../../local/token.js';
-import { apiAt, hostileTest, inBatches, logsAreClean } from '../support/hostile.js';
+import { hostileTest } from '../support/hostile-cases.js';
+import { apiAt, inBatches } from '../support/raw-http.js';
+import { logsAreClean } from '../support/secrets-and-logs.js';
 import { HOME_TENANT } from '../support/stack.js';
 
 const CREATES = 200;

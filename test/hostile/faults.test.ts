@@ -15,23 +15,12 @@ import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import { startEmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import {
-  apiAt,
-  expectClientError,
-  expectErrorShape,
-  forgetOwnHost,
-  freePort,
-  hostileTest,
-  logsAreClean,
-  rememberSecret,
-  sharedStackSettings,
-  startCosmosProxy,
-  startOwnHost,
-  startSmallServer,
-  stopOwnHosts,
-  type HostileResponse,
-  type OwnHost,
-} from '../support/hostile.js';
+import { startCosmosProxy } from '../support/cosmos-proxy.js';
+import { hostileTest } from '../support/hostile-cases.js';
+import { forgetOwnHost, freePort, sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { apiAt, expectClientError, expectErrorShape, type HostileResponse } from '../support/raw-http.js';
+import { logsAreClean, rememberSecret } from '../support/secrets-and-logs.js';
+import { startSmallServer } from '../support/small-server.js';
 import { CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];

@@ -1,13 +1,13 @@
 /**
  * Ends the run with the number of hostile cases tried: each test of test/hostile/ records its count
- * in its meta (`hostileCases`, see test/support/hostile.ts), and this reporter adds them up, per
+ * in its meta (`hostileCases`, see test/support/hostile-cases.ts), and this reporter adds them up, per
  * file and in all; the last line of the run is the total.
  * Enabled in vitest.config.ts: `reporters: ['default', './test/hostile/hostile-cases-reporter.ts']`.
  */
 import { basename } from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
 // The meta fields (hostileCases, responsesChecked) are declared there.
-import type {} from '../support/hostile.js';
+import type {} from '../support/hostile-cases.js';
 
 export default class HostileCasesReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {

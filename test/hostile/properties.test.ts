@@ -8,17 +8,10 @@
 import fc from 'fast-check';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import {
-  apiAt,
-  hostileTest,
-  logsAreClean,
-  sharedStackSettings,
-  startOwnHost,
-  stopOwnHosts,
-  type CaseCounter,
-  type HostileResponse,
-  type OwnHost,
-} from '../support/hostile.js';
+import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
+import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { apiAt, type HostileResponse } from '../support/raw-http.js';
+import { logsAreClean } from '../support/secrets-and-logs.js';
 import { OTHER_TENANT, token } from '../support/stack.js';
 
 const RUNS = 150;

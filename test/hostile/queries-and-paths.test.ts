@@ -8,21 +8,11 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph-stand-in.js';
-import {
-  apiAt,
-  expectClientError,
-  hostileTest,
-  logsAreClean,
-  nextCursor,
-  sharedStackSettings,
-  startCosmosProxy,
-  startOwnHost,
-  stopOwnHosts,
-  type CaseCounter,
-  type CosmosProxy,
-  type HostileResponse,
-  type OwnHost,
-} from '../support/hostile.js';
+import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
+import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
+import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { apiAt, expectClientError, nextCursor, type HostileResponse } from '../support/raw-http.js';
+import { logsAreClean } from '../support/secrets-and-logs.js';
 import { HOME_TENANT, OTHER_TENANT, stack, token } from '../support/stack.js';
 
 const unique = () => Math.random().toString(36).slice(2, 10);

@@ -6,7 +6,10 @@
  * contract's headers.
  */
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { apiAt, hostileTest, logsAreClean, sharedStackSettings, startOwnHost, stopOwnHosts, type HostileResponse, type OwnHost } from '../support/hostile.js';
+import { hostileTest } from '../support/hostile-cases.js';
+import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { apiAt, type HostileResponse } from '../support/raw-http.js';
+import { logsAreClean } from '../support/secrets-and-logs.js';
 import { token } from '../support/stack.js';
 
 const unique = () => Math.random().toString(36).slice(2, 10);

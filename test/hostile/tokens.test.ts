@@ -20,23 +20,12 @@ import type { JWTPayload } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import {
-  apiAt,
-  expectClientError,
-  hostileTest,
-  logsAreClean,
-  rememberSecret,
-  startCosmosProxy,
-  startOwnHost,
-  startSmallServer,
-  stopOwnHosts,
-  writesIn,
-  type CaseCounter,
-  type CosmosProxy,
-  type HostileResponse,
-  type OwnHost,
-  type SmallServer,
-} from '../support/hostile.js';
+import { startCosmosProxy, writesIn, type CosmosProxy } from '../support/cosmos-proxy.js';
+import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
+import { startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { apiAt, expectClientError, type HostileResponse } from '../support/raw-http.js';
+import { logsAreClean, rememberSecret } from '../support/secrets-and-logs.js';
+import { startSmallServer, type SmallServer } from '../support/small-server.js';
 import { CLIENT_ID, HOME_TENANT, OTHER_TENANT, stack } from '../support/stack.js';
 
 let provider: IdentityProvider;

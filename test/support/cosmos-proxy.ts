@@ -1,0 +1,109 @@
+/**
+ * A proxy in front of the database: records every request that reaches Cosmos DB, can answer some
+ * itself (a 429, say), and keeps the SDK talking to it.
+ */
+import { type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
+import { type AddressInfo } from 'node:net';
+import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
+import { stack } from './stack.js';
+
+export interface CosmosRequestRecord {
+  method: string;
+  path: string;
+  /** The first 4 KB of the request body. */
+  body: string;
+  isQuery: boolean;
+}
+
+export interface CosmosProxy {
+  endpoint: string;
+  /** Every request that reached the database through the proxy. */
+  requests: CosmosRequestRecord[];
+  /** Decides the fate of each request: forward it, or answer it here (a 429, say). */
+  intercept: ((record: CosmosRequestRecord) => { status: number; headers?: Record<string, string>; body?: unknown } | undefined) | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * An HTTPS proxy in front of a Cosmos DB endpoint: it records every request, can answer some itself,
+ * and rewrites the account's own address in the account document, so that the SDK keeps talking to
+ * the proxy instead of discovering the real endpoint.
+ */
+export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<CosmosProxy> {
+  const targetUrl = new URL(target);
+  const agent = new HttpsAgent({ ca: stack.caCertPem, keepAlive: true });
+  let endpoint = '';
+  const proxy: CosmosProxy = {
+    endpoint: '',
+    requests: [],
+    intercept: undefined,
+    close: () => Promise.resolve(),
+  };
+  const server = keepIdleConnectionsOpen(
+    createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, (request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const record: CosmosRequestRecord = {
+          method: request.method ?? 'GET',
+          path: decodeURIComponent(request.url ?? '/'),
+          body: body.subarray(0, 4096).toString('utf8'),
+          isQuery: String(request.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
+        };
+        proxy.requests.push(record);
+        const answer = proxy.intercept?.(record);
+        if (answer) {
+          const text = JSON.stringify(answer.body ?? { code: 'TooManyRequests', message: 'Request rate is large.' });
+          response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(text);
+          return;
+        }
+        forward(request, body, response);
+      });
+    }),
+  );
+
+  function forward(request: IncomingMessage, body: Buffer, response: ServerResponse): void {
+    const upstream = httpsRequest(
+      {
+        host: targetUrl.hostname,
+        port: targetUrl.port,
+        method: request.method,
+        path: request.url,
+        headers: { ...request.headers, host: targetUrl.host },
+        agent,
+      },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('end', () => {
+          let text = Buffer.concat(chunks);
+          if (request.method === 'GET' && (request.url === '/' || request.url === '')) {
+            text = Buffer.from(text.toString('utf8').split(target).join(endpoint));
+          }
+          const headers = { ...answer.headers, 'content-length': String(text.length) };
+          delete headers['transfer-encoding'];
+          response.writeHead(answer.statusCode ?? 502, headers).end(text);
+        });
+      },
+    );
+    upstream.on('error', () => response.destroy());
+    upstream.end(body);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  endpoint = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  proxy.endpoint = endpoint;
+  proxy.close = async () => {
+    agent.destroy();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  };
+  return proxy;
+}
+
+/** The requests that changed something (anything but reads and queries). */
+export function writesIn(requests: CosmosRequestRecord[]): CosmosRequestRecord[] {
+  return requests.filter((request) => request.method !== 'GET' && !request.isQuery && !request.path.endsWith('/pkranges'));
+}
