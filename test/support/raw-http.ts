@@ -7,7 +7,6 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } 
 import { expect } from 'vitest';
 import { STATUS_NAMES } from '../../shared/errors.js';
 import { knownSecrets, responsesChecked, secretsHandedOut } from './secrets-and-logs.js';
-import { stack } from './stack.js';
 
 export interface HostileResponse<T = any> {
   status: number;
@@ -228,9 +227,6 @@ export function abandonBody(baseUrl: string, method: string, path: string, optio
 export function apiAt(baseUrl: string) {
   return <T = any>(method: string, path: string, options: SendOptions = {}) => send<T>(baseUrl, method, path, options);
 }
-
-/** The shared stack's API. */
-export const shared = apiAt(stack.apiBaseUrl);
 
 /** Runs `work` over the items with at most `concurrency` at a time, in order of the items. */
 export async function inBatches<I, R>(items: readonly I[], concurrency: number, work: (item: I, index: number) => Promise<R>): Promise<R[]> {
