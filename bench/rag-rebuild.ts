@@ -97,7 +97,13 @@ async function rebuild(stack: LocalStack, authorization: string): Promise<{ seco
   const { jobId } = (await response.json()) as { jobId: string };
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, 250));
-    const job = (await (await fetch(`${stack.apiBaseUrl}/rag/jobs/${jobId}`, { headers: { authorization } })).json()) as {
+    const answer = await fetch(`${stack.apiBaseUrl}/rag/jobs/${jobId}`, { headers: { authorization } });
+    // A busy embedded store can make a read time out (503): a client asks again, as it would of Azure.
+    if (answer.status === 503 || answer.status === 429) {
+      await answer.body?.cancel();
+      continue;
+    }
+    const job = (await answer.json()) as {
       status: string;
       error: string | null;
       counts: { sources: number; written: number } | null;

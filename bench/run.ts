@@ -134,18 +134,27 @@ const parts = {
   rag: async () => ({ ragRebuild: await benchRagRebuild({ small: Number(values.small), large: Number(values.large) }) }),
 };
 if (values.only !== undefined && !Object.hasOwn(parts, values.only)) throw new Error(`--only takes one of ${Object.keys(parts).join(', ')}`);
-const figures: { coldStart?: ColdStart; api?: Api; journalCost?: JournalCost; webhooks?: Webhooks; ragRebuild?: RagRebuild } = {};
-for (const [name, run] of Object.entries(parts)) if (values.only === undefined || values.only === name) Object.assign(figures, await run());
+type Figures = { coldStart?: ColdStart; api?: Api; journalCost?: JournalCost; webhooks?: Webhooks; ragRebuild?: RagRebuild };
 
+/** A part's tables, printed as soon as it ends: a later part that fails loses none of them. */
+function printPart(part: Figures): void {
+  if (part.api) printApi(part.api);
+  if (part.journalCost) printJournalCost(part.journalCost);
+  if (part.coldStart) printColdStart(part.coldStart);
+  if (part.webhooks) printWebhooks(part.webhooks);
+  if (part.ragRebuild) printRagRebuild(part.ragRebuild);
+}
+
+const figures: Figures = {};
+for (const [name, run] of Object.entries(parts)) {
+  if (values.only !== undefined && values.only !== name) continue;
+  const part: Figures = await run();
+  if (values.json) Object.assign(figures, part);
+  else printPart(part);
+}
 if (values.json) {
   const { api, ...others } = figures;
   console.log(
     JSON.stringify({ ...(api ? { throughput: api.throughput, inProcess: api.inProcess, memory: api.memory, costs: api.costs } : {}), ...others }, null, 2),
   );
-} else {
-  if (figures.api) printApi(figures.api);
-  if (figures.journalCost) printJournalCost(figures.journalCost);
-  if (figures.coldStart) printColdStart(figures.coldStart);
-  if (figures.webhooks) printWebhooks(figures.webhooks);
-  if (figures.ragRebuild) printRagRebuild(figures.ragRebuild);
 }
