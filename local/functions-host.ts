@@ -21,6 +21,7 @@ import { answerTo } from './http-answers.js';
 import { httpInvocation, joinedAsAzure } from './http-invocation.js';
 import { registrations, triggerOf } from './registrations.js';
 import { compileRoute, createRouter } from './routes.js';
+import { enforceMinimumBodyRate, limitSlowClients, SLOW_CLIENT_CHECK_INTERVAL_MS } from './slow-clients.js';
 
 interface HostJson {
   extensions?: { http?: { routePrefix?: string }; queues?: Record<string, unknown> };
@@ -138,6 +139,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
       return;
     }
     const { name, handler, trigger } = found.route.target;
+    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) enforceMinimumBodyRate(req, res);
     let body: Uint8Array | ReadableStream | undefined;
     try {
       body = await requestBody(req);
@@ -158,6 +160,8 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     });
     try {
       const result = await handler(request, context);
+      // A body too slow was answered 408 by the host already.
+      if (res.headersSent) return;
       await writeResponse(result, res);
       if (body && !req.readableEnded) discardUnreadBody(req);
     } catch (error) {
@@ -168,8 +172,8 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     }
   }
   // Azure's host accepts 32 KB of request headers; Node's default of 16 KB would refuse large tokens before the app sees them.
-  const server = createServer({ maxHeaderSize: 32 * 1024 }, (req, res) => void serve(req, res));
-  server.keepAliveTimeout = 65_000;
+  const server = createServer({ maxHeaderSize: 32 * 1024, connectionsCheckingInterval: SLOW_CLIENT_CHECK_INTERVAL_MS }, (req, res) => void serve(req, res));
+  limitSlowClients(server);
   await new Promise<void>((resolveListen) => server.listen(port, host, resolveListen));
   const address = server.address();
   const actualPort = typeof address === 'object' && address ? address.port : port;
