@@ -194,6 +194,14 @@ async function rssMiB(pid: number): Promise<number> {
   return Math.round(kib / 1024);
 }
 
+/** Resolves once the database has had no request for a second. */
+async function databaseQuiet(counts: { requests: number }): Promise<void> {
+  for (let last = -1; counts.requests !== last;) {
+    last = counts.requests;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
 export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess: InProcessCosts; memory: Memory; costs: OperationCost[] }> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
@@ -219,6 +227,8 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
 
     const cosmos = stack.cosmos!;
     const cost = async (operation: string, run: () => Promise<unknown>): Promise<OperationCost> => {
+      // The events of the creates before are still being handed over: their requests are not this operation's.
+      await databaseQuiet(cosmos.counts);
       const before = { ...cosmos.counts };
       await run();
       return { operation, databaseRequests: cosmos.counts.requests - before.requests, requestCharge: cosmos.counts.requestCharge - before.requestCharge };
