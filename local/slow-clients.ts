@@ -30,20 +30,25 @@ export function limitSlowClients(server: Server): void {
 
 /**
  * Watches a request's body as it arrives; one slower than the minimum rate is answered 408 and its
- * connection closed, whatever the function is doing with it.
+ * connection closed, whatever the function is doing with it. As in Kestrel, only the time the body is
+ * being read counts: while a function leaves a streamed body unread (the stream paused), the client
+ * is not the slow one.
  */
 export function enforceMinimumBodyRate(request: IncomingMessage, response: ServerResponse): void {
   if (request.complete) return;
   const { socket } = request;
-  const started = Date.now();
   const bytesBefore = socket.bytesRead;
+  let readingMs = 0;
+  let lastCheck = Date.now();
   const check = setInterval(() => {
     if (request.complete || socket.destroyed) {
       clearInterval(check);
       return;
     }
-    const elapsedMs = Date.now() - started;
-    if (elapsedMs < BODY_GRACE_PERIOD_MS || ((socket.bytesRead - bytesBefore) * 1000) / elapsedMs >= MIN_BODY_BYTES_PER_SECOND) return;
+    const now = Date.now();
+    if (!request.isPaused()) readingMs += now - lastCheck;
+    lastCheck = now;
+    if (readingMs < BODY_GRACE_PERIOD_MS || ((socket.bytesRead - bytesBefore) * 1000) / readingMs >= MIN_BODY_BYTES_PER_SECOND) return;
     clearInterval(check);
     // Closing the connection ends the body too: whoever reads it sees the request cut short.
     if (response.headersSent) socket.destroy();
