@@ -84,9 +84,9 @@ export function publicOperation(definition: OperationDefinition, handler: HttpHa
  * (names compared without case), so `request.query` cannot show a repetition; the raw query string
  * in the URL, which Azure keeps, can. So `?q=a&q=b` is refused under any host, never read as `a,b`.
  */
-function queryObject(request: HttpRequest): Record<string, string> {
+function queryObject(request: HttpRequest, url: URL): Record<string, string> {
   const seen = new Set<string>();
-  for (const name of new URL(request.url).searchParams.keys()) {
+  for (const name of url.searchParams.keys()) {
     if (seen.has(name.toLowerCase())) throw badRequest('repeatedQueryParameter', { name: name.slice(0, 100) });
     seen.add(name.toLowerCase());
   }
@@ -185,7 +185,9 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       authorize(principal, definition.permission);
       // Only a caller the API serves becomes one of its recorded users.
       await recordCaller(principal);
-      const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request), language) as Output<QS>;
+      // Parsed once: the raw query string for repetitions, the path for Location.
+      const url = new URL(request.url);
+      const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined) as Output<BS>;
       const outcome = await definition.handle({
         principal,
@@ -195,7 +197,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
         idempotency: honours.has('Idempotency-Key') ? idempotency(request, context) : undefined,
         params: pathParameters(definition.params, request),
         language,
-        path: new URL(request.url).pathname.replace(/\/{2,}/g, '/'),
+        path: url.pathname.replace(/\/{2,}/g, '/'),
       });
       return answer(definition, outcome, request);
     });
