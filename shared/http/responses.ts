@@ -8,7 +8,7 @@ import type { Language } from './language.js';
  * allows origins but cannot expose headers, so the app names them itself; they stay unreadable to any
  * origin the host's CORS setting does not allow, which gets no `Access-Control-Allow-Origin`.
  */
-const BROWSER_READABLE_HEADERS = ['ETag', 'Location', 'Link', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'Deprecation', 'Sunset'];
+const BROWSER_READABLE_HEADERS = ['ETag', 'Location', 'Link', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'Deprecation', 'Sunset'].join(', ');
 
 /** Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed, pages the host lets call may read the API's headers. */
 export function responseHeaders(requestId: string, language?: Language): Record<string, string> {
@@ -17,7 +17,7 @@ export function responseHeaders(requestId: string, language?: Language): Record<
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': requestId,
-    'Access-Control-Expose-Headers': BROWSER_READABLE_HEADERS.join(', '),
+    'Access-Control-Expose-Headers': BROWSER_READABLE_HEADERS,
   };
   if (language) headers['Content-Language'] = language;
   return headers;
