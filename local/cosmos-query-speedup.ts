@@ -3,9 +3,11 @@
  * JavaScript that builds arrays with `reduce(($, x) => [...$, x], [])`: a copy of the whole array
  * per element, so every query is quadratic in the container's size (60,000 documents took
  * minutes). This rewrites those steps, in the compiled syntax tree, to push onto the accumulator
- * instead, and replaces the equally quadratic `stripUndefined` helper. Results are unchanged.
+ * instead, and replaces the equally quadratic `stripUndefined` helper. Results are unchanged. The
+ * queries then also take the shortcuts of local/cosmos-query-shortcuts.ts.
  */
 import { createRequire } from 'node:module';
+import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
 
 type Node = { type?: string; [key: string]: unknown };
 
@@ -73,4 +75,5 @@ export function speedUpEmulatorQueries(): void {
     return tree;
   };
   helpers.stripUndefined = stripUndefined;
+  installQueryShortcuts();
 }
