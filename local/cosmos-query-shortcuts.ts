@@ -86,7 +86,7 @@ function requiredBy(condition: AstNode, alias: string): Required[] {
       if (CONSTANTS.includes(other.type)) return [{ field, values: { constant: other.type === 'null_constant' ? null : (other.value as Primitive) } }];
     }
   }
-  if (condition.type === 'scalar_function_expression' && (condition.name as AstNode).name === 'ARRAY_CONTAINS') {
+  if (condition.type === 'scalar_function_expression' && String((condition.name as AstNode).name).toUpperCase() === 'ARRAY_CONTAINS') {
     const [list, item, partial] = condition.arguments as AstNode[];
     const field = item && fieldOf(item, alias);
     const exact = !partial || (partial.type === 'boolean_constant' && partial.value === false);
@@ -154,11 +154,13 @@ class DocumentIndex {
     for (const [field, values] of this.byField) this.file(values, document, field);
   }
 
-  /** Before a delete, or the delete half of a replace, which keeps the `_rid`. */
+  /** A document deleted, or the old version of one replaced (which keeps its `_rid`). */
   removed(document: Document): void {
     for (const [field, values] of this.byField) {
       const value = document[field];
-      if (isPrimitive(value)) values.get(value)?.delete(document._rid);
+      const rids = isPrimitive(value) ? values.get(value) : undefined;
+      rids?.delete(document._rid);
+      if (rids?.size === 0) values.delete(value as Primitive);
     }
   }
 

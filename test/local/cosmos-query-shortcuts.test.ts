@@ -60,7 +60,7 @@ const query = fc.oneof(
   fc.record({ text: fc.constant('SELECT c.id, c.n FROM c WHERE c.n = @n AND c.type != "ragBatch"'), n: fieldValue.filter((value) => value !== undefined) }),
   fc.record({ text: fc.constantFrom('SELECT * FROM c WHERE c.n = 1', 'SELECT * FROM c WHERE 1 = c.n AND c.jobId = "j1"', 'SELECT * FROM c WHERE c.n = null') }),
   fc.record({
-    text: fc.constant('SELECT r.id FROM root r WHERE ARRAY_CONTAINS(@ns, r.n, false) AND r.tenantId = "t1"'),
+    text: fc.constant('SELECT r.id FROM root r WHERE array_contains(@ns, r.n, false) AND r.tenantId = "t1"'),
     ns: fc.subarray([0, 1, 2, 'x', null, true]),
   }),
   fc.record({ text: fc.constant('SELECT * FROM c WHERE c.type = @type OR c.n = 1'), type: fc.constantFrom(...TYPES) }),
