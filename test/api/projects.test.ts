@@ -195,7 +195,10 @@ describe('GET /api/projects', () => {
   });
 
   it('treats quotes and SQL in q as plain text', async () => {
-    const response = await api('GET', `/projects?q=${encodeURIComponent("' OR 1=1 --")}`, { token: await admin() });
+    // Within one owner's projects: other test files may name a project after this very text.
+    const owner = uniqueEmail();
+    await createProject({ owner });
+    const response = await api('GET', `/projects?owner=${encodeURIComponent(owner)}&q=${encodeURIComponent("' OR 1=1 --")}`, { token: await admin() });
     expect(response.status).toBe(200);
     expect(response.body).toEqual([]);
   });
