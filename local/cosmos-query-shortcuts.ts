@@ -105,7 +105,7 @@ function mentionsAggregate(node: unknown): boolean {
 const shapes = new WeakMap<CompiledQuery, QueryShape>();
 
 /** What a query allows: which conditions narrow it, and whether it can be paged in `_rid` order. */
-export function shapeOf(query: CompiledQuery): QueryShape {
+function shapeOf(query: CompiledQuery): QueryShape {
   let shape = shapes.get(query);
   if (!shape) {
     const body = query.ast.body;
@@ -209,7 +209,7 @@ class DocumentIndex {
     return documents;
   }
 
-  /** The `_rid`s in order, without those deleted; the new ones merged in. */
+  /** The `_rid`s in order: the new ones merged in, and those deleted by then left out. */
   private inOrder(): string[] {
     if (this.added.length === 0) return this.ordered;
     const added = this.added.splice(0).sort();
@@ -293,15 +293,13 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
     const from = options.continuation ? continuationRid(options.continuation) : undefined;
     const pageable = (options.maxItemCount ?? 0) > 0 && (!options.continuation || from !== undefined);
     if (shape.inRidOrder && pageable) return pageInRidOrder(index, compiled, options as QueryOptions & { maxItemCount: number }, from);
-    return compiled.exec(
-      [...this._data.values()].map((item) => item.read()!),
-      options,
-    );
   } catch (error) {
     // As the server's own query method: an error of the query's is the client's.
     (error as { badRequest?: boolean }).badRequest = true;
     throw error;
   }
+  // No shortcut fits: the server's own run over every document.
+  return itemsClass.default.prototype.query!.call(this, parameters as never, paging as never);
 }
 
 let installed = false;
