@@ -126,8 +126,11 @@ describe('events', () => {
 
     const verifier = new Webhook(secret);
     for (const delivery of events) expect(verifier.verify(delivery.body, headersOf(delivery))).toEqual(payload(delivery));
-    const tampered = events[0]!.body.replace('Hooked', 'Hacked');
-    expect(() => verifier.verify(tampered, headersOf(events[0]!))).toThrow();
+    // Events arrive in any order: tamper with one whose body names the project.
+    const createdEvent = events.find((delivery) => payload(delivery).type === 'project.created')!;
+    const tampered = createdEvent.body.replace('Hooked', 'Hacked');
+    expect(tampered).not.toBe(createdEvent.body);
+    expect(() => verifier.verify(tampered, headersOf(createdEvent))).toThrow();
     expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(events[0]!.body, headersOf(events[0]!))).toThrow();
   });
 
