@@ -1,15 +1,23 @@
 /**
- * The embedded Cosmos DB: @vercel/cosmosdb-server speaks the Cosmos REST API over HTTPS, so the app
- * uses the real @azure/cosmos client against it. The server keeps data in memory; with a data folder,
- * every write it answers is first made durable in a journal (local/cosmos-journal.ts), from which the
- * documents are loaded again at start.
+ * The embedded Cosmos DB: @vercel/cosmosdb-server's account (its documents and their queries) and its
+ * routes behind an HTTPS front of our own, so that the app uses the real @azure/cosmos client. The
+ * front adds what the package lacks and Azure has:
+ *
+ * - the change feed, in latest-version mode (local/cosmos-change-feed.ts), which the package fakes
+ *   (every document once, then 304 forever);
+ * - atomic transactional batches: when one operation fails none is applied, the others answer 424 and
+ *   the batch 207, where the package keeps the operations before the failure;
+ * - durability: with a data folder, every write is first made durable in a journal
+ *   (local/cosmos-journal.ts) and only then answered and shown in the change feed.
  */
+import { createServer, type ServerOptions } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
-import { CosmosClient, type OperationInput, type PartitionKey } from '@azure/cosmos';
-import { createHttpsServer } from '@vercel/cosmosdb-server';
-import { writeInBatches } from '../shared/data/batches.js';
+import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import { CosmosClient } from '@azure/cosmos';
 import { CONTAINERS } from '../shared/data/containers.js';
+import { ContainerFeed, feedRequest, isChangeFeedRequest, type ChangedDocument } from './cosmos-change-feed.js';
 import { speedUpEmulatorQueries } from './cosmos-query-speedup.js';
 import { DocumentStore, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
@@ -18,9 +26,54 @@ import { keepIdleConnectionsOpen } from './idle-connections.js';
 export const EMULATOR_KEY = Buffer.from('local-cosmos-emulator-key').toString('base64');
 // Set by the server on each document; it sets them anew when a document is loaded at start.
 const SYSTEM_PROPERTIES = ['_rid', '_self', '_etag', '_ts', '_attachments'];
-// A document request, as the server routes it: /dbs/{database}/colls/{container}/docs[/{id}].
-const DOCUMENT_PATH = /^\/+dbs\/([^/?]+)\/colls\/([^/?]+)\/docs(?:\/([^/?]+))?\/*(?:\?|$)/;
+// A documents request, as the server routes it: /dbs/{database}/colls/{container}/docs[/{id}].
+const DOCUMENTS_PATH = /^\/+dbs\/([^/?]+)\/colls\/([^/?]+)\/docs(?:\/([^/?]+))?\/*(?:\?|$)/;
 const WRITE_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
+const MULTI_STATUS = 207;
+const FAILED_DEPENDENCY = 424;
+
+// The package's parts, as its own server puts them together (lib/index.js).
+const require = createRequire(import.meta.url);
+const { default: Account } = require('@vercel/cosmosdb-server/lib/account/index.js') as { default: new (host: string, port: number) => ServerAccount };
+const { default: routes } = require('@vercel/cosmosdb-server/lib/routes.js') as {
+  default: (request: IncomingMessage) => [Record<string, string>, RouteHandler] | undefined;
+};
+const operations = require('@vercel/cosmosdb-server/lib/handler/_document-operations.js') as Record<
+  string,
+  (collection: ServerCollection, input: BatchOperation) => OperationResult
+>;
+const { parsePartitionKey } = require('@vercel/cosmosdb-server/lib/utils/get-partition-from-header.js') as {
+  parsePartitionKey(value: unknown, id: string): unknown;
+};
+const { default: readJson } = require('@vercel/cosmosdb-server/lib/json.js') as { default: (request: IncomingMessage) => Promise<unknown> };
+
+type ServerDocument = StoredDocument & { _rid: string; _etag: string; _ts: number };
+interface ServerDocuments {
+  create(document: StoredDocument): ServerDocument;
+  delete(id: string, partition: unknown): void;
+  _set(document: ServerDocument): ServerDocument;
+  _getPartition(document: object): unknown;
+}
+interface ServerCollection {
+  read(): { partitionKey?: { paths?: string[] } } | undefined;
+  document(id: string, partition: unknown): { read(): ServerDocument | undefined };
+  documents: ServerDocuments;
+}
+interface ServerAccount {
+  database(id: string): { collection(id: string): ServerCollection };
+}
+type RouteHandler = (account: ServerAccount, request: IncomingMessage, response: ServerResponse, params: Record<string, string>) => unknown;
+interface BatchOperation {
+  operationType: string;
+  id?: string;
+  partitionKey?: string;
+  ifMatch?: string;
+  resourceBody?: StoredDocument;
+}
+interface OperationResult {
+  statusCode: number;
+  body?: ServerDocument;
+}
 
 export interface CosmosEmulatorOptions {
   port: number;
@@ -33,35 +86,73 @@ export interface CosmosEmulatorOptions {
   compactAfterBytes?: number;
 }
 
-/** The document's partition key value(s), read from the container's key paths such as `/tenantId`. */
-function partitionKeyOf(paths: readonly string[], document: Record<string, unknown>): PartitionKey {
-  const values = paths.map((path) => document[path.slice(1)] as string);
-  return values.length === 1 ? values[0]! : values;
-}
-
 const isTrue = (header: string | string[] | undefined) => [header].flat().some((value) => value?.toLowerCase() === 'true');
 
-/** A write to a document of one of the app's containers, or undefined for any other request. */
-function documentWrite(request: IncomingMessage, database: string): { container: string; id: string | undefined; batch: boolean } | undefined {
-  if (!WRITE_METHODS.includes(request.method ?? '') || isTrue(request.headers['x-ms-documentdb-isquery'])) return undefined;
-  if (request.headers['content-type'] === 'application/query+json') return undefined;
-  const match = DOCUMENT_PATH.exec(request.url ?? '');
+/** The database, container and (for a single document) id a documents request names. */
+function documentsPath(request: IncomingMessage): { database: string; container: string; id: string | undefined } | undefined {
+  const match = DOCUMENTS_PATH.exec(request.url ?? '');
   if (!match) return undefined;
-  let segments: (string | undefined)[];
   try {
-    segments = match.slice(1).map((segment) => segment && decodeURIComponent(segment));
+    const [database, container, id] = match.slice(1).map((segment) => segment && decodeURIComponent(segment));
+    return { database: database!, container: container!, id };
   } catch {
     return undefined; // the server cannot route it either
   }
-  const [databaseId, container, id] = segments;
-  if (databaseId !== database || !Object.values(CONTAINERS).some((definition) => definition.id === container)) return undefined;
-  return { container: container!, id, batch: isTrue(request.headers['x-ms-cosmos-is-batch-request']) };
+}
+
+function isWrite(request: IncomingMessage): boolean {
+  if (!WRITE_METHODS.includes(request.method ?? '') || isTrue(request.headers['x-ms-documentdb-isquery'])) return false;
+  return request.headers['content-type'] !== 'application/query+json';
+}
+
+const isAtomicBatch = (request: IncomingMessage) =>
+  request.method === 'POST' && isTrue(request.headers['x-ms-cosmos-is-batch-request']) && isTrue(request.headers['x-ms-cosmos-batch-atomic']);
+
+function withoutSystemProperties(document: StoredDocument): StoredDocument {
+  return Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))) as StoredDocument;
 }
 
 /**
- * A partition key as the client sends it (`["t1"]`, or `["t1","p1"]` for a hierarchical key, in a
- * header or a batch operation), as the values the server files the document under.
+ * A transactional batch as Cosmos runs one: in order, and all or nothing. Each operation is applied as
+ * the package applies it; when one fails, those applied before it are undone, the failed one answers
+ * its status, every other one 424, and the batch 207.
  */
+function runAtomicBatch(collection: ServerCollection, batch: BatchOperation[]): { status: number; results: unknown[] } {
+  const undo: (() => void)[] = [];
+  const results: unknown[] = [];
+  const documents = collection.documents;
+  for (const [index, operation] of batch.entries()) {
+    const type = operation?.operationType;
+    const run = {
+      Create: operations.createOperation,
+      Upsert: operations.upsertOperation,
+      Read: operations.readOperation,
+      Delete: operations.deleteOperation,
+      Replace: operations.replaceOperation,
+    }[type ?? ''];
+    if (!run) return { status: 400, results: [{ message: `Operation type '${type}' is not supported in Batch.` }] };
+    const id = operation.id ?? operation.resourceBody?.id;
+    const partition = type === 'Create' ? undefined : id && parsePartitionKey(operation.partitionKey, id);
+    const before = partition === undefined || !id ? undefined : collection.document(id, partition).read();
+    const result = run(collection, operation);
+    if (result.statusCode >= 400) {
+      for (const step of undo.reverse()) step();
+      const failed = batch.map((_, other) => ({ statusCode: other === index ? result.statusCode : FAILED_DEPENDENCY, requestCharge: 0 }));
+      return { status: MULTI_STATUS, results: failed };
+    }
+    const after = result.body;
+    if (type !== 'Read') {
+      undo.push(() => {
+        if (after) documents.delete(after.id, documents._getPartition(after));
+        if (before) documents._set(before);
+      });
+    }
+    results.push({ statusCode: result.statusCode, requestCharge: 1, eTag: after?._etag, resourceBody: after });
+  }
+  return { status: 200, results };
+}
+
+/** A partition key as the client sends it (`["t1"]`, or `["t1","p1"]` for a hierarchical key), as the values of each level. */
 function partitionKeyValue(sent: unknown): PartitionKeyValue {
   let parsed: unknown;
   try {
@@ -72,82 +163,175 @@ function partitionKeyValue(sent: unknown): PartitionKeyValue {
   return [parsed].flat().map((value: unknown) => (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null));
 }
 
-function withoutSystemProperties(document: StoredDocument): StoredDocument {
-  return Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))) as StoredDocument;
+interface Deleted {
+  id: string;
+  partitionKey: PartitionKeyValue;
 }
 
-interface BatchOperation {
-  operationType: string;
-  id?: string;
-  partitionKey?: string;
-}
-
-/**
- * What a write did, read from the request and the server's answer: the document as the answer shows
- * it after a create, upsert, replace or patch; the id and partition key of a delete; each successful
- * operation of a batch.
- */
-function effectsOf(request: IncomingMessage, write: NonNullable<ReturnType<typeof documentWrite>>, answer: string | undefined, batchBody: string): Effect[] {
-  const { container } = write;
+/** What a successful write changed: the documents as they now are, and those deleted. */
+function changesOf(
+  request: IncomingMessage,
+  id: string | undefined,
+  body: unknown,
+  batch: BatchOperation[] | undefined,
+): { put: ServerDocument[]; deleted: Deleted[] } {
   if (request.method === 'DELETE')
-    return write.id ? [{ container, delete: { partitionKey: partitionKeyValue(request.headers['x-ms-documentdb-partitionkey']), id: write.id } }] : [];
-  if (!write.batch) return [{ container, put: withoutSystemProperties(JSON.parse(answer!) as StoredDocument) }];
-  const operations = JSON.parse(batchBody) as BatchOperation[];
-  const results = JSON.parse(answer!) as { statusCode: number; resourceBody?: StoredDocument }[];
-  return results.flatMap((result, index): Effect[] => {
-    const operation = operations[index];
-    if (result.statusCode >= 400 || !operation || operation.operationType === 'Read') return [];
-    if (operation.operationType === 'Delete') return [{ container, delete: { partitionKey: partitionKeyValue(operation.partitionKey), id: operation.id! } }];
-    return result.resourceBody ? [{ container, put: withoutSystemProperties(result.resourceBody) }] : [];
+    return { put: [], deleted: id ? [{ id, partitionKey: partitionKeyValue(request.headers['x-ms-documentdb-partitionkey']) }] : [] };
+  if (!batch) return { put: [body as ServerDocument], deleted: [] };
+  const results = body as { statusCode: number; resourceBody?: ServerDocument }[];
+  const put: ServerDocument[] = [];
+  const deleted: Deleted[] = [];
+  results.forEach((result, index) => {
+    const operation = batch[index];
+    if (!operation || result.statusCode >= 400 || operation.operationType === 'Read') return;
+    if (operation.operationType === 'Delete') deleted.push({ id: operation.id!, partitionKey: partitionKeyValue(operation.partitionKey) });
+    else if (result.resourceBody) put.push(result.resourceBody);
   });
-}
-
-/**
- * Holds each answer of the server until what it reflects is on disk: a write's own effects, and for
- * any other request the writes recorded before it, so that no answer shows a write that a crash could
- * still take back. Writes are recorded as they are answered, which is the order the server applied them.
- */
-function answerWhenDurable(store: DocumentStore, database: string) {
-  return (request: IncomingMessage, response: ServerResponse) => {
-    const write = documentWrite(request, database);
-    // A batch's deletes are named only in its body, which the server reads too.
-    const batchChunks: Buffer[] = [];
-    if (write?.batch) request.on('data', (chunk: Buffer) => batchChunks.push(chunk));
-    const end = response.end.bind(response) as (answer?: string) => ServerResponse;
-    response.end = ((answer?: string) => {
-      const succeeded = response.statusCode >= 200 && response.statusCode < 300;
-      const effects = write && succeeded ? effectsOf(request, write, answer, Buffer.concat(batchChunks).toString('utf8')) : [];
-      const durable = effects.length > 0 ? store.record(effects) : store.settled();
-      if (!durable) return end(answer);
-      durable.then(
-        () => end(answer),
-        (error: Error) => {
-          // Never acknowledge what is not on disk: the client sees the write fail.
-          response.statusCode = 503;
-          response.removeHeader('etag');
-          end(JSON.stringify({ code: 'ServiceUnavailable', message: error.message }));
-        },
-      );
-      return response;
-    }) as ServerResponse['end'];
-  };
+  return { put, deleted };
 }
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   speedUpEmulatorQueries();
+  const partitionKeyPaths = Object.fromEntries(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths]));
   // First, as it may refuse a damaged journal.
   const store = options.dataDir
     ? await DocumentStore.open({
         folder: options.dataDir,
-        partitionKeyPaths: Object.fromEntries(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths])),
+        partitionKeyPaths,
         ...(options.compactAfterBytes ? { compactAfterBytes: options.compactAfterBytes } : {}),
       })
     : undefined;
-  const server = keepIdleConnectionsOpen(createHttpsServer({ cert: options.tls.cert, key: options.tls.key, keepAlive: true }));
+  let account: ServerAccount | undefined;
+  const feeds = new Map<string, ContainerFeed>();
+  const feedOf = (database: string, container: string) => {
+    const key = JSON.stringify([database, container]);
+    let feed = feeds.get(key);
+    if (!feed) feeds.set(key, (feed = new ContainerFeed()));
+    return feed;
+  };
+
+  /** A document's full partition key value, from its container's key paths. */
+  function partitionKeyOf(collection: ServerCollection, document: StoredDocument): PartitionKeyValue {
+    const paths = collection.read()?.partitionKey?.paths ?? ['/id'];
+    return paths.map((path) => {
+      let value: unknown = document;
+      for (const name of path.slice(1).split('/')) value = (value as Record<string, unknown> | undefined)?.[name];
+      return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null;
+    });
+  }
+  const keyOf = (id: string, partition: unknown) => JSON.stringify([id, partition]);
+  const changed = (collection: ServerCollection, document: StoredDocument): ChangedDocument => {
+    const partition = collection.documents._getPartition(document);
+    return { key: keyOf(document.id, partition), partitionKey: partitionKeyOf(collection, document), find: { partition, id: document.id } };
+  };
+
   // What the app costs the database: data requests and the request units they report, and apart from
   // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
   // Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
   const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0 };
+
+  /** Answers as the package's server does, once what the answer reflects is durable. */
+  async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
+    if (response.statusCode > 399 && body && typeof body === 'object' && !('message' in body)) (body as { message: string }).message = '';
+    if (body && typeof body === 'object' && '_etag' in body) response.setHeader('etag', String(body._etag));
+    response.setHeader('content-type', 'application/json');
+    response.setHeader('content-location', `https://${request.headers.host}${request.url}`);
+    response.setHeader('connection', 'keep-alive');
+    response.setHeader('x-ms-activity-id', randomUUID());
+    response.setHeader('x-ms-request-charge', '1');
+    if (durable) {
+      try {
+        await durable;
+      } catch (error) {
+        // Never acknowledge what is not on disk: the client sees the write fail.
+        response.statusCode = 503;
+        response.removeHeader('etag');
+        body = { code: 'ServiceUnavailable', message: (error as Error).message };
+      }
+    }
+    response.end(JSON.stringify(body));
+  }
+
+  /** The change feed of a container, read from its log; the documents as they are now. */
+  function serveChangeFeed(request: IncomingMessage, response: ServerResponse, path: { database: string; container: string }): unknown {
+    const collection = account!.database(path.database).collection(path.container);
+    if (!collection.read()) return ((response.statusCode = 404), { code: 'NotFound', message: 'The container does not exist' });
+    const asked = feedRequest(request);
+    if (typeof asked === 'string') return ((response.statusCode = 400), { code: 'BadRequest', message: asked });
+    const read = (find: { partition: unknown; id: string }) => collection.document(find.id, find.partition).read();
+    const page = feedOf(path.database, path.container).read(asked, (find) => read(find)?._ts);
+    if ('continuation' in page) {
+      response.statusCode = 304;
+      response.setHeader('etag', `"${page.continuation}"`);
+      return {};
+    }
+    const documents = page.flatMap(({ lsn, changes }) => changes.map((find) => ({ ...read(find), _lsn: lsn })));
+    response.setHeader('etag', `"${page.at(-1)!.lsn}"`);
+    response.setHeader('x-ms-item-count', String(documents.length));
+    return { _rid: '', Documents: documents, _count: documents.length };
+  }
+
+  async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = documentsPath(request);
+    let body: unknown;
+    let batch: BatchOperation[] | undefined;
+    try {
+      if (path && isChangeFeedRequest(request)) body = serveChangeFeed(request, response, path);
+      else if (path && isAtomicBatch(request)) {
+        const parsed = await readJson(request);
+        if (!Array.isArray(parsed)) {
+          response.statusCode = 400;
+          body = { message: 'Invalid request body' };
+        } else {
+          const collection = account!.database(path.database).collection(path.container);
+          if (!collection.read()) {
+            response.statusCode = 404;
+            body = {};
+          } else {
+            // An operation that names no partition key is in the batch's.
+            const header = request.headers['x-ms-documentdb-partitionkey'];
+            batch = (parsed as BatchOperation[]).map((operation) => ({
+              ...operation,
+              partitionKey: operation?.partitionKey ?? (typeof header === 'string' ? header : undefined),
+            }));
+            const { status, results } = runAtomicBatch(collection, batch);
+            response.statusCode = status;
+            body = results;
+          }
+        }
+      } else {
+        const route = routes(request);
+        if (route) body = await route[1](account!, request, response, route[0]);
+        else ((response.statusCode = 400), (body = { message: 'no route' }));
+      }
+    } catch (error) {
+      console.error(error);
+      response.statusCode = 500;
+      body = { message: (error as Error).message };
+    }
+    const succeeded = response.statusCode >= 200 && response.statusCode < 300;
+    if (!path || !isWrite(request) || !succeeded || isChangeFeedRequest(request)) return answer(request, response, body, store?.settled());
+    const collection = account!.database(path.database).collection(path.container);
+    const { put, deleted } = changesOf(request, path.id, body, batch);
+    const feed = feedOf(path.database, path.container);
+    // The server keys a document by its id and the first level of its partition key.
+    const lsn = feed.record(
+      put.map((document) => changed(collection, document)),
+      deleted.map(({ id, partitionKey }) => keyOf(id, partitionKey[0] ?? id)),
+    );
+    const effects: Effect[] = [
+      ...deleted.map(({ id, partitionKey }) => ({ container: path.container, delete: { partitionKey, id } })),
+      ...put.map((document) => ({ container: path.container, put: { ...withoutSystemProperties(document), _lsn: lsn } })),
+    ];
+    const kept = store && path.database === options.database && appContainers.has(path.container) && effects.length > 0;
+    const durable = (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
+    return answer(request, response, body, durable);
+  }
+  // The app's containers, whose documents the journal keeps.
+  const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
+
+  const serverOptions: ServerOptions = { cert: options.tls.cert, key: options.tls.key, keepAlive: true };
+  const server = keepIdleConnectionsOpen(createServer(serverOptions, (request, response) => void serve(request, response)));
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     if (request.headers['x-ms-cosmos-is-query-plan-request']) {
       counts.queryPlans += 1;
@@ -160,6 +344,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
+  account = new Account(options.host, port);
   const endpoint = `https://${options.host}:${port}/`;
   const agent = new Agent({ ca: options.tls.cert, keepAlive: true });
   const client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent });
@@ -167,29 +352,25 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const { database } = await client.databases.createIfNotExists({ id: options.database });
   for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
 
-  /** Loads the kept documents into the server, as batches of upserts per partition. */
-  async function restore(store: DocumentStore): Promise<number> {
-    const byPartition = new Map<string, { container: string; partitionKey: PartitionKey; operations: OperationInput[] }>();
-    const documents = store.documents();
+  /** Puts the kept documents back, each at its place in its container's change feed. */
+  function restore(kept: DocumentStore): number {
+    const lsnOf = (document: StoredDocument) => (typeof document._lsn === 'number' ? document._lsn : undefined);
+    const documents = kept.documents().filter(({ container }) => appContainers.has(container));
+    // Documents kept before LSNs were kept come after the others, in the order they were kept.
+    let unnumbered = Math.max(0, ...documents.map(({ document }) => lsnOf(document) ?? 0));
+    const feeds = new Set<ContainerFeed>();
     for (const { container, document } of documents) {
-      const definition = Object.values(CONTAINERS).find((candidate) => candidate.id === container);
-      if (!definition) continue;
-      const partitionKey = partitionKeyOf(definition.partitionKey.paths, document);
-      const key = JSON.stringify([container, partitionKey]);
-      const group = byPartition.get(key) ?? { container, partitionKey, operations: [] };
-      group.operations.push({ operationType: 'Upsert', partitionKey, resourceBody: document as never });
-      byPartition.set(key, group);
+      const collection = account!.database(options.database).collection(container);
+      const { _lsn, ...fields } = document;
+      collection.documents.create(fields);
+      const feed = feedOf(options.database, container);
+      feed.restore(changed(collection, document), lsnOf(document) ?? ++unnumbered);
+      feeds.add(feed);
     }
-    for (const { container, partitionKey, operations } of byPartition.values()) await writeInBatches(database.container(container), partitionKey, operations);
+    for (const feed of feeds) feed.restored();
     return documents.length;
   }
-
-  let restored = 0;
-  if (store) {
-    restored = await restore(store);
-    // From here on, after the restore's own writes: it runs before the server's handler can answer.
-    server.prependListener('request', answerWhenDurable(store, options.database));
-  }
+  const restored = store ? restore(store) : 0;
 
   return {
     counts,
