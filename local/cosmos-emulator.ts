@@ -43,7 +43,7 @@ const operations = require('@vercel/cosmosdb-server/lib/handler/_document-operat
   (collection: ServerCollection, input: BatchOperation) => OperationResult
 >;
 const { parsePartitionKey } = require('@vercel/cosmosdb-server/lib/utils/get-partition-from-header.js') as {
-  parsePartitionKey(value: unknown, id: string): unknown;
+  parsePartitionKey: (value: unknown, id: string) => unknown;
 };
 const { default: readJson } = require('@vercel/cosmosdb-server/lib/json.js') as { default: (request: IncomingMessage) => Promise<unknown> };
 
@@ -201,7 +201,26 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
         ...(options.compactAfterBytes ? { compactAfterBytes: options.compactAfterBytes } : {}),
       })
     : undefined;
-  let account: ServerAccount | undefined;
+  // What the app costs the database: data requests and the request units they report, and apart from
+  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
+  // Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
+  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0 };
+  const serverOptions: ServerOptions = { cert: options.tls.cert, key: options.tls.key, keepAlive: true };
+  const server = keepIdleConnectionsOpen(createServer(serverOptions, (request, response) => void serve(request, response)));
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (request.headers['x-ms-cosmos-is-query-plan-request']) {
+      counts.queryPlans += 1;
+      return;
+    }
+    counts.requests += 1;
+    if (request.method === 'PATCH') counts.patches += 1;
+    response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
+  });
+  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : options.port;
+  // Made once the server listens: the package's account names its own address.
+  const account = new Account(options.host, port);
   const feeds = new Map<string, ContainerFeed>();
   const feedOf = (database: string, container: string) => {
     const key = JSON.stringify([database, container]);
@@ -224,11 +243,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const partition = collection.documents._getPartition(document);
     return { key: keyOf(document.id, partition), partitionKey: partitionKeyOf(collection, document), find: { partition, id: document.id } };
   };
-
-  // What the app costs the database: data requests and the request units they report, and apart from
-  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
-  // Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
-  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0 };
 
   /** Answers as the package's server does, once what the answer reflects is durable. */
   async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
@@ -254,10 +268,17 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
 
   /** The change feed of a container, read from its log; the documents as they are now. */
   function serveChangeFeed(request: IncomingMessage, response: ServerResponse, path: { database: string; container: string }): unknown {
-    const collection = account!.database(path.database).collection(path.container);
-    if (!collection.read()) return ((response.statusCode = 404), { code: 'NotFound', message: 'The container does not exist' });
+    const collection = account.database(path.database).collection(path.container);
     const asked = feedRequest(request);
-    if (typeof asked === 'string') return ((response.statusCode = 400), { code: 'BadRequest', message: asked });
+    const refusal = !collection.read()
+      ? { status: 404, message: 'The container does not exist' }
+      : typeof asked === 'string'
+        ? { status: 400, message: asked }
+        : undefined;
+    if (refusal || typeof asked === 'string') {
+      response.statusCode = refusal!.status;
+      return { code: refusal!.status === 404 ? 'NotFound' : 'BadRequest', message: refusal!.message };
+    }
     const read = (find: { partition: unknown; id: string }) => collection.document(find.id, find.partition).read();
     const page = feedOf(path.database, path.container).read(asked, (find) => read(find)?._ts);
     if ('continuation' in page) {
@@ -283,7 +304,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
           response.statusCode = 400;
           body = { message: 'Invalid request body' };
         } else {
-          const collection = account!.database(path.database).collection(path.container);
+          const collection = account.database(path.database).collection(path.container);
           if (!collection.read()) {
             response.statusCode = 404;
             body = {};
@@ -301,8 +322,11 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
         }
       } else {
         const route = routes(request);
-        if (route) body = await route[1](account!, request, response, route[0]);
-        else ((response.statusCode = 400), (body = { message: 'no route' }));
+        if (route) body = await route[1](account, request, response, route[0]);
+        else {
+          response.statusCode = 400;
+          body = { message: 'no route' };
+        }
       }
     } catch (error) {
       console.error(error);
@@ -311,7 +335,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     }
     const succeeded = response.statusCode >= 200 && response.statusCode < 300;
     if (!path || !isWrite(request) || !succeeded || isChangeFeedRequest(request)) return answer(request, response, body, store?.settled());
-    const collection = account!.database(path.database).collection(path.container);
+    const collection = account.database(path.database).collection(path.container);
     const { put, deleted } = changesOf(request, path.id, body, batch);
     const feed = feedOf(path.database, path.container);
     // The server keys a document by its id and the first level of its partition key.
@@ -330,21 +354,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   // The app's containers, whose documents the journal keeps.
   const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
 
-  const serverOptions: ServerOptions = { cert: options.tls.cert, key: options.tls.key, keepAlive: true };
-  const server = keepIdleConnectionsOpen(createServer(serverOptions, (request, response) => void serve(request, response)));
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (request.headers['x-ms-cosmos-is-query-plan-request']) {
-      counts.queryPlans += 1;
-      return;
-    }
-    counts.requests += 1;
-    if (request.method === 'PATCH') counts.patches += 1;
-    response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
-  });
-  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : options.port;
-  account = new Account(options.host, port);
   const endpoint = `https://${options.host}:${port}/`;
   const agent = new Agent({ ca: options.tls.cert, keepAlive: true });
   const client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent });
@@ -360,7 +369,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     let unnumbered = Math.max(0, ...documents.map(({ document }) => lsnOf(document) ?? 0));
     const feeds = new Set<ContainerFeed>();
     for (const { container, document } of documents) {
-      const collection = account!.database(options.database).collection(container);
+      const collection = account.database(options.database).collection(container);
       const { _lsn, ...fields } = document;
       collection.documents.create(fields);
       const feed = feedOf(options.database, container);
