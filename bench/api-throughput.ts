@@ -135,8 +135,8 @@ function embeddedPartSettings(stack: LocalStack): Record<string, string> {
     AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
     AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
     AUTH_AUTHORITY_HOST: stack.identityProvider!.authorityHost,
-    COSMOS_ENDPOINT: stack.cosmos!.endpoint,
-    COSMOS_KEY: stack.cosmos!.key,
+    COSMOS_CONNECTION: stack.cosmos!.connectionString,
+    COSMOS_DATABASE: 'lms',
   };
 }
 

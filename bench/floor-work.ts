@@ -12,11 +12,11 @@ const {
   AUTH_TENANT_ID: tenantId = '',
   AUTH_CLIENT_ID: clientId = '',
   AUTH_AUTHORITY_HOST: authorityHost = '',
-  COSMOS_ENDPOINT: endpoint = '',
-  COSMOS_KEY: key = '',
+  COSMOS_CONNECTION: connectionString = '',
+  COSMOS_DATABASE: database = '',
 } = process.env;
 const keys = createRemoteJWKSet(new URL(`${authorityHost}/${tenantId}/discovery/v2.0/keys`));
-const documents = new CosmosClient({ endpoint, key }).database('lms').container('tenant-data');
+const documents = new CosmosClient({ connectionString }).database(database).container('tenant-data');
 
 async function verify(authorization: string | undefined): Promise<string> {
   const { payload } = await jwtVerify(authorization?.slice('Bearer '.length) ?? '', keys, {

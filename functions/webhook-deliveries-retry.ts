@@ -1,7 +1,6 @@
 import { app } from '@azure/functions';
 import { deliveryResource, retryDelivery } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { enqueueWebhookWork } from '../shared/queues.js';
 import { delivery, deliveryIdParameter, webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhookDeliveriesRetry = endpoint({
@@ -14,10 +13,7 @@ export const webhookDeliveriesRetry = endpoint({
     errors: { 404: ['webhookNotFound', 'deliveryNotFound'] },
   },
   async handle({ principal, params }) {
-    const pending = await retryDelivery(principal, params.webhookId, params.deliveryId);
-    // If the queue cannot take it now, the sweep finds the delivery due and queues it.
-    await enqueueWebhookWork({ tenantId: principal.tenantId, deliveryId: pending.id, attempt: pending.attempts + 1 }).catch(() => undefined);
-    return { body: deliveryResource(pending) };
+    return { body: deliveryResource(await retryDelivery(principal, params.webhookId, params.deliveryId)) };
   },
 });
 

@@ -2,12 +2,10 @@ import { app } from '@azure/functions';
 import { webhookSettings } from '../shared/config.js';
 import { createWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { createWebhookBody, EVENT_TYPES, webhookWithSecret } from '../shared/schemas/webhooks.js';
+import { CHANGE_EVENT_TYPES } from '../shared/schemas/events.js';
+import { createWebhookBody, webhookWithSecret } from '../shared/schemas/webhooks.js';
 import { checkWebhookUrl, URL_RULES } from '../shared/webhooks/url-rules.js';
 import { newSecret } from '../shared/webhooks/signing.js';
-
-/** Without `events`, a subscription gets every event there is to subscribe to. */
-const ALL_EVENTS = EVENT_TYPES.filter((type) => type !== 'webhook.ping');
 
 export const webhooksCreate = endpoint({
   permission: 'webhooks:manage',
@@ -25,7 +23,7 @@ export const webhooksCreate = endpoint({
   },
   async handle({ principal, body, idempotency, path }) {
     await checkWebhookUrl(body.url, webhookSettings().allowLoopback);
-    const { resource, replayed } = await createWebhook(principal, body, newSecret(), body.events ?? ALL_EVENTS, idempotency);
+    const { resource, replayed } = await createWebhook(principal, body, newSecret(), body.events ?? CHANGE_EVENT_TYPES, idempotency);
     return { body: resource, location: `${path}/${resource.id}`, replayed };
   },
 });

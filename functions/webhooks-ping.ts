@@ -1,7 +1,6 @@
 import { app } from '@azure/functions';
 import { deliveryResource, ping } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { enqueueWebhookWork } from '../shared/queues.js';
 import { delivery, webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhooksPing = endpoint({
@@ -14,10 +13,7 @@ export const webhooksPing = endpoint({
     errors: { 404: ['webhookNotFound'], 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {
-    const made = await ping(principal, params.webhookId);
-    // If the queue cannot take it now, the sweep finds the delivery due and queues it.
-    await enqueueWebhookWork({ tenantId: principal.tenantId, deliveryId: made.id, attempt: 1 }).catch(() => undefined);
-    return { body: deliveryResource(made) };
+    return { body: deliveryResource(await ping(principal, params.webhookId)) };
   },
 });
 

@@ -385,6 +385,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     counts,
     endpoint,
     key: EMULATOR_KEY,
+    /** What the app's COSMOS_CONNECTION setting holds for this store. */
+    connectionString: `AccountEndpoint=${endpoint};AccountKey=${EMULATOR_KEY};`,
     restored,
     /** With a data folder: the write requests journaled and the fsyncs they took. */
     journal: store?.stats,

@@ -2,10 +2,11 @@
  * A local Functions host for one machine. It loads the app the way Azure's Node worker does (every
  * file of package.json's `main`, with `@azure/functions-core` supplied on NODE_PATH), then serves
  * exactly the HTTP functions those files registered (their routes, methods and handlers) and runs
- * their storage queue triggers (see queue-triggers.ts).
+ * their storage queue, timer and Cosmos DB triggers (queue-triggers.ts, timer-triggers.ts,
+ * cosmos-triggers.ts).
  *
  * Run as a child process of the local stack (see stack.ts); it reports `{ ready, port, routes,
- * queueFunctions }` over IPC.
+ * queueFunctions, timerFunctions, cosmosFunctions }` over IPC.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -13,13 +14,14 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import type { HttpHandler } from '@azure/functions';
+import { startCosmosTriggers } from './cosmos-triggers.js';
 import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
 import { startTimerTriggers } from './timer-triggers.js';
 import { appFiles } from './app-files.js';
 import { corsPolicyFrom, handledByCors } from './cors.js';
 import { answerTo } from './http-answers.js';
 import { httpInvocation, joinedAsAzure } from './http-invocation.js';
-import { registrations, triggerOf } from './registrations.js';
+import { enabled, registrations, triggerOf } from './registrations.js';
 import { compileRoute, createRouter } from './routes.js';
 import { enforceMinimumBodyRate, limitSlowClients, SLOW_CLIENT_CHECK_INTERVAL_MS } from './slow-clients.js';
 
@@ -119,7 +121,8 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   const prefix = hostJson.extensions?.http?.routePrefix ?? 'api';
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
 
-  const httpFunctions = registrations().flatMap((registration) => {
+  const functions = enabled(registrations(), process.env);
+  const httpFunctions = functions.flatMap((registration) => {
     const trigger = triggerOf(registration, 'httpTrigger');
     if (!trigger) return [];
     const { name } = registration.metadata;
@@ -179,18 +182,20 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   const actualPort = typeof address === 'object' && address ? address.port : port;
 
   const queueTriggers = startQueueTriggers({
-    registrations: registrations(),
+    registrations: functions,
     settings: queueExtensionSettings(hostJson.extensions?.queues),
     environment: process.env,
     log,
   });
-  const timerTriggers = startTimerTriggers({ registrations: registrations(), environment: process.env, log });
+  const timerTriggers = startTimerTriggers({ registrations: functions, environment: process.env, log });
+  const cosmosTriggers = await startCosmosTriggers({ registrations: functions, environment: process.env, log });
   return {
     server,
     port: actualPort,
     routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),
     queueTriggers,
     timerTriggers,
+    cosmosTriggers,
   };
 }
 
@@ -200,8 +205,15 @@ const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileUR
 if (isMain) {
   const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
   const host = process.env.LOCAL_HOST ?? '127.0.0.1';
-  const { server, port, routes, queueTriggers, timerTriggers } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
-  process.send?.({ ready: true, port, routes, queueFunctions: queueTriggers.functions, timerFunctions: timerTriggers.functions });
+  const { server, port, routes, queueTriggers, timerTriggers, cosmosTriggers } = await startFunctionsHost(appRoot, Number(process.env.LOCAL_PORT ?? 0), host);
+  process.send?.({
+    ready: true,
+    port,
+    routes,
+    queueFunctions: queueTriggers.functions,
+    timerFunctions: timerTriggers.functions,
+    cosmosFunctions: cosmosTriggers.functions,
+  });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
@@ -209,6 +221,7 @@ if (isMain) {
     void Promise.all([
       queueTriggers.stop(QUEUE_STOP_GRACE_MS),
       timerTriggers.stop(QUEUE_STOP_GRACE_MS),
+      cosmosTriggers.stop(QUEUE_STOP_GRACE_MS),
       new Promise((resolveClose) => server.close(resolveClose)),
     ]).then(() => process.exit(0));
   };

@@ -20,13 +20,38 @@ export interface Registration {
         connection?: string;
         schedule?: string;
         runOnStartup?: boolean;
+        databaseName?: string;
+        containerName?: string;
+        leaseConnection?: string;
+        leaseDatabaseName?: string;
+        leaseContainerName?: string;
+        leaseContainerPrefix?: string;
+        createLeaseContainerIfNotExists?: boolean;
+        feedPollDelay?: number;
+        leaseAcquireInterval?: number;
+        leaseExpirationInterval?: number;
+        leaseRenewInterval?: number;
+        maxItemsPerInvocation?: number;
+        startFromBeginning?: boolean;
+        startFromTime?: string;
       }
     >;
+    /** The function's retry policy, as `@azure/functions` hands it to the host: durations in whole seconds. */
+    retryOptions?: RetryOptions;
   };
   callback: (...args: unknown[]) => unknown;
 }
 
 export type Binding = Registration['metadata']['bindings'][string];
+
+export interface RetryOptions {
+  retryStrategy: 'fixedDelay' | 'exponentialBackoff';
+  /** -1: retry without end. */
+  maxRetryCount: number;
+  delayInterval?: { seconds: number };
+  minimumInterval?: { seconds: number };
+  maximumInterval?: { seconds: number };
+}
 
 const require = createRequire(import.meta.url);
 
@@ -47,4 +72,14 @@ export function resolveBindingExpression(expression: string, environment: Record
 /** The function's trigger binding of that type (`httpTrigger`, `queueTrigger`), if it has one. */
 export function triggerOf(registration: Registration, type: string): Binding | undefined {
   return Object.values(registration.metadata.bindings).find((binding) => binding.type.toLowerCase() === type.toLowerCase());
+}
+
+/** The registrations not switched off by an app setting `AzureWebJobs.<function name>.Disabled` = `true`, as Azure's host leaves such a function out. */
+export function enabled(all: Registration[], environment: Record<string, string | undefined>): Registration[] {
+  const disabled = new Set(
+    Object.entries(environment)
+      .filter(([name, value]) => /^AzureWebJobs\..+\.Disabled$/i.test(name) && value?.trim().toLowerCase() === 'true')
+      .map(([name]) => name.slice('AzureWebJobs.'.length, -'.Disabled'.length).toLowerCase()),
+  );
+  return all.filter((registration) => !disabled.has(registration.metadata.name.toLowerCase()));
 }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
 import { appRootAbove } from '../shared/app-root.js';
-import { DEFAULT_RAG_QUEUE_NAME, DEFAULT_WEBHOOKS_QUEUE_NAME, DEFAULT_WEBHOOKS_SWEEP_SCHEDULE } from '../shared/config.js';
+import { COSMOS_CONNECTION, DEFAULT_RAG_QUEUE_NAME, DEFAULT_WEBHOOKS_QUEUE_NAME, DEFAULT_WEBHOOKS_SWEEP_SCHEDULE } from '../shared/config.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
@@ -104,16 +104,17 @@ export async function startStack(options: StackOptions) {
     }
 
     let cosmos: CosmosEmulator | undefined;
-    if (!given(options.settings, 'COSMOS_ENDPOINT')) {
+    if (!given(options.settings, COSMOS_CONNECTION) && !given(options.settings, `${COSMOS_CONNECTION}__accountEndpoint`)) {
+      const database = given(options.settings, 'COSMOS_DATABASE') ?? 'lms';
       cosmos = await startCosmosEmulator({
         port: 0,
         host: '127.0.0.1',
-        database: given(options.settings, 'COSMOS_DATABASE') ?? 'lms',
+        database,
         tls,
         ...(options.dataDir ? { dataDir: join(options.dataDir, 'cosmos') } : {}),
       });
       started.push(cosmos);
-      Object.assign(hostEnvironment, { COSMOS_ENDPOINT: cosmos.endpoint, COSMOS_KEY: cosmos.key });
+      Object.assign(hostEnvironment, { [COSMOS_CONNECTION]: cosmos.connectionString, COSMOS_DATABASE: database });
       embedded.push(`Cosmos DB ${cosmos.endpoint}${cosmos.restored ? ` (${cosmos.restored} documents restored)` : ''}`);
     }
 
@@ -152,6 +153,7 @@ export async function startStack(options: StackOptions) {
       routes: host.routes,
       queueFunctions: host.queueFunctions,
       timerFunctions: host.timerFunctions,
+      cosmosFunctions: host.cosmosFunctions,
       /** The storage account the host uses, unless it is given by identity-based settings. */
       storageConnectionString: hostEnvironment.AzureWebJobsStorage,
       cursorSigningKey: hostEnvironment.CURSOR_SIGNING_KEY,
@@ -180,6 +182,7 @@ interface HostReady {
   routes: { name: string; methods: string[]; template: string }[];
   queueFunctions: { name: string; queue: string }[];
   timerFunctions: { name: string; schedule: string }[];
+  cosmosFunctions: { name: string; container: string; leaseContainer: string }[];
 }
 
 export interface HostProcessOptions {
@@ -234,6 +237,7 @@ export async function startHostProcess(options: HostProcessOptions) {
     routes: ready.routes,
     queueFunctions: ready.queueFunctions,
     timerFunctions: ready.timerFunctions,
+    cosmosFunctions: ready.cosmosFunctions,
     stop: () => stopProcess(child),
   };
 }

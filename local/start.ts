@@ -36,11 +36,12 @@ const stack = await startStack({
   hostOutput: 'inherit',
 });
 
-const width = Math.max(...[...stack.routes, ...stack.queueFunctions, ...stack.timerFunctions].map((fn) => fn.name.length));
+const width = Math.max(...[...stack.routes, ...stack.queueFunctions, ...stack.timerFunctions, ...stack.cosmosFunctions].map((fn) => fn.name.length));
 const functionLines = [
   ...stack.routes.map((route) => `  ${route.name.padEnd(width)}  [${route.methods.join(',')}] http://localhost:${stack.port}/${route.template}`),
   ...stack.queueFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [queue] ${fn.queue}`),
   ...stack.timerFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [timer] ${fn.schedule}`),
+  ...stack.cosmosFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [cosmosDB] ${fn.container} (leases in ${fn.leaseContainer})`),
 ];
 console.log(`\nFunctions:\n${functionLines.join('\n')}`);
 console.log(`\nEmbedded parts: ${stack.embedded.length ? stack.embedded.join('; ') : 'none (every setting is given)'}`);

@@ -18,10 +18,15 @@ export interface AuthSettings {
   defaultRole: Role | undefined;
 }
 
+/** The database account, as the change feed trigger's `COSMOS_CONNECTION` names it too: one setting for both. */
+export type CosmosConnection =
+  /** A connection string with the account's key (`AccountEndpoint=…;AccountKey=…;`): locally, or where keys are allowed. */
+  | { connectionString: string }
+  /** Identity-based (`COSMOS_CONNECTION__accountEndpoint`): the app signs in as its managed identity, a user-assigned one when `clientId` is given. */
+  | { accountEndpoint: string; clientId: string | undefined };
+
 export interface CosmosSettings {
-  endpoint: string;
-  /** Absent: the app signs in with its managed identity. */
-  key: string | undefined;
+  connection: CosmosConnection;
   database: string;
 }
 
@@ -150,10 +155,28 @@ function readCursorSigningKey(env: NodeJS.ProcessEnv): Buffer {
   return key;
 }
 
+/** The app setting of the database connection, which the change feed trigger binds to (`connection`), and of its database. */
+export const COSMOS_CONNECTION = 'COSMOS_CONNECTION';
+
 function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
-  const endpoint = env.COSMOS_ENDPOINT?.trim();
-  if (!endpoint) throw new ConfigurationError(['COSMOS_ENDPOINT is not set']);
-  return { endpoint, key: env.COSMOS_KEY?.trim() || undefined, database: env.COSMOS_DATABASE?.trim() || 'lms' };
+  const problems: string[] = [];
+  const connectionString = env[COSMOS_CONNECTION]?.trim();
+  const accountEndpoint = env[`${COSMOS_CONNECTION}__accountEndpoint`]?.trim();
+  const database = env.COSMOS_DATABASE?.trim();
+  if (connectionString && accountEndpoint) problems.push(`set ${COSMOS_CONNECTION} or ${COSMOS_CONNECTION}__accountEndpoint, not both`);
+  else if (connectionString && !/(^|;)\s*AccountEndpoint=https:\/\/[^;]+/i.test(connectionString))
+    problems.push(`${COSMOS_CONNECTION} is not a connection string with an https AccountEndpoint`);
+  else if (connectionString && !/(^|;)\s*AccountKey=[^;]+/i.test(connectionString))
+    problems.push(`${COSMOS_CONNECTION} has no AccountKey (with a managed identity, set ${COSMOS_CONNECTION}__accountEndpoint instead)`);
+  else if (accountEndpoint) httpsOrigin(`${COSMOS_CONNECTION}__accountEndpoint`, accountEndpoint, problems);
+  else if (!connectionString) problems.push(`${COSMOS_CONNECTION} (or ${COSMOS_CONNECTION}__accountEndpoint) is not set`);
+  // The trigger's binding names %COSMOS_DATABASE%: the app reads the same setting, with no default of its own.
+  if (!database) problems.push('COSMOS_DATABASE is not set');
+  if (problems.length) throw new ConfigurationError(problems);
+  const connection: CosmosConnection = connectionString
+    ? { connectionString }
+    : { accountEndpoint: accountEndpoint!, clientId: env[`${COSMOS_CONNECTION}__clientId`]?.trim() || undefined };
+  return { connection, database: database! };
 }
 
 /** Reads a group of settings once; a bad group fails every time it is asked for, never falls back. */

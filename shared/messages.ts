@@ -211,6 +211,10 @@ const catalog = {
     en: (p) => `Webhook subscription ${p.id} does not exist.`,
     ja: (p) => `Webhook サブスクリプション ${p.id} は存在しません。`,
   },
+  eventNotFound: {
+    en: (p) => `Event ${p.id} does not exist, or is older than the week events are kept.`,
+    ja: (p) => `イベント ${p.id} は存在しないか、保持期間の 1 週間を過ぎています。`,
+  },
   deliveryNotFound: {
     en: (p) => `Delivery ${p.id} does not exist.`,
     ja: (p) => `配信 ${p.id} は存在しません。`,

@@ -7,6 +7,7 @@ export const PERMISSIONS = {
   'projects:read': ['LMS.Reader', 'LMS.Member', 'LMS.Manager', 'LMS.Admin'],
   'tasks:read': ['LMS.Reader', 'LMS.Member', 'LMS.Manager', 'LMS.Admin'],
   'users:read': ['LMS.Reader', 'LMS.Member', 'LMS.Manager', 'LMS.Admin'],
+  'events:read': ['LMS.Reader', 'LMS.Member', 'LMS.Manager', 'LMS.Admin'],
   'tasks:write': ['LMS.Member', 'LMS.Manager', 'LMS.Admin'],
   'tasks:delete': ['LMS.Manager', 'LMS.Admin'],
   'projects:write': ['LMS.Manager', 'LMS.Admin'],

@@ -18,6 +18,8 @@ export interface StackInfo {
   signingKid: string;
   cosmosEndpoint: string;
   cosmosKey: string;
+  /** What COSMOS_CONNECTION holds for the embedded store. */
+  cosmosConnectionString: string;
   /** The embedded Azurite's connection string, which the host has as AzureWebJobsStorage. */
   storageConnectionString: string;
   /** The Microsoft Graph stand-in, which the host has as GRAPH_BASE_URL. */
@@ -60,6 +62,7 @@ export async function setup(project: TestProject): Promise<void> {
     signingKid: identityProvider!.signingKid,
     cosmosEndpoint: cosmos!.endpoint,
     cosmosKey: cosmos!.key,
+    cosmosConnectionString: cosmos!.connectionString,
     storageConnectionString: stack.storageConnectionString!,
     graphBaseUrl: stack.graph!.baseUrl,
     cursorSigningKey: stack.cursorSigningKey!,

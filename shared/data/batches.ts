@@ -2,7 +2,7 @@ import type { Container, OperationInput, OperationResponse, PartitionKey } from 
 import { DependencyUnavailableError } from '../errors.js';
 
 /** Cosmos's limits for one transactional batch: 100 operations and 2 MB; the size cap leaves headroom. */
-const MAX_OPERATIONS = 100;
+export const MAX_OPERATIONS = 100;
 const MAX_BATCH_BYTES = 1_500_000;
 /** What Cosmos answers for the operations of a batch that did not run because another one failed. */
 const FAILED_DEPENDENCY = 424;

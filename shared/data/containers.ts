@@ -5,7 +5,8 @@ import { PartitionKeyDefinitionVersion, PartitionKeyKind, type ContainerDefiniti
  * from these definitions (the local stack does too); the app itself never creates a container.
  *
  * `tenant-data` holds every document of a tenant in one logical partition (`/tenantId`): projects,
- * tasks, recorded users, sequences and Idempotency-Key records, told apart by `type`. A request
+ * tasks, recorded users, sequences, Idempotency-Key records, events, webhook subscriptions and their
+ * deliveries, RAG jobs, told apart by `type`. A request
  * can therefore never reach another tenant's data, every list is a single-partition query, a
  * project and its tasks can change together in one transactional batch, and point reads by id
  * cost one request. The price is Cosmos's 20 GB limit per logical partition, per tenant.
@@ -45,6 +46,15 @@ export const CONTAINERS = {
           { path: '/requestedAt', order: 'descending' },
         ],
         [
+          { path: '/type', order: 'ascending' },
+          { path: '/timestamp', order: 'descending' },
+        ],
+        [
+          { path: '/type', order: 'ascending' },
+          { path: '/eventType', order: 'ascending' },
+          { path: '/timestamp', order: 'descending' },
+        ],
+        [
           { path: '/projectId', order: 'ascending' },
           { path: '/createdAt', order: 'descending' },
         ],
@@ -74,6 +84,15 @@ export const CONTAINERS = {
       includedPaths: [{ path: '/*' }],
       excludedPaths: [{ path: '/content/?' }, { path: '/embedding/*' }, { path: '/"_etag"/?' }],
     },
+  },
+  /**
+   * The leases of the change feed trigger (functions/changes-relay.ts): one document per partition key
+   * range of `tenant-data`, holding which instance works on the range and how far it got. The change
+   * feed processor wants it partitioned by `/id`.
+   */
+  leases: {
+    id: 'leases',
+    partitionKey: { paths: ['/id'] },
   },
 } as const satisfies Record<string, ContainerDefinition>;
 

@@ -5,19 +5,19 @@ import { CONTAINERS, type ContainerName } from './containers.js';
 
 /** One client per process, made on first use, so that settings are read only when needed. */
 const client = lazily(async (): Promise<CosmosClient> => {
-  const { endpoint, key } = cosmosSettings();
+  const { connection } = cosmosSettings();
   const options: CosmosClientOptions = {
-    endpoint,
     connectionPolicy: {
       requestTimeout: 10_000,
       // Throttling (429) is retried for a bounded time, then reported to the caller as 503.
       retryOptions: { maxRetryAttemptCount: 5, fixedRetryIntervalInMilliseconds: 0, maxWaitTimeInSeconds: 5 },
     },
   };
-  if (key) return new CosmosClient({ ...options, key });
-  // Without a key the app signs in as its managed identity; the identity library loads only then.
+  if ('connectionString' in connection) return new CosmosClient({ ...options, connectionString: connection.connectionString });
+  // Identity-based: the app signs in as its managed identity; the identity library loads only then.
   const { DefaultAzureCredential } = await import('@azure/identity');
-  return new CosmosClient({ ...options, aadCredentials: new DefaultAzureCredential() });
+  const credential = new DefaultAzureCredential(connection.clientId ? { managedIdentityClientId: connection.clientId } : {});
+  return new CosmosClient({ ...options, endpoint: connection.accountEndpoint, aadCredentials: credential });
 });
 
 const containers = new Map<ContainerName, Container>();

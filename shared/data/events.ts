@@ -1,43 +1,39 @@
 /**
- * The outbox of webhook events. An event is written in the same transactional batch as the change
- * it reports, in the tenant's partition, marked pending: a change that fails writes no event, and a
- * change that succeeds cannot lose its event. After the batch commits, a queue message announces
- * the event; if the queue cannot take it, the sweep (functions/webhooks-sweep.ts) finds the event
- * still pending and announces it. Handing an event to its subscriptions clears `pending`.
+ * The outbox of events. An event is written in the same transactional batch as the change it
+ * reports, in the tenant's partition: a change that fails writes no event, and a change that succeeds
+ * cannot lose its event. Nothing else happens on the request's way: Cosmos DB's change feed hands
+ * each event to functions/changes-relay.ts, which makes its deliveries. Events are kept a week, and
+ * listed by GET /api/events (shared/data/events-repository.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { JSONObject, OperationInput } from '@azure/cosmos';
-import { enqueueWebhookWork } from '../queues.js';
-import type { EventPayload, EventType } from '../schemas/webhooks.js';
+import type { EventPayload, EventType } from '../schemas/events.js';
 import { container } from './cosmos.js';
-import type { StoredDocument } from './tenant-data.js';
-
-const tenantData = () => container('tenantData');
 
 /** An event as a change describes it: its type and what a receiver gets as `data`. */
-export interface PendingEvent {
+export interface NewEvent {
   type: EventType;
   data: Record<string, unknown>;
   /** Only this subscription receives it (a ping). */
   webhookId?: string;
 }
 
-export interface EventDocument extends StoredDocument {
+export interface EventDocument {
+  id: string;
+  tenantId: string;
   type: 'event';
   eventType: EventType;
   timestamp: string;
   data: Record<string, unknown>;
   webhookId?: string;
-  /** Until the event has been handed to its subscriptions. */
-  pending: boolean;
   ttl: number;
+  _etag: string;
 }
 
-/** Events stay a week: long enough for every retry of every delivery, and for a manual one after. */
+/** Events stay a week: long enough for every retry of every delivery, for a manual one after, and for catching up. */
 export const EVENT_RETENTION_SECONDS = 7 * 24 * 60 * 60;
 
-/** The event document for a change, still to be handed to its subscriptions. */
-export function eventDocument(tenantId: string, event: PendingEvent): Omit<EventDocument, '_etag'> {
+export function eventDocument(tenantId: string, event: NewEvent): Omit<EventDocument, '_etag'> {
   return {
     // Standard Webhooks' message ids look like this; receivers de-duplicate on it.
     id: `msg_${randomUUID().replaceAll('-', '')}`,
@@ -47,48 +43,21 @@ export function eventDocument(tenantId: string, event: PendingEvent): Omit<Event
     timestamp: new Date().toISOString(),
     data: event.data,
     ...(event.webhookId ? { webhookId: event.webhookId } : {}),
-    pending: true,
     ttl: EVENT_RETENTION_SECONDS,
   };
 }
 
-/** The batch operation that writes a change's event beside the change, and the event's id. */
-export function eventWrite(tenantId: string, event: PendingEvent): { id: string; operation: OperationInput } {
-  const document = eventDocument(tenantId, event);
-  return { id: document.id, operation: { operationType: 'Create', resourceBody: document as unknown as JSONObject } };
-}
-
-/**
- * Announces committed events on the webhooks queue, without making the change wait for the queue:
- * one that cannot be announced now is announced by the sweep.
- */
-export function announce(tenantId: string, eventIds: readonly string[]): void {
-  for (const eventId of eventIds) {
-    enqueueWebhookWork({ tenantId, eventId }).catch((error: unknown) => {
-      console.warn(`Webhook event ${eventId} could not be queued now; the sweep will send it (${error instanceof Error ? error.message : String(error)})`);
-    });
-  }
+/** The batch operation that writes a change's event beside the change. */
+export function eventWrite(tenantId: string, event: NewEvent): OperationInput {
+  return { operationType: 'Create', resourceBody: eventDocument(tenantId, event) as unknown as JSONObject };
 }
 
 export async function readEvent(tenantId: string, id: string): Promise<EventDocument | undefined> {
-  const { resource } = await (await tenantData()).item(id, tenantId).read<EventDocument>();
+  const { resource } = await (await container('tenantData')).item(id, tenantId).read<EventDocument>();
   return resource?.type === 'event' ? resource : undefined;
 }
 
 /** What a receiver gets for the event. */
-export function payloadOf(event: EventDocument): EventPayload {
+export function payloadOf(event: Pick<EventDocument, 'eventType' | 'timestamp' | 'data'>): EventPayload {
   return { type: event.eventType, timestamp: event.timestamp, data: event.data };
-}
-
-/** Events of any tenant still pending since before `before`: those whose announcement was lost. */
-export async function* overdueEvents(before: string): AsyncGenerator<{ tenantId: string; id: string }[]> {
-  const query = {
-    query: "SELECT c.tenantId, c.id FROM c WHERE c.type = 'event' AND c.pending = true AND c.timestamp < @before",
-    parameters: [{ name: '@before', value: before }],
-  };
-  const pages = (await tenantData()).items.query<{ tenantId: string; id: string }>(query, { maxItemCount: 100 });
-  while (pages.hasMoreResults()) {
-    const { resources } = await pages.fetchNext();
-    if (resources.length) yield resources;
-  }
 }

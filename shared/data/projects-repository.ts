@@ -5,7 +5,7 @@ import type { ExpectedVersion } from '../domain/versions.js';
 import { notFound } from '../errors.js';
 import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
 import { sendBatch, writeInBatches } from './batches.js';
-import { announce, eventWrite } from './events.js';
+import { eventWrite } from './events.js';
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
 import {
@@ -178,10 +178,9 @@ export async function deleteProject(principal: Principal, id: string, expected: 
   }
   const deletedTasks = await deleteTasksOfProject(documents, tenantId, id);
   const event = eventWrite(tenantId, { type: 'project.deleted', data: { id, deletedTasks } });
-  const result = await sendBatch(documents, [{ operationType: 'Delete', id, partitionKey: tenantId }, event.operation], tenantId);
+  const result = await sendBatch(documents, [{ operationType: 'Delete', id, partitionKey: tenantId }, event], tenantId);
   // 404: a concurrent DELETE finished first, and its batch wrote the event.
-  if (result[0]?.statusCode === 204) announce(tenantId, [event.id]);
-  else if (result[0]?.statusCode !== 404) throw batchFailure('Deleting a project', result);
+  if (result[0]?.statusCode !== 204 && result[0]?.statusCode !== 404) throw batchFailure('Deleting a project', result);
   // Now that no create can pass its guard, remove what slipped in while the first sweep ran.
   await deleteTasksOfProject(documents, tenantId, id);
 }

@@ -11,7 +11,7 @@ import { ApiError, conflict, notFound } from '../errors.js';
 import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type RagProgress, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
-import { announce, eventWrite } from './events.js';
+import { eventWrite } from './events.js';
 import type { ChunkPlace } from './rag-index-repository.js';
 import type { Page } from './paging.js';
 import {
@@ -30,6 +30,8 @@ import {
 
 export interface RagJobDocument extends Omit<RagJob, 'jobId'>, StoredDocument {
   type: 'ragJob';
+  /** Its planning is on the RAG queue (put there by the change feed relay, after the job was stored). */
+  dispatched?: true;
   /** Every batch is planned: the job ends once that many have ended. */
   planned: boolean;
   /** Where planning goes on after a restart: the source kind and the query's continuation. */
@@ -173,6 +175,11 @@ async function changeJob(tenantId: string, jobId: string, change: (current: RagJ
   return ended ? undefined : changed;
 }
 
+/** The job's planning is on the queue: the relay leaves it alone from now on. */
+export function markDispatched(tenantId: string, jobId: string): Promise<RagJobDocument | undefined> {
+  return changeJob(tenantId, jobId, (current) => ({ ...current, dispatched: true }));
+}
+
 /** The job to plan, now Running; undefined when it is gone or has ended (a repeated message). */
 export function startRunning(tenantId: string, jobId: string): Promise<RagJobDocument | undefined> {
   return changeJob(tenantId, jobId, (current) => ({
@@ -292,13 +299,12 @@ export async function finishJob(tenantId: string, jobId: string, outcome: Outcom
   const event = type && eventWrite(tenantId, { type, data: job });
   const operations: OperationInput[] = [
     { operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag },
-    ...(event ? [event.operation] : []),
+    ...(event ? [event] : []),
   ];
   if (lock?.jobId === jobId) operations.push({ operationType: 'Delete', id: LOCK_ID, partitionKey: tenantId });
   const result = await sendBatch(documents, operations, tenantId);
   if (result[0]?.statusCode === 412) return finishJob(tenantId, jobId, outcome);
   if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Finishing RAG job ${jobId}`, result);
-  if (event) announce(tenantId, [event.id]);
 }
 
 // ------------------------------------------------------------------ batches

@@ -6,7 +6,7 @@ import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.j
 import { ApiError, preconditionFailed } from '../errors.js';
 import { sendBatch } from './batches.js';
 import { container } from './cosmos.js';
-import { announce, eventWrite, type PendingEvent } from './events.js';
+import { eventWrite, type NewEvent } from './events.js';
 import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
 import { queryPage, type Page } from './paging.js';
 import { nextInSequence } from './sequence.js';
@@ -107,7 +107,7 @@ export function changeDocument<D extends StoredDocument, R>(options: {
   expected: ExpectedVersion;
   change(current: D): D | typeof REMOVE | Promise<D | typeof REMOVE>;
   /** The webhook event the change makes, written in the same transactional batch. */
-  event?(change: { before: D; after: D | undefined }): PendingEvent;
+  event?(change: { before: D; after: D | undefined }): NewEvent;
   /** Other writes that must happen with the change, in the same transactional batch. */
   alongside?(current: D): OperationInput[];
   /** How to read the current document: by default as readers see it. */
@@ -132,13 +132,10 @@ async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeo
         ? { operationType: 'Delete', id, partitionKey: tenantId, ifMatch: current._etag }
         : { operationType: 'Replace', id, partitionKey: tenantId, ifMatch: current._etag, resourceBody: asJson(next) }
     ) as OperationInput;
-    const operations = [write, ...(event ? [event.operation] : []), ...(options.alongside?.(current) ?? [])];
+    const operations = [write, ...(event ? [event] : []), ...(options.alongside?.(current) ?? [])];
     const result = await sendBatch(documents, operations, tenantId);
     const status = result[0]?.statusCode;
-    if (status !== undefined && status < 300) {
-      if (event) announce(tenantId, [event.id]);
-      return next === REMOVE ? undefined : (result[0]!.resourceBody as unknown as D);
-    }
+    if (status !== undefined && status < 300) return next === REMOVE ? undefined : (result[0]!.resourceBody as unknown as D);
     // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
     if (status !== 412 && status !== 404) throw batchFailure('A conditional write', result);
     if (attempt >= MAX_CHANGE_ATTEMPTS) throw contended(id);
@@ -189,7 +186,7 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
   check?(): Promise<C>;
   prepare(number: number, checked: C): { document: D; guard?: OperationInput };
   /** The webhook event the create makes, written in the same transactional batch. */
-  event?(resource: R): PendingEvent;
+  event?(resource: R): NewEvent;
 }): Promise<Created<R>> {
   const documents = await tenantData();
   const { tenantId, objectId } = options.principal;
@@ -211,7 +208,7 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
       return { resource, replayed: false };
     }
     const record = idempotent ? recordResultOperation(tenantId, idempotent, resource) : undefined;
-    const operations = [guard, record, create, written?.operation].filter((operation): operation is OperationInput => operation !== undefined);
+    const operations = [guard, record, create, written].filter((operation): operation is OperationInput => operation !== undefined);
     const result = await sendBatch(documents, operations, tenantId);
     const outcome = (operation: OperationInput | undefined): OperationResponse | undefined => (operation ? result[operations.indexOf(operation)] : undefined);
     if (idempotent && outcome(record)?.statusCode === 409) {
@@ -226,7 +223,6 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
       throw contended(options.sequence);
     }
     if (outcome(create)?.statusCode !== 201) throw batchFailure(`Creating in ${options.sequence}`, result);
-    if (written) announce(tenantId, [written.id]);
     return { resource, replayed: false };
   }
 }

@@ -6,7 +6,7 @@
  */
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
-import { sendBatch } from './batches.js';
+import { MAX_OPERATIONS, sendBatch } from './batches.js';
 import { DISABLED_BECAUSE, FAILED_DELIVERIES_TO_DISABLE, type AfterAttempt } from '../domain/webhooks.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { ApiError, conflict, notFound } from '../errors.js';
@@ -68,6 +68,8 @@ export interface DeliveryDocument extends Omit<Delivery, 'type'>, StoredDocument
   eventType: Delivery['type'];
   webhookId: string;
   updatedAt: string;
+  /** When a sweep last brought it back, overdue, through the change feed. */
+  recoveredAt?: string;
   ttl: number;
 }
 
@@ -245,7 +247,7 @@ export async function recordDeliveryEnd(subscription: WebhookDocument, ended: Af
 export const deliveryIdOf = (eventId: string, webhookId: string) => `dlv_${eventId}_${webhookId}`;
 
 /** A delivery not yet attempted, due after `claimMs`: the one who makes it holds its first attempt till then. */
-function newDelivery(event: EventDocument, webhookId: string, claimMs = 0): Omit<DeliveryDocument, '_etag'> {
+function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>, webhookId: string, claimMs = 0): Omit<DeliveryDocument, '_etag'> {
   const now = new Date().toISOString();
   return {
     id: deliveryIdOf(event.id, webhookId),
@@ -265,40 +267,64 @@ function newDelivery(event: EventDocument, webhookId: string, claimMs = 0): Omit
   };
 }
 
-/**
- * Hands an event over: makes its deliveries, one per subscription it is for, and marks it handed
- * over, in one transactional batch guarded by the event's version, so that an event handed over
- * twice at once gets its deliveries once. Each delivery is made claimed for `claimMs`: the caller
- * makes its first attempt now. Answers what the caller is to attempt (nothing, if another hand-over won).
- */
-export async function handOver(event: EventDocument, claimMs: number): Promise<{ delivery: DeliveryDocument; subscription: WebhookDocument }[]> {
-  const subscriptions = (await allWebhooks(event.tenantId)).filter(
-    (subscription) =>
-      subscription.active &&
-      (event.webhookId ? subscription.id === event.webhookId : subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp),
-  );
-  const handedOver: OperationInput = {
-    operationType: 'Replace',
-    id: event.id,
-    partitionKey: event.tenantId,
-    ifMatch: event._etag,
-    resourceBody: asJson({ ...event, pending: false }),
-  };
-  const made = subscriptions.map((subscription) => ({ document: newDelivery(event, subscription.id, claimMs), subscription }));
-  const operations = [handedOver, ...made.map(({ document }): OperationInput => ({ operationType: 'Create', resourceBody: asJson(document) }))];
-  const result = await sendBatch(await tenantData(), operations, event.tenantId);
-  // 412: another hand-over changed the event first; 409: its deliveries are made. Either way they carry on.
-  if (result.some((operation) => operation.statusCode === 412 || operation.statusCode === 409)) return [];
-  if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Handing over event ${event.id}`, result);
-  return made.map(({ subscription }, index) => ({ delivery: result[index + 1]!.resourceBody as unknown as DeliveryDocument, subscription }));
+/** Whether a subscription receives an event: active, asked for it, and there when it happened (a ping: the one pinged). */
+export function receives(subscription: WebhookDocument, event: EventDocument): boolean {
+  if (!subscription.active) return false;
+  if (event.webhookId) return subscription.id === event.webhookId;
+  return subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp;
 }
 
-/** A ping: its event and its one delivery, written together (there is nothing to hand over). */
+/** A delivery about to be made: its document, and the subscription it goes to. */
+export interface DeliveryToMake {
+  document: Omit<DeliveryDocument, '_etag'>;
+  subscription: WebhookDocument;
+}
+
+/** The deliveries of an event, one per subscription it is for, held by their maker for `claimMs`. */
+export function deliveriesOf(event: EventDocument, subscriptions: readonly WebhookDocument[], claimMs: number): DeliveryToMake[] {
+  return subscriptions
+    .filter((subscription) => receives(subscription, event))
+    .map((subscription) => ({ document: newDelivery(event, subscription.id, claimMs), subscription }));
+}
+
+/**
+ * Makes deliveries of one tenant, all in one transactional batch where none exists yet (the usual
+ * case); else each on its own, a delivery already made being read back as it is. A delivery's id is
+ * its event's and its subscription's, so making the deliveries of an event twice makes them once.
+ * Answers each delivery as stored, and whether this call made it (and so holds its first attempt).
+ */
+export async function makeDeliveries(tenantId: string, toMake: readonly DeliveryToMake[]): Promise<{ delivery: DeliveryDocument; made: boolean }[]> {
+  const documents = await tenantData();
+  if (toMake.length === 0) return [];
+  if (toMake.length <= MAX_OPERATIONS) {
+    const result = await sendBatch(
+      documents,
+      toMake.map(({ document }): OperationInput => ({ operationType: 'Create', resourceBody: asJson(document) })),
+      tenantId,
+    );
+    if (result.every((operation) => operation.statusCode === 201))
+      return result.map((operation) => ({ delivery: operation.resourceBody as unknown as DeliveryDocument, made: true }));
+    if (!result.some((operation) => operation.statusCode === 409)) throw batchFailure(`Making the deliveries of tenant ${tenantId}`, result);
+  }
+  return Promise.all(
+    toMake.map(async ({ document }) => {
+      try {
+        const { resource } = await documents.items.create(document);
+        return { delivery: resource as unknown as DeliveryDocument, made: true };
+      } catch (error) {
+        if (cosmosStatus(error) !== 409) throw error;
+        return { delivery: (await readDelivery(tenantId, document.id))!, made: false };
+      }
+    }),
+  );
+}
+
+/** A ping: its event and its one delivery, due at once, written together; the change feed hands the delivery to its attempt. */
 export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
   const subscription = await readVisible(webhooks, principal.tenantId, id);
   if (!subscription.active) throw conflict('webhookInactive', { id });
-  const event = { ...eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id }), pending: false };
-  const document = newDelivery(event as EventDocument, id);
+  const event = eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
+  const document = newDelivery(event, id);
   const result = await sendBatch(
     await tenantData(),
     [
@@ -386,15 +412,41 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
   return updated!;
 }
 
-/** Pending deliveries of any tenant that were due before `before`: those whose queue message was lost. */
-export async function* overdueDeliveries(before: string): AsyncGenerator<Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>[]> {
+/**
+ * Pending deliveries of any tenant that were due before `before` and that no sweep brought back since
+ * they fell due: those whose queue message was lost, or whose attempt was cut off by a crash.
+ */
+export async function* overdueDeliveries(before: string): AsyncGenerator<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>[]> {
   const query = {
-    query: "SELECT c.tenantId, c.id, c.attempts FROM c WHERE c.type = 'delivery' AND c.status = 'Pending' AND c.nextAttemptAt < @before",
+    query:
+      "SELECT c.tenantId, c.id, c._etag FROM c WHERE c.type = 'delivery' AND c.status = 'Pending' AND c.nextAttemptAt < @before " +
+      'AND (NOT IS_DEFINED(c.recoveredAt) OR c.recoveredAt < c.nextAttemptAt)',
     parameters: [{ name: '@before', value: before }],
   };
-  const pages = (await tenantData()).items.query<Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>>(query, { maxItemCount: 100 });
+  const pages = (await tenantData()).items.query<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>>(query, { maxItemCount: 100 });
   while (pages.hasMoreResults()) {
     const { resources } = await pages.fetchNext();
     if (resources.length) yield resources;
+  }
+}
+
+/**
+ * Brings an overdue delivery back through the change feed, by writing it: the relay sees it due and
+ * attempts it. False when it changed since it was found (someone else is on it).
+ */
+export async function bringBack(delivery: Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>): Promise<boolean> {
+  try {
+    await (
+      await tenantData()
+    )
+      .item(delivery.id, delivery.tenantId)
+      .patch(
+        { operations: [{ op: 'set', path: '/recoveredAt', value: new Date().toISOString() }] },
+        { accessCondition: { type: 'IfMatch', condition: delivery._etag } },
+      );
+    return true;
+  } catch (error) {
+    if (cosmosStatus(error) === 412 || cosmosStatus(error) === 404) return false;
+    throw error;
   }
 }

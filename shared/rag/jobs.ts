@@ -1,5 +1,6 @@
 /**
- * A RAG index rebuild at any tenant size, as messages on the RAG queue:
+ * A RAG index rebuild at any tenant size, as messages on the RAG queue, the first of them put there
+ * once the stored job reaches the change feed relay (see dispatch):
  *
  * 1. `{ jobId, tenantId }` plans the job: it pages through the sources in scope (projects, then
  *    tasks), never holding more than a page, and makes each page of at most 500 sources a batch of
@@ -35,6 +36,7 @@ import {
   finishJob,
   finishPlanning,
   isFinished,
+  markDispatched,
   planBatch,
   readBatch,
   readJobDocument,
@@ -75,6 +77,16 @@ function configuredEmbedder(): Embedder | null {
 
 const idPage = (kind: SourceKind, job: RagJobDocument, continuation: string | undefined) =>
   (kind === 'project' ? projectIdPage : taskIdPage)(job.tenantId, job.projectIds, BATCH_SOURCES, continuation);
+
+/**
+ * Puts a stored job that is still Queued on the RAG queue, for its planning; the change feed shows
+ * each stored job to the relay, which calls this. Marked once queued, so a second look leaves it be.
+ */
+export async function dispatch(job: Pick<RagJobDocument, 'tenantId' | 'id' | 'status' | 'dispatched'>): Promise<void> {
+  if (job.status !== 'Queued' || job.dispatched) return;
+  await enqueueRagWork({ tenantId: job.tenantId, jobId: job.id });
+  await markDispatched(job.tenantId, job.id);
+}
 
 /** Plans the job into batches, each put on the queue as soon as it is made. */
 export async function plan(tenantId: string, jobId: string): Promise<void> {

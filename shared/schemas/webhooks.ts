@@ -1,20 +1,7 @@
 import { z } from 'zod';
 import { atLeastOneField, text } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
-
-/** Every event a subscription can ask for; `webhook.ping` only ever goes to the subscription pinged. */
-export const EVENT_TYPES = [
-  'project.created',
-  'project.updated',
-  'project.deleted',
-  'task.created',
-  'task.updated',
-  'task.deleted',
-  'rag.job.succeeded',
-  'rag.job.failed',
-  'webhook.ping',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+import { CHANGE_EVENT_TYPES, EVENT_TYPES } from './events.js';
 
 export const MAX_WEBHOOKS_PER_TENANT = 20;
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
@@ -52,7 +39,7 @@ export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;
 const url = z.string().max(MAX_WEBHOOK_URL_LENGTH);
 /** Subscribable events, each once; `webhook.ping` is sent on request, not subscribed to. */
 const events = z
-  .array(z.enum(EVENT_TYPES).exclude(['webhook.ping']))
+  .array(z.enum(CHANGE_EVENT_TYPES))
   .min(1)
   .transform((types) => [...new Set(types)]);
 
@@ -95,17 +82,6 @@ export type Delivery = z.infer<typeof delivery>;
 export const listDeliveriesQuery = z.strictObject({ ...pagingParameters });
 export type ListDeliveriesQuery = z.infer<typeof listDeliveriesQuery>;
 
-/** What a receiver gets: the event's type, when it happened, and the resource as `GET` shows it after the change. */
-export const eventPayload = z.object({
-  type: z.enum(EVENT_TYPES),
-  timestamp,
-  data: z.record(z.string(), z.unknown()),
-});
-export type EventPayload = z.infer<typeof eventPayload>;
-
-/** What the webhooks queue carries: an event to hand to its subscriptions, or one attempt of one delivery. */
-export const webhookMessage = z.union([
-  z.object({ tenantId: z.string().min(1), eventId: z.string().min(1) }),
-  z.object({ tenantId: z.string().min(1), deliveryId, attempt: z.number().int().min(1) }),
-]);
+/** What the webhooks queue carries: one attempt of one delivery, put there to wait for its time in the retry schedule. */
+export const webhookMessage = z.object({ tenantId: z.string().min(1), deliveryId, attempt: z.number().int().min(1) });
 export type WebhookMessage = z.infer<typeof webhookMessage>;

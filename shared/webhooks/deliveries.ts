@@ -1,14 +1,20 @@
 /**
- * Delivery, driven by the webhooks queue: an event is handed over to the subscriptions it is for and
- * each delivery's first attempt is made at once; a failed attempt puts the next one on the queue
- * with the retry schedule's delay (no function sleeps). At least once: every step can run twice
- * without harm, and the sweep finds what a lost queue message left behind.
+ * Delivery, driven by Cosmos DB's change feed (functions/changes-relay.ts): each event is handed over
+ * to the subscriptions it is for, its deliveries made and their first attempts made at once; and
+ * every delivery the feed shows due (a ping, a retry asked for, one a sweep brought back) is attempted.
+ * A failed attempt puts the next one on the webhooks queue with the retry schedule's delay (no
+ * function sleeps). At least once: every step can run twice without harm, and each attempt is claimed
+ * before it is made, so that two runs of it send it once.
  */
+import pLimit from 'p-limit';
 import { webhookSettings } from '../config.js';
-import { overdueEvents, payloadOf, readEvent, type EventDocument } from '../data/events.js';
+import { payloadOf, readEvent, type EventDocument } from '../data/events.js';
 import {
+  allWebhooks,
+  bringBack,
   claimAttempt,
-  handOver,
+  deliveriesOf,
+  makeDeliveries,
   overdueDeliveries,
   readDelivery,
   readWebhook,
@@ -23,20 +29,49 @@ import { enqueueWebhookWork } from '../queues.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
 
-/** What the sweep leaves alone: announcements and attempts this recent are still on their way through the queue. */
+/** What the sweep leaves alone: attempts this recently due are still on their way through the queue. */
 export const SWEEP_GRACE_MS = 10_000;
 /** A queue message may turn up this much before its attempt is due (the queue's clock is not ours). */
 const EARLY_MS = 2_000;
 /** How long an attempt is held by whoever makes it: its longest run and the sweep's grace. */
 const ATTEMPT_LEASE_MS = ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS;
+/** Attempts one hand-over makes at once: a page of changes can hold a hundred events for twenty subscriptions each. */
+const ATTEMPTS_AT_ONCE = 50;
 
-/** Hands an event over to its subscriptions, and makes each delivery's first attempt now, side by side. */
-export async function handOverEvent(tenantId: string, eventId: string): Promise<void> {
-  const event = await readEvent(tenantId, eventId);
-  // Gone (its week is over) or handed over already: the deliveries made then carry on.
-  if (!event?.pending) return;
-  const deliveries = await handOver(event, ATTEMPT_LEASE_MS);
-  await Promise.all(deliveries.map(({ delivery, subscription }) => attemptNow(delivery, 1, subscription, event, { claimed: true })));
+/** Whether the delivery's next attempt is due now: the change feed shows it, and no run holds it. */
+export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now()): boolean {
+  return delivery.status === 'Pending' && delivery.nextAttemptAt !== null && Date.parse(delivery.nextAttemptAt) <= now + EARLY_MS;
+}
+
+/**
+ * Hands a tenant's events over: its subscriptions are read once, each event's deliveries made, and
+ * their first attempts made now, side by side. A delivery made already (the same events handed over
+ * again) is attempted only if it is due and no run holds it.
+ */
+export async function handOverEvents(tenantId: string, events: readonly EventDocument[]): Promise<void> {
+  const subscriptions = await allWebhooks(tenantId);
+  const toMake = events.flatMap((event) => deliveriesOf(event, subscriptions, ATTEMPT_LEASE_MS).map((delivery) => ({ ...delivery, event })));
+  const made = await makeDeliveries(tenantId, toMake);
+  const limit = pLimit(ATTEMPTS_AT_ONCE);
+  await settleAll(
+    made.map(({ delivery, made: mine }, index) => {
+      const { subscription, event } = toMake[index]!;
+      return limit(() => attemptNow(delivery, mine ? 1 : delivery.attempts + 1, subscription, event, { claimed: mine }));
+    }),
+  );
+}
+
+/** Attempts deliveries the change feed shows due: each one's next attempt, unless another run holds it. */
+export async function attemptDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
+  const limit = pLimit(ATTEMPTS_AT_ONCE);
+  await settleAll(
+    deliveries.map((delivery) =>
+      limit(async () => {
+        const [subscription, event] = await Promise.all([readWebhook(delivery.tenantId, delivery.webhookId), readEvent(delivery.tenantId, delivery.eventId)]);
+        await attemptNow(delivery, delivery.attempts + 1, subscription, event, { claimed: false });
+      }),
+    ),
+  );
 }
 
 /** One attempt of a delivery, from its queue message: unless it happened already (a message delivered twice) or the delivery ended. */
@@ -45,6 +80,12 @@ export async function attempt(tenantId: string, deliveryId: string, attemptNumbe
   if (!delivery) return;
   const [subscription, event] = await Promise.all([readWebhook(tenantId, delivery.webhookId), readEvent(tenantId, delivery.eventId)]);
   await attemptNow(delivery, attemptNumber, subscription, event, { claimed: false });
+}
+
+/** Waits for every one of the attempts, so that none goes on after the invocation; then fails with the first failure, if any. */
+async function settleAll(work: Promise<void>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**
@@ -56,14 +97,14 @@ async function attemptNow(
   found: DeliveryDocument,
   attemptNumber: number,
   subscription: WebhookDocument | undefined,
-  event: EventDocument | undefined,
+  event: Pick<EventDocument, 'id' | 'eventType' | 'timestamp' | 'data'> | undefined,
   { claimed }: { claimed: boolean },
 ): Promise<void> {
   let delivery: DeliveryDocument | undefined = found;
   if (!claimed) {
-    if (found.status !== 'Pending' || found.attempts >= attemptNumber) return;
-    // Not due: another run holds this attempt, or the message came early (the sweep queues it when due).
-    if (found.nextAttemptAt && Date.parse(found.nextAttemptAt) > Date.now() + EARLY_MS) return;
+    if (found.attempts >= attemptNumber) return;
+    // Not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
+    if (!isDue(found)) return;
     delivery = await claimAttempt(found, ATTEMPT_LEASE_MS);
     if (!delivery) return;
   }
@@ -86,25 +127,21 @@ async function attemptNow(
   if (!recorded) return;
   if (after.status === 'Pending') {
     const waitSeconds = (Date.parse(after.nextAttemptAt!) - Date.now()) / 1000;
-    // If the queue cannot take it now, the sweep finds the delivery overdue and queues it.
+    // If the queue cannot take it now, the sweep brings the delivery back through the change feed once it is overdue.
     await enqueueWebhookWork({ tenantId: delivery.tenantId, deliveryId: delivery.id, attempt: attemptNumber + 1 }, waitSeconds).catch(() => undefined);
     return;
   }
   await recordDeliveryEnd(subscription, after);
 }
 
-/** Queues what no message carries any more: events never announced, and deliveries whose next attempt is overdue. */
-export async function sweep(now = Date.now()): Promise<{ events: number; deliveries: number }> {
+/**
+ * Brings back through the change feed the deliveries whose attempt nothing carries any more (a queue
+ * message lost, an attempt cut off by a crash): overdue, and not brought back since they fell due.
+ * It writes them and queues nothing, so no attempt is ever queued twice.
+ */
+export async function sweep(now = Date.now()): Promise<number> {
   const before = new Date(now - SWEEP_GRACE_MS).toISOString();
-  let events = 0;
-  let deliveries = 0;
-  for await (const page of overdueEvents(before)) {
-    await Promise.all(page.map(({ tenantId, id }) => enqueueWebhookWork({ tenantId, eventId: id })));
-    events += page.length;
-  }
-  for await (const page of overdueDeliveries(before)) {
-    await Promise.all(page.map(({ tenantId, id, attempts }) => enqueueWebhookWork({ tenantId, deliveryId: id, attempt: attempts + 1 })));
-    deliveries += page.length;
-  }
-  return { events, deliveries };
+  let broughtBack = 0;
+  for await (const page of overdueDeliveries(before)) broughtBack += (await Promise.all(page.map(bringBack))).filter(Boolean).length;
+  return broughtBack;
 }

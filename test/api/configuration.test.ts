@@ -34,11 +34,11 @@ describe('a deployment with settings missing fails closed', () => {
     });
     const response = await fetch(`${url}/projects`, { headers: { authorization: `Bearer ${await token({ roles: ['LMS.Admin'] })}` } });
     expect(response.status).toBe(500);
-    await expect.poll(() => lines.join('\n')).toMatch(/COSMOS_ENDPOINT is not set/);
+    await expect.poll(() => lines.join('\n')).toMatch(/COSMOS_CONNECTION \(or COSMOS_CONNECTION__accountEndpoint\) is not set; COSMOS_DATABASE is not set/);
   });
 
   it('refuses a malformed tenant id rather than guessing', async () => {
-    const { url, lines } = await hostWith({ AUTH_TENANT_ID: 'contoso', AUTH_CLIENT_ID: CLIENT_ID, COSMOS_ENDPOINT: stack.cosmosEndpoint });
+    const { url, lines } = await hostWith({ AUTH_TENANT_ID: 'contoso', AUTH_CLIENT_ID: CLIENT_ID, COSMOS_CONNECTION: stack.cosmosConnectionString });
     const response = await fetch(`${url}/projects`, { headers: { authorization: 'Bearer x.y.z' } });
     expect(response.status).toBe(500);
     await expect.poll(() => lines.join('\n')).toMatch(/AUTH_TENANT_ID is not a GUID/);
@@ -81,8 +81,8 @@ describe('a database that cannot be reached', () => {
       AUTH_TENANT_ID: HOME_TENANT,
       AUTH_CLIENT_ID: CLIENT_ID,
       AUTH_AUTHORITY_HOST: stack.authorityHost,
-      COSMOS_ENDPOINT: 'https://127.0.0.1:1/',
-      COSMOS_KEY: stack.cosmosKey,
+      COSMOS_CONNECTION: `AccountEndpoint=https://127.0.0.1:1/;AccountKey=${stack.cosmosKey};`,
+      COSMOS_DATABASE: 'lms',
     });
     const response = await fetch(`${url}/projects/PRJ-1001`, { headers: { authorization: `Bearer ${await token({ roles: ['LMS.Admin'] })}` } });
     expect(response.status).toBe(503);

@@ -3,8 +3,8 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { HOME_TENANT, stack } from '../support/stack.js';
 
 // The repository runs in this process against the test stack's database, so time can be set.
-process.env.COSMOS_ENDPOINT = stack.cosmosEndpoint;
-process.env.COSMOS_KEY = stack.cosmosKey;
+process.env.COSMOS_CONNECTION = stack.cosmosConnectionString;
+process.env.COSMOS_DATABASE = 'lms';
 const { getCurrentUser, recordCaller } = await import('../../shared/data/users-repository.js');
 
 function principal(objectId: string, roles: Principal['roles'] = ['LMS.Reader']): Principal {

@@ -106,7 +106,7 @@ describe('the server log', () => {
   let failing: OwnHost;
   beforeAll(async () => {
     cosmos = await startCosmosProxy();
-    failing = await startOwnHost({ ...sharedStackSettings(), COSMOS_ENDPOINT: cosmos.endpoint });
+    failing = await startOwnHost({ ...sharedStackSettings(), COSMOS_CONNECTION: cosmos.connectionString });
   });
   afterAll(() => cosmos.close());
 

@@ -68,7 +68,7 @@ describe('the database unreachable, then back', () => {
       const start = () => startCosmosEmulator({ port, host: '127.0.0.1', database: 'lms', tls: stack.tls });
       let emulator: CosmosEmulator = await start();
       cleanups.push(() => emulator.close());
-      const host = await ownHost({ ...sharedStackSettings(), COSMOS_ENDPOINT: emulator.endpoint, COSMOS_KEY: emulator.key });
+      const host = await ownHost({ ...sharedStackSettings(), COSMOS_CONNECTION: emulator.connectionString });
       const call = apiAt(host.url);
       const bearer = await admin();
       const created = await call('POST', '/projects', { token: bearer, body: { name: 'Before the outage', owner: 'outage@contoso.test' } });
@@ -134,7 +134,7 @@ describe('the database throttling (429)', () => {
   beforeAll(async () => {
     cosmos = await startCosmosProxy();
     cleanups.push(() => cosmos.close());
-    call = apiAt((await ownHost({ ...sharedStackSettings(), COSMOS_ENDPOINT: cosmos.endpoint })).url);
+    call = apiAt((await ownHost({ ...sharedStackSettings(), COSMOS_CONNECTION: cosmos.connectionString })).url);
     bearer = await admin();
     expect((await call('GET', '/projects?limit=1', { token: bearer })).status).toBe(200);
   });

@@ -60,7 +60,7 @@ beforeAll(async () => {
   });
   host = await startOwnHost({
     ...sharedStackSettings(),
-    COSMOS_ENDPOINT: cosmos.endpoint,
+    COSMOS_CONNECTION: cosmos.connectionString,
     GRAPH_BASE_URL: graph.baseUrl,
     AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
   });

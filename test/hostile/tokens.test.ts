@@ -57,8 +57,10 @@ beforeAll(async () => {
     AUTH_CLIENT_ID: CLIENT_ID,
     AUTH_AUTHORITY_HOST: provider.authorityHost,
     AUTH_CLIENT_SECRET: rememberSecret(`hostile-client-secret-${randomUUID()}`),
-    COSMOS_ENDPOINT: cosmos.endpoint,
-    COSMOS_KEY: stack.cosmosKey,
+    COSMOS_CONNECTION: cosmos.connectionString,
+    COSMOS_DATABASE: 'lms',
+    // The shared host relays the shared database's changes; a second relay would compete for its lease.
+    'AzureWebJobs.changes-relay.Disabled': 'true',
     AzureWebJobsStorage: stack.storageConnectionString,
     CURSOR_SIGNING_KEY: stack.cursorSigningKey,
     RAG_QUEUE_NAME: `hostile-tokens-${randomUUID().slice(0, 8)}`,

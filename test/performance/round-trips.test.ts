@@ -28,8 +28,10 @@ describe('round trips per operation', () => {
         AUTH_TENANT_ID: HOME_TENANT,
         AUTH_CLIENT_ID: CLIENT_ID,
         AUTH_AUTHORITY_HOST: provider.authorityHost,
-        COSMOS_ENDPOINT: cosmos.endpoint,
-        COSMOS_KEY: cosmos.key,
+        COSMOS_CONNECTION: cosmos.connectionString,
+        COSMOS_DATABASE: 'lms',
+        // Round trips of the requests alone: the change feed relay's reads are background work of their own.
+        'AzureWebJobs.changes-relay.Disabled': 'true',
         CURSOR_SIGNING_KEY: stack.cursorSigningKey,
       },
       extraCaCerts: stack.caCertPath,

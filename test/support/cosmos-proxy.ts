@@ -18,6 +18,8 @@ export interface CosmosRequestRecord {
 
 export interface CosmosProxy {
   endpoint: string;
+  /** What an app's COSMOS_CONNECTION holds to go through the proxy. */
+  connectionString: string;
   /** Every request that reached the database through the proxy. */
   requests: CosmosRequestRecord[];
   /** Decides the fate of each request: forward it, or answer it here (a 429, say). */
@@ -36,6 +38,7 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
   let endpoint = '';
   const proxy: CosmosProxy = {
     endpoint: '',
+    connectionString: '',
     requests: [],
     intercept: undefined,
     close: () => Promise.resolve(),
@@ -95,6 +98,7 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   endpoint = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   proxy.endpoint = endpoint;
+  proxy.connectionString = `AccountEndpoint=${endpoint};AccountKey=${stack.cosmosKey};`;
   proxy.close = async () => {
     agent.destroy();
     server.closeAllConnections();

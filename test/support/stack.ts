@@ -1,21 +1,29 @@
 import { request as httpsRequest } from 'node:https';
+import { CosmosClient } from '@azure/cosmos';
 import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { inject } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
 import { GRAPH_RESOURCE } from '../../local/identity-provider.js';
+import { CONTAINERS } from '../../shared/data/containers.js';
 
 export const stack = inject('stack');
 export const HOME_TENANT = LOCAL_HOME_TENANT_ID;
 export const OTHER_TENANT = LOCAL_OTHER_TENANT_ID;
 export const CLIENT_ID = LOCAL_CLIENT_ID;
 
-/** The app settings that point an app a test starts itself at this stack's identity provider and database. */
+/**
+ * The app settings that point an app a test starts itself at this stack's identity provider and
+ * database. Its change feed relay is switched off (as Azure switches off a function, by app setting):
+ * the shared host relays the shared database's changes, with its own settings, and a second relay
+ * would compete for its lease. A test of background work starts an app on a database of its own.
+ */
 export const stackAppSettings = {
   AUTH_TENANT_ID: HOME_TENANT,
   AUTH_CLIENT_ID: CLIENT_ID,
   AUTH_AUTHORITY_HOST: stack.authorityHost,
-  COSMOS_ENDPOINT: stack.cosmosEndpoint,
-  COSMOS_KEY: stack.cosmosKey,
+  COSMOS_CONNECTION: stack.cosmosConnectionString,
+  COSMOS_DATABASE: 'lms',
+  'AzureWebJobs.changes-relay.Disabled': 'true',
   CURSOR_SIGNING_KEY: stack.cursorSigningKey,
   // The Graph stand-ins play the global Graph.
   GRAPH_RESOURCE,
@@ -24,6 +32,21 @@ export const stackAppSettings = {
   // Hosts of tests that are not about webhooks: the sweep (once a year) stays out of what they count.
   WEBHOOKS_SWEEP_SCHEDULE: '0 0 0 1 1 *',
 };
+
+/**
+ * The settings of an app of a test's own on a database of its own, made as deployment makes one:
+ * its data, its change feed and its leases are its own, so its relay hands over its changes only,
+ * with its settings.
+ */
+export async function ownDatabaseSettings(): Promise<Record<string, string>> {
+  const id = `lms-${crypto.randomUUID().slice(0, 8)}`;
+  const client = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey });
+  const { database } = await client.databases.createIfNotExists({ id });
+  for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
+  client.dispose();
+  const { 'AzureWebJobs.changes-relay.Disabled': _relayOff, ...settings } = stackAppSettings;
+  return { ...settings, COSMOS_DATABASE: id };
+}
 
 export interface TokenRequest {
   tenant?: string;

@@ -49,14 +49,45 @@ describe('auth settings', () => {
 });
 
 describe('Cosmos settings', () => {
-  it('needs an endpoint; the key and database are optional', () => {
-    expect(() => readCosmosSettings({})).toThrow(ConfigurationError);
-    expect(readCosmosSettings({ COSMOS_ENDPOINT: 'https://acct.documents.azure.com:443/' })).toEqual({
-      endpoint: 'https://acct.documents.azure.com:443/',
-      key: undefined,
+  it("reads the change feed trigger's connection: a connection string with a key, or an account endpoint for the managed identity", () => {
+    const connectionString = 'AccountEndpoint=https://acct.documents.azure.com:443/;AccountKey=a2V5;';
+    expect(readCosmosSettings({ COSMOS_CONNECTION: connectionString, COSMOS_DATABASE: 'lms' })).toEqual({ connection: { connectionString }, database: 'lms' });
+    expect(readCosmosSettings({ COSMOS_CONNECTION__accountEndpoint: 'https://acct.documents.azure.com:443/', COSMOS_DATABASE: 'lms' })).toEqual({
+      connection: { accountEndpoint: 'https://acct.documents.azure.com:443/', clientId: undefined },
       database: 'lms',
     });
-    expect(readCosmosSettings({ COSMOS_ENDPOINT: 'https://x/', COSMOS_KEY: 'k', COSMOS_DATABASE: 'other' })).toMatchObject({ key: 'k', database: 'other' });
+    expect(
+      readCosmosSettings({
+        COSMOS_CONNECTION__accountEndpoint: 'https://acct.documents.azure.com:443/',
+        COSMOS_CONNECTION__clientId: 'c1',
+        COSMOS_DATABASE: 'd',
+      }).connection,
+    ).toMatchObject({ clientId: 'c1' });
+  });
+
+  it('fails closed on a missing or malformed connection and a missing database, naming each problem', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        readCosmosSettings(env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigurationError);
+        return (error as ConfigurationError).problems;
+      }
+      return [];
+    };
+    expect(problems({})).toEqual(['COSMOS_CONNECTION (or COSMOS_CONNECTION__accountEndpoint) is not set', 'COSMOS_DATABASE is not set']);
+    expect(problems({ COSMOS_CONNECTION: 'https://acct.documents.azure.com/', COSMOS_DATABASE: 'lms' })).toEqual([
+      'COSMOS_CONNECTION is not a connection string with an https AccountEndpoint',
+    ]);
+    expect(problems({ COSMOS_CONNECTION: 'AccountEndpoint=https://acct.documents.azure.com/;', COSMOS_DATABASE: 'lms' })).toEqual([
+      'COSMOS_CONNECTION has no AccountKey (with a managed identity, set COSMOS_CONNECTION__accountEndpoint instead)',
+    ]);
+    expect(problems({ COSMOS_CONNECTION__accountEndpoint: 'http://acct.documents.azure.com/', COSMOS_DATABASE: 'lms' })).toEqual([
+      'COSMOS_CONNECTION__accountEndpoint must be an https URL',
+    ]);
+    expect(
+      problems({ COSMOS_CONNECTION: 'AccountEndpoint=https://a/;AccountKey=k;', COSMOS_CONNECTION__accountEndpoint: 'https://a/', COSMOS_DATABASE: 'lms' }),
+    ).toEqual(['set COSMOS_CONNECTION or COSMOS_CONNECTION__accountEndpoint, not both']);
   });
 });
 

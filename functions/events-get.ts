@@ -1,0 +1,21 @@
+import { app } from '@azure/functions';
+import { getEvent } from '../shared/data/events-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { event, eventIdParameter } from '../shared/schemas/events.js';
+
+export const eventsGet = endpoint({
+  permission: 'events:read',
+  params: { eventId: eventIdParameter },
+  honours: ['If-None-Match'],
+  success: { status: 200, body: event, headers: ['ETag'] },
+  docs: {
+    summary: 'Read an event',
+    description: 'An event of the last 7 days, as its webhook body with its `id`; it never changes.',
+    errors: { 404: ['eventNotFound'] },
+  },
+  async handle({ principal, params }) {
+    return { body: await getEvent(principal, params.eventId) };
+  },
+});
+
+app.http('events-get', { methods: ['GET'], route: 'events/{eventId}', authLevel: 'anonymous', handler: eventsGet });

@@ -1,0 +1,24 @@
+import { app } from '@azure/functions';
+import { z } from 'zod';
+import { listEvents } from '../shared/data/events-repository.js';
+import { endpoint } from '../shared/http/endpoint.js';
+import { event, listEventsQuery } from '../shared/schemas/events.js';
+
+export const eventsList = endpoint({
+  permission: 'events:read',
+  query: listEventsQuery,
+  success: { status: 200, body: z.array(event), headers: ['Link'] },
+  docs: {
+    summary: 'List events',
+    description:
+      "The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): " +
+      'what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after ' +
+      'a time. Pings are not listed.',
+  },
+  async handle({ principal, query }) {
+    const { items, nextCursor } = await listEvents(principal, query);
+    return { body: items, nextCursor };
+  },
+});
+
+app.http('events-list', { methods: ['GET'], route: 'events', authLevel: 'anonymous', handler: eventsList });

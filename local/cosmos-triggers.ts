@@ -1,0 +1,386 @@
+/**
+ * Cosmos DB triggers the way Azure's Functions host runs them (its Cosmos DB extension, over the
+ * change feed processor): each partition key range of the monitored container has a lease document
+ * in the lease container; an instance works on the ranges whose lease it holds, one instance per
+ * range at a time, and the other instances take over a lease that its holder released or stopped
+ * renewing. For a range it holds, the instance reads the change feed from the lease's continuation
+ * and hands each page of changes to the function; only after the invocation does the lease's
+ * continuation move on (the checkpoint), so a crash makes the next holder read the page again. A
+ * failed invocation is retried as the function's `retry` policy says; without one, or once its
+ * retries are used up, its changes are skipped, as in Azure.
+ *
+ * Each start of a host is a new instance with a new name, as Azure's listener names itself with a
+ * new GUID: a lease held by a host that crashed is taken over once it has expired.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container, type FeedRange } from '@azure/cosmos';
+import { DefaultAzureCredential } from '@azure/identity';
+import functions from '@azure/functions';
+import type { LogFunction } from './queue-triggers.js';
+import { resolveBindingExpression, triggerOf, type Binding, type Registration, type RetryOptions } from './registrations.js';
+
+// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
+const { InvocationContext } = functions;
+
+/** The extension's defaults, in milliseconds, where the binding names none. */
+const DEFAULTS = { feedPollDelay: 5_000, leaseAcquireInterval: 13_000, leaseExpirationInterval: 60_000, leaseRenewInterval: 17_000 };
+/** After a failed read of the change feed (the database unreachable), the range's next try waits this long. */
+const READ_FAILURE_BACKOFF_MS = 1_000;
+
+export interface CosmosFunction {
+  name: string;
+  container: string;
+  leaseContainer: string;
+}
+
+export interface CosmosTriggers {
+  functions: CosmosFunction[];
+  /** Stops reading, waits at most `graceMs` for the invocations under way, then releases the leases. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** A lease, as the change feed processor keeps one per range in the lease container. */
+interface Lease {
+  id: string;
+  _etag: string;
+  version: 1;
+  LeaseToken: string;
+  FeedRange: { EffectiveRange: { min: string; max: string } };
+  Owner: string | null;
+  /** Where the range's next read starts: the change feed continuation after the last page handled. */
+  ContinuationToken: string | null;
+  timestamp: string;
+}
+
+interface ListenerOptions {
+  name: string;
+  trigger: Binding;
+  handler: Registration['callback'];
+  retry: RetryOptions | undefined;
+  monitored: Container;
+  leases: Container;
+  leasePrefix: string;
+  accountEndpoint: string;
+  instance: string;
+  intervals: typeof DEFAULTS;
+  maxItems: number | undefined;
+  startFrom: { beginning: true } | { time: Date } | { now: true };
+  log: LogFunction;
+}
+
+/** The account behind a binding's `connection`: a connection string, or the identity-based `<connection>__accountEndpoint`. */
+function cosmosClient(connection: string, environment: Record<string, string | undefined>): { client: CosmosClient; endpoint: string } {
+  const connectionString = environment[connection]?.trim();
+  if (connectionString) {
+    const parts = Object.fromEntries(
+      connectionString
+        .split(';')
+        .filter(Boolean)
+        .map((part) => [part.slice(0, part.indexOf('=')).toLowerCase(), part.slice(part.indexOf('=') + 1)]),
+    );
+    if (!parts.accountendpoint || !parts.accountkey) throw new Error(`${connection} is not a Cosmos DB connection string (AccountEndpoint=…;AccountKey=…;)`);
+    return { client: new CosmosClient({ endpoint: parts.accountendpoint, key: parts.accountkey }), endpoint: parts.accountendpoint };
+  }
+  const endpoint = environment[`${connection}__accountEndpoint`]?.trim();
+  if (endpoint) return { client: new CosmosClient({ endpoint, aadCredentials: new DefaultAzureCredential() }), endpoint };
+  throw new Error(`neither ${connection} nor ${connection}__accountEndpoint is set`);
+}
+
+/** The wait before retry `retryCount` (1 for the first), as the host's fixed-delay and exponential back-off strategies give it. */
+export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
+  const seconds = (duration: { seconds?: number } | undefined) => (duration?.seconds ?? 0) * 1000;
+  if (retry.retryStrategy === 'fixedDelay') return seconds(retry.delayInterval);
+  const minimum = seconds(retry.minimumInterval);
+  return Math.min(seconds(retry.maximumInterval), minimum * 2 ** (retryCount - 1));
+}
+
+const expired = (lease: Lease, expirationMs: number, now: number) => lease.Owner === null || Date.parse(lease.timestamp) + expirationMs < now;
+
+class CosmosTriggerListener {
+  readonly #options: ListenerOptions;
+  readonly #stopping = new AbortController();
+  /** The leases this instance holds, the latest version of each, and the work on its range. */
+  readonly #held = new Map<string, { lease: Lease; lost: AbortController; work: Promise<void> }>();
+  /** Lease writes of this instance, one at a time per lease, so that a renewal never races a checkpoint. */
+  readonly #writes = new Map<string, Promise<unknown>>();
+  #ranges: { token: string; range: FeedRange }[] = [];
+  #idPrefix = '';
+  #timers: NodeJS.Timeout[] = [];
+
+  constructor(options: ListenerOptions) {
+    this.#options = options;
+  }
+
+  /** Fails, as Azure's listener does, when either container is missing. */
+  async start(): Promise<void> {
+    const { monitored, leases, leasePrefix } = this.#options;
+    const [{ resource: container }, { resource: database }] = await Promise.all([monitored.read(), monitored.database.read()]);
+    await leases.read();
+    const { resources: ranges } = await monitored.readPartitionKeyRanges().fetchAll();
+    const feedRanges = await monitored.getFeedRanges();
+    this.#ranges = ranges.map((range) => ({
+      token: String(range.id),
+      range: feedRanges.find((feedRange) => feedRange.minInclusive === range.minInclusive && feedRange.maxExclusive === range.maxExclusive)!,
+    }));
+    // As the change feed processor names its leases: prefix, account, database and container, then the range.
+    this.#idPrefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).host}_${database!._rid}_${container!._rid}..`;
+    await this.#acquire();
+    const { leaseAcquireInterval, leaseRenewInterval } = this.#options.intervals;
+    this.#timers = [setInterval(() => void this.#acquire(), leaseAcquireInterval), setInterval(() => void this.#renew(), leaseRenewInterval)];
+    for (const timer of this.#timers) timer.unref();
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    this.#stopping.abort();
+    for (const timer of this.#timers) clearInterval(timer);
+    const works = [...this.#held.values()].map(({ work }) => work);
+    const drained = Promise.allSettled(works).then(() => true);
+    if (!(await Promise.race([drained, sleep(graceMs, false, { ref: false })]))) {
+      this.#options.log(this.#options.name, 'warning', `Stopping with an invocation still running after ${graceMs} ms`);
+      return;
+    }
+    // Released, another instance takes the ranges at its next look, without waiting for them to expire.
+    await Promise.allSettled([...this.#held.keys()].map((id) => this.#write(id, (lease) => ({ ...lease, Owner: null }))));
+  }
+
+  /** Makes the leases of new ranges, and takes free or expired ones up to this instance's fair share. */
+  async #acquire(): Promise<void> {
+    if (this.#stopping.signal.aborted) return;
+    const { leases, instance, intervals, log, name } = this.#options;
+    try {
+      for (const { token, range } of this.#ranges) {
+        const lease: Omit<Lease, '_etag'> = {
+          id: `${this.#idPrefix}${token}`,
+          version: 1,
+          LeaseToken: token,
+          FeedRange: { EffectiveRange: { min: range.minInclusive, max: range.maxExclusive } },
+          Owner: null,
+          ContinuationToken: null,
+          timestamp: new Date().toISOString(),
+        };
+        await leases.items.create(lease).catch((error: { code?: number }) => {
+          if (error.code !== StatusCodes.Conflict) throw error;
+        });
+      }
+      const now = Date.now();
+      const all = (await Promise.all(this.#ranges.map(({ token }) => leases.item(`${this.#idPrefix}${token}`, `${this.#idPrefix}${token}`).read<Lease>()))).map(
+        ({ resource }) => resource!,
+      );
+      const owners = new Set(all.filter((lease) => !expired(lease, intervals.leaseExpirationInterval, now)).map((lease) => lease.Owner));
+      owners.add(instance);
+      const fairShare = Math.ceil(all.length / owners.size);
+      for (const lease of all) {
+        if (this.#held.size >= fairShare || this.#stopping.signal.aborted) break;
+        if (this.#held.has(lease.id) || !expired(lease, intervals.leaseExpirationInterval, now)) continue;
+        try {
+          const { resource } = await leases
+            .item(lease.id, lease.id)
+            .replace<Lease>(
+              { ...lease, Owner: instance, timestamp: new Date().toISOString() },
+              { accessCondition: { type: 'IfMatch', condition: lease._etag } },
+            );
+          this.#hold(resource!);
+        } catch (error) {
+          // Another instance took it first.
+          if ((error as { code?: number }).code !== StatusCodes.PreconditionFailed) throw error;
+        }
+      }
+    } catch (error) {
+      log(name, 'warning', `Cannot acquire leases: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  #hold(lease: Lease): void {
+    const lost = new AbortController();
+    this.#options.log(this.#options.name, 'information', `Lease ${lease.LeaseToken} acquired by instance ${this.#options.instance}`);
+    const held = { lease, lost, work: Promise.resolve() };
+    this.#held.set(lease.id, held);
+    held.work = this.#process(lease.id, lost.signal).finally(() => this.#held.delete(lease.id));
+  }
+
+  async #renew(): Promise<void> {
+    await Promise.allSettled([...this.#held.keys()].map((id) => this.#write(id, (lease) => ({ ...lease, timestamp: new Date().toISOString() }))));
+  }
+
+  /**
+   * Writes a held lease, one write at a time: false when the lease turns out to be another instance's
+   * now (taken over after it expired), which ends this instance's work on its range.
+   */
+  #write(id: string, change: (lease: Lease) => Lease): Promise<boolean> {
+    const previous = this.#writes.get(id) ?? Promise.resolve();
+    const next = previous.then(async () => {
+      const held = this.#held.get(id);
+      if (!held) return false;
+      const { leases, instance, log, name } = this.#options;
+      try {
+        const { resource } = await leases
+          .item(id, id)
+          .replace<Lease>(change(held.lease), { accessCondition: { type: 'IfMatch', condition: held.lease._etag } });
+        held.lease = resource!;
+        return true;
+      } catch (error) {
+        const code = (error as { code?: number }).code;
+        if (code !== StatusCodes.PreconditionFailed && code !== StatusCodes.NotFound) {
+          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${error instanceof Error ? error.message : String(error)}`);
+          return true;
+        }
+        log(name, 'information', `Lease ${held.lease.LeaseToken} lost by instance ${instance}`);
+        held.lost.abort();
+        return false;
+      }
+    });
+    this.#writes.set(
+      id,
+      next.catch(() => undefined),
+    );
+    return next;
+  }
+
+  /** Reads the range's changes from its lease's continuation, hands each page to the function, and checkpoints after it. */
+  async #process(id: string, lost: AbortSignal): Promise<void> {
+    const { monitored, intervals, maxItems, startFrom, log, name } = this.#options;
+    const ended = AbortSignal.any([lost, this.#stopping.signal]);
+    const held = this.#held.get(id)!;
+    const range = this.#ranges.find(({ token }) => token === held.lease.LeaseToken)!.range;
+    const continuation = held.lease.ContinuationToken;
+    const from = continuation
+      ? ChangeFeedStartFrom.Continuation(continuation)
+      : 'beginning' in startFrom
+        ? ChangeFeedStartFrom.Beginning(range)
+        : 'time' in startFrom
+          ? ChangeFeedStartFrom.Time(startFrom.time, range)
+          : ChangeFeedStartFrom.Now(range);
+    const feed = monitored.items.getChangeFeedIterator({ changeFeedStartFrom: from, ...(maxItems ? { maxItemCount: maxItems } : {}) });
+    while (!ended.aborted) {
+      let page;
+      try {
+        page = await feed.readNext();
+      } catch (error) {
+        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${error instanceof Error ? error.message : String(error)}`);
+        await sleep(READ_FAILURE_BACKOFF_MS, undefined, { signal: ended }).catch(() => undefined);
+        continue;
+      }
+      if (page.statusCode === StatusCodes.NotModified || page.result.length === 0) {
+        await sleep(intervals.feedPollDelay, undefined, { signal: ended }).catch(() => undefined);
+        continue;
+      }
+      const outcome = await this.#invoke(page.result, ended);
+      // An invocation cut short by the stop is not checkpointed: the next holder reads its changes again.
+      if (outcome === 'stopped' || lost.aborted) return;
+      if (!(await this.#write(id, (lease) => ({ ...lease, ContinuationToken: page.continuationToken, timestamp: new Date().toISOString() })))) return;
+    }
+  }
+
+  /** One page of changes to the function, with its retry policy: 'done', 'skipped' (failed, and retries used up or none) or 'stopped'. */
+  async #invoke(documents: unknown[], ended: AbortSignal): Promise<'done' | 'skipped' | 'stopped'> {
+    const { name, trigger, handler, retry, log } = this.#options;
+    for (let retryCount = 0; ; retryCount++) {
+      const invocationId = randomUUID();
+      const started = Date.now();
+      const context = new InvocationContext({
+        invocationId,
+        functionName: name,
+        options: { trigger, extraInputs: [], extraOutputs: [] },
+        ...(retry ? { retryContext: { retryCount, maxRetryCount: retry.maxRetryCount } } : {}),
+        logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
+      });
+      try {
+        await handler(documents, context);
+        log(name, 'information', `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);
+        return 'done';
+      } catch (error) {
+        const why = error instanceof Error ? (error.stack ?? error.message) : String(error);
+        log(name, 'error', `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${Date.now() - started}ms)\n${why}`);
+        if (!retry || (retry.maxRetryCount !== -1 && retryCount >= retry.maxRetryCount)) {
+          const because = retry ? 'its retries are used up' : 'the function has no retry policy';
+          log(name, 'warning', `The ${documents.length} change(s) of the failed invocation are skipped: ${because}`);
+          return 'skipped';
+        }
+        const stopped = await sleep(retryDelayMs(retry, retryCount + 1), false, { signal: ended }).catch(() => true);
+        if (stopped) return 'stopped';
+      }
+    }
+  }
+}
+
+function positive(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || (value as number) <= 0) throw new Error(`${name} must be a whole number of milliseconds, not ${JSON.stringify(value)}`);
+  return value as number;
+}
+
+/** Starts a listener for every registration whose trigger is a Cosmos DB change feed; one that cannot start is logged and left out, as Azure does. */
+export async function startCosmosTriggers(options: {
+  registrations: Registration[];
+  environment: Record<string, string | undefined>;
+  log: LogFunction;
+  /** This host's name in the leases it holds: a new one each start, as Azure's. */
+  instance?: string;
+}): Promise<CosmosTriggers> {
+  const { environment, log } = options;
+  const instance = options.instance ?? randomUUID();
+  const listeners: CosmosTriggerListener[] = [];
+  const cosmosFunctions: CosmosFunction[] = [];
+  for (const registration of options.registrations) {
+    const trigger = triggerOf(registration, 'cosmosDBTrigger');
+    if (!trigger) continue;
+    const { name } = registration.metadata;
+    try {
+      const resolve = (value: string | undefined) => (value === undefined ? undefined : resolveBindingExpression(value, environment));
+      const databaseName = resolve(trigger.databaseName)!;
+      const containerName = resolve(trigger.containerName)!;
+      const leaseDatabaseName = resolve(trigger.leaseDatabaseName) ?? databaseName;
+      const leaseContainerName = resolve(trigger.leaseContainerName) ?? 'leases';
+      const { client, endpoint } = cosmosClient(trigger.connection!, environment);
+      const leaseClient = trigger.leaseConnection ? cosmosClient(trigger.leaseConnection, environment).client : client;
+      if (trigger.startFromBeginning && trigger.startFromTime) throw new Error('Only one of startFromBeginning or startFromTime can be used');
+      const startTime = trigger.startFromTime === undefined ? undefined : new Date(trigger.startFromTime);
+      if (startTime && Number.isNaN(startTime.getTime())) throw new Error(`startFromTime ${trigger.startFromTime} is not an ISO 8601 date and time`);
+      if (trigger.createLeaseContainerIfNotExists) {
+        await leaseClient.database(leaseDatabaseName).containers.createIfNotExists({ id: leaseContainerName, partitionKey: { paths: ['/id'] } });
+      }
+      const listener = new CosmosTriggerListener({
+        name,
+        trigger,
+        handler: registration.callback,
+        retry: registration.metadata.retryOptions,
+        monitored: client.database(databaseName).container(containerName),
+        leases: leaseClient.database(leaseDatabaseName).container(leaseContainerName),
+        leasePrefix: resolve(trigger.leaseContainerPrefix) ?? '',
+        accountEndpoint: endpoint,
+        instance,
+        intervals: {
+          feedPollDelay: positive('feedPollDelay', trigger.feedPollDelay, DEFAULTS.feedPollDelay),
+          leaseAcquireInterval: positive('leaseAcquireInterval', trigger.leaseAcquireInterval, DEFAULTS.leaseAcquireInterval),
+          leaseExpirationInterval: positive('leaseExpirationInterval', trigger.leaseExpirationInterval, DEFAULTS.leaseExpirationInterval),
+          leaseRenewInterval: positive('leaseRenewInterval', trigger.leaseRenewInterval, DEFAULTS.leaseRenewInterval),
+        },
+        maxItems: trigger.maxItemsPerInvocation,
+        startFrom: trigger.startFromBeginning ? { beginning: true } : startTime ? { time: startTime } : { now: true },
+        log,
+      });
+      try {
+        await listener.start();
+      } catch (error) {
+        if ((error as { code?: number }).code !== StatusCodes.NotFound) throw error;
+        throw new Error(
+          `Either the container '${containerName}' (in database '${databaseName}') or the lease container '${leaseContainerName}' ` +
+            `(in database '${leaseDatabaseName}') does not exist. Both must exist before the listener starts; ` +
+            'to create the lease container, set createLeaseContainerIfNotExists to true.',
+          { cause: error },
+        );
+      }
+      listeners.push(listener);
+      cosmosFunctions.push({ name, container: containerName, leaseContainer: leaseContainerName });
+    } catch (error) {
+      log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  return {
+    functions: cosmosFunctions,
+    stop: async (graceMs) => {
+      await Promise.all(listeners.map((listener) => listener.stop(graceMs)));
+    },
+  };
+}

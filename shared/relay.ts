@@ -1,0 +1,64 @@
+/**
+ * What a committed change sets going, read from the change feed of `tenant-data`: the one way the app
+ * hands work to the background (Azure's transactional outbox for Cosmos DB). An event goes to its
+ * subscriptions; a delivery shown due gets its attempt (a ping, a retry asked for, one a sweep brought
+ * back); a job shown Queued goes on the RAG queue. Everything here may run twice: the trigger retries
+ * a failed page of changes until it succeeds, and after a crash the next lease holder reads the page
+ * again.
+ */
+import { z } from 'zod';
+import type { EventDocument } from './data/events.js';
+import type { RagJobDocument } from './data/rag-jobs-repository.js';
+import type { DeliveryDocument } from './data/webhooks-repository.js';
+import { dispatch } from './rag/jobs.js';
+import { EVENT_TYPES } from './schemas/events.js';
+import { DELIVERY_STATUSES } from './schemas/webhooks.js';
+import { attemptDue, handOverEvents, isDue } from './webhooks/deliveries.js';
+
+/** The fields the relay reads of each kind of document; any other document is none of its business. */
+const stored = { id: z.string().min(1), tenantId: z.string().min(1), _etag: z.string() };
+const relayed = z.discriminatedUnion('type', [
+  z.looseObject({ ...stored, type: z.literal('event'), eventType: z.enum(EVENT_TYPES), timestamp: z.string(), webhookId: z.string().optional() }),
+  z.looseObject({
+    ...stored,
+    type: z.literal('delivery'),
+    status: z.enum(DELIVERY_STATUSES),
+    nextAttemptAt: z.string().nullable(),
+    attempts: z.number().int(),
+  }),
+  z.looseObject({ ...stored, type: z.literal('ragJob'), status: z.string(), dispatched: z.literal(true).optional() }),
+]);
+const RELAYED_TYPES: readonly unknown[] = ['event', 'delivery', 'ragJob'];
+
+export interface Relayed {
+  events: number;
+  deliveries: number;
+  jobs: number;
+  /** Documents of a relayed kind that are not as the app writes them: logged and left, so that they never stop the feed. */
+  malformed: string[];
+}
+
+/** Hands over what one page of changes asks for, all of it side by side; fails (for the trigger to retry) once all has settled. */
+export async function relayChanges(documents: readonly unknown[]): Promise<Relayed> {
+  const events = new Map<string, EventDocument[]>();
+  const due: DeliveryDocument[] = [];
+  const jobs: RagJobDocument[] = [];
+  const malformed: string[] = [];
+  for (const document of documents) {
+    if (!RELAYED_TYPES.includes((document as { type?: unknown } | null)?.type)) continue;
+    const parsed = relayed.safeParse(document);
+    if (!parsed.success) {
+      malformed.push(String((document as { id?: unknown }).id));
+      continue;
+    }
+    const change = parsed.data;
+    // A ping's event comes with its delivery, which the feed shows on its own.
+    if (change.type === 'event' && !change.webhookId) events.set(change.tenantId, [...(events.get(change.tenantId) ?? []), change as unknown as EventDocument]);
+    else if (change.type === 'delivery' && isDue(change)) due.push(change as unknown as DeliveryDocument);
+    else if (change.type === 'ragJob') jobs.push(change as unknown as RagJobDocument);
+  }
+  const outcomes = await Promise.allSettled([...[...events].map(([tenantId, list]) => handOverEvents(tenantId, list)), attemptDue(due), ...jobs.map(dispatch)]);
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+  return { events: [...events.values()].reduce((sum, list) => sum + list.length, 0), deliveries: due.length, jobs: jobs.length, malformed };
+}
