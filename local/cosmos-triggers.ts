@@ -196,7 +196,10 @@ class CosmosTriggerListener {
     this.#options.log(this.#options.name, 'information', `Lease ${lease.LeaseToken} acquired by instance ${this.#options.instance}`);
     const held = { lease, lost, work: Promise.resolve() };
     this.#held.set(lease.id, held);
-    held.work = this.#process(lease.id, lost.signal).finally(() => this.#held.delete(lease.id));
+    // A lease lost is let go of; one held when the work stops on a stop is released by the stop.
+    held.work = this.#process(lease.id, lost.signal).finally(() => {
+      if (lost.signal.aborted) this.#held.delete(lease.id);
+    });
   }
 
   async #renew(): Promise<void> {
