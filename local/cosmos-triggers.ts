@@ -123,8 +123,9 @@ class CosmosTriggerListener {
       token: String(range.id),
       range: feedRanges.find((feedRange) => feedRange.minInclusive === range.minInclusive && feedRange.maxExclusive === range.maxExclusive)!,
     }));
-    // As the change feed processor names its leases: prefix, account, database and container, then the range.
-    this.#idPrefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).host}_${database!._rid}_${container!._rid}..`;
+    // As the change feed processor names its leases: prefix, account, database and container, then the range. The
+    // account's host name without a port: the embedded store's port changes from one start to the next.
+    this.#idPrefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).hostname}_${database!._rid}_${container!._rid}..`;
     await this.#acquire();
     const { leaseAcquireInterval, leaseRenewInterval } = this.#options.intervals;
     this.#timers = [setInterval(() => void this.#acquire(), leaseAcquireInterval), setInterval(() => void this.#renew(), leaseRenewInterval)];

@@ -4,6 +4,50 @@
  */
 
 export interface paths {
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List events
+         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed.
+         *
+         *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
+         */
+        get: operations["eventsList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an event
+         * @description An event of the last 7 days, as its webhook body with its `id`; it never changes.
+         *
+         *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
+         */
+        get: operations["eventsGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/projects": {
         parameters: {
             query?: never;
@@ -175,7 +219,7 @@ export interface paths {
         put?: never;
         /**
          * Start a RAG index rebuild
-         * @description Stores a job and queues it; follow `Location` to see it run. `incremental` (the default) writes only the chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`. When the queue cannot take the job, it is marked Failed and the answer is a 503.
+         * @description Stores a job, which starts as soon as it reaches the RAG queue; follow `Location` to see it run. `incremental` (the default) writes only the chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`.
          *
          *     **Roles:** LMS.Manager, LMS.Admin (permission `rag:run`).
          */
@@ -499,6 +543,20 @@ export interface components {
                 message: string;
             }[];
         };
+        Event: {
+            /** @enum {string} */
+            type: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping";
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            timestamp: string;
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description The `webhook-id` every delivery of this event carries: the key to de-duplicate on */
+            id: string;
+        };
         OpenApiDocument: {
             openapi: string;
             info: {
@@ -751,6 +809,290 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    eventsList: {
+        parameters: {
+            query?: {
+                type?: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed";
+                /** @description Only events at or after this time (ISO 8601, with a time zone) */
+                since?: string;
+                limit?: number;
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c",
+                     *         "type": "project.created",
+                     *         "timestamp": "2026-11-21T11:05:00.000Z",
+                     *         "data": {
+                     *           "id": "PRJ-1001",
+                     *           "name": "Onboarding 2027",
+                     *           "description": "New-hire course",
+                     *           "status": "Active",
+                     *           "owner": "dev@contoso.test",
+                     *           "members": [
+                     *             "dev@contoso.test",
+                     *             "kim@contoso.test"
+                     *           ],
+                     *           "createdAt": "2026-11-21T09:30:00.000Z",
+                     *           "updatedAt": "2026-11-21T09:30:00.000Z",
+                     *           "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Event"][];
+                };
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             *     - The cursor is not valid. Start again from the first page.
+             *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    eventsGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Answer 304 without a body when the resource still has one of these ETags.
+                 * @example "3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /** @example msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c */
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c",
+                     *       "type": "project.created",
+                     *       "timestamp": "2026-11-21T11:05:00.000Z",
+                     *       "data": {
+                     *         "id": "PRJ-1001",
+                     *         "name": "Onboarding 2027",
+                     *         "description": "New-hire course",
+                     *         "status": "Active",
+                     *         "owner": "dev@contoso.test",
+                     *         "members": [
+                     *           "dev@contoso.test",
+                     *           "kim@contoso.test"
+                     *         ],
+                     *         "createdAt": "2026-11-21T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-21T09:30:00.000Z",
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
+                };
+            };
+            /** @description Not Modified: If-None-Match names the current version. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Bad Request:
+             *
+             *     - The request is not valid. See details.
+             *     - The query parameter "{name}" may appear only once.
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unauthorized:
+             *
+             *     - An access token is required: send it as "Authorization: Bearer <token>".
+             *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - Access tokens are not accepted in the query string; send them in the Authorization header.
+             *     - The access token does not carry the scope "access_as_user".
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden:
+             *
+             *     - Your role does not allow this operation ({permission}).
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not Found:
+             *
+             *     - Event {id} does not exist, or is older than the week events are kept.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Server Error:
+             *
+             *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
+             *     - The service is not configured. The operator has been told.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Service Unavailable:
+             *
+             *     - The identity provider cannot be reached to check the token. Try again shortly.
+             *     - The database is unavailable or busy. Try again shortly.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     projectsList: {
         parameters: {
             query?: {
@@ -2922,7 +3264,6 @@ export interface operations {
             /**
              * @description Service Unavailable:
              *
-             *     - The job queue cannot be reached, so the job was not started (it is marked Failed). Try again shortly.
              *     - The identity provider cannot be reached to check the token. Try again shortly.
              *     - The database is unavailable or busy. Try again shortly.
              */

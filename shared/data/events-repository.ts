@@ -18,7 +18,7 @@ export function listEvents(principal: Principal, query: ListEventsQuery): Promis
   return listPage({
     kind: events,
     tenantId: principal.tenantId,
-    filters: { type: ['c.eventType = @type', query.type], since: ['c.timestamp >= @since', query.since] },
+    filters: { eventType: ['c.eventType = @eventType', query.type], since: ['c.timestamp >= @since', query.since] },
     orderBy: 'c.timestamp DESC',
     limit: query.limit,
     cursor: query.cursor,

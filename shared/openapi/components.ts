@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { errorBody } from '../schemas/common.js';
+import { event, type Event } from '../schemas/events.js';
 import { createProjectBody, project, updateProjectBody, type Project } from '../schemas/projects.js';
 import { ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
 import { createTaskBody, task, updateTaskBody, type Task } from '../schemas/tasks.js';
@@ -87,6 +88,13 @@ const exampleDelivery: Delivery = {
   createdAt: '2026-11-21T11:05:00.000Z',
 };
 
+const exampleEvent: Event = {
+  id: 'msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c',
+  type: 'project.created',
+  timestamp: '2026-11-21T11:05:00.000Z',
+  data: { ...exampleProject },
+};
+
 /** The body of `GET /api/openapi.json`: an OpenAPI document, this one. */
 export const openApiDocument = z.looseObject({
   openapi: z.string(),
@@ -102,6 +110,7 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [webhook, { name: 'Webhook', example: exampleWebhook }],
   [webhookWithSecret, { name: 'WebhookWithSecret', example: { ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } }],
   [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
+  [event, { name: 'Event', example: exampleEvent }],
   // Error answers have an example for each message instead (document.ts).
   [errorBody, { name: 'Error', example: undefined }],
   [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '1.0.0' }, paths: {} } }],

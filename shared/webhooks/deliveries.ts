@@ -38,9 +38,9 @@ const ATTEMPT_LEASE_MS = ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS;
 /** Attempts one hand-over makes at once: a page of changes can hold a hundred events for twenty subscriptions each. */
 const ATTEMPTS_AT_ONCE = 50;
 
-/** Whether the delivery's next attempt is due now: the change feed shows it, and no run holds it. */
-export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now()): boolean {
-  return delivery.status === 'Pending' && delivery.nextAttemptAt !== null && Date.parse(delivery.nextAttemptAt) <= now + EARLY_MS;
+/** Whether the delivery's next attempt is due (within `earlyMs`): Pending, and no run holds it. */
+export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now(), earlyMs = 0): boolean {
+  return delivery.status === 'Pending' && delivery.nextAttemptAt !== null && Date.parse(delivery.nextAttemptAt) <= now + earlyMs;
 }
 
 /**
@@ -104,7 +104,7 @@ async function attemptNow(
   if (!claimed) {
     if (found.attempts >= attemptNumber) return;
     // Not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
-    if (!isDue(found)) return;
+    if (!isDue(found, Date.now(), EARLY_MS)) return;
     delivery = await claimAttempt(found, ATTEMPT_LEASE_MS);
     if (!delivery) return;
   }

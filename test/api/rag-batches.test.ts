@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startHostProcess } from '../../local/stack.js';
-import { apiAt, CLIENT_ID, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
+import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 
 const TENANT = randomUUID();
 const NEIGHBOUR = randomUUID();
@@ -23,7 +23,9 @@ const SOURCES = PROJECTS * (1 + TASKS_PER_PROJECT);
 const BATCHES = 4;
 const EVERYTHING_WRITTEN = { sources: SOURCES, chunks: SOURCES, written: SOURCES, unchanged: 0, deleted: 0 };
 
-const database = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms');
+// An app of this file's own: its data, its change feed and its queues.
+const own = { ...stackAppSettings, ...(await ownDatabase()) };
+const database = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database(own.COSMOS_DATABASE);
 const index = database.container('rag-index');
 const tenantData = database.container('tenant-data');
 
@@ -42,13 +44,13 @@ let standIn: EmbeddingsStandIn;
 const stops: (() => Promise<unknown>)[] = [];
 const tokens: Record<string, string> = {};
 
-/** A host of this file's own on the shared database and storage, serving this file's tenants. */
+/** A host of this file's own on its own database and the shared storage, serving this file's tenants. */
 async function startHost(queue: string, environment: Record<string, string> = {}) {
   const lines: string[] = [];
   const host = await startHostProcess({
     port: 0,
     environment: {
-      ...stackAppSettings,
+      ...own,
       AUTH_TENANT_ID: TENANT,
       AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
       AUTH_AUTHORITY_HOST: provider.authorityHost,
@@ -76,7 +78,7 @@ async function startHost(queue: string, environment: Record<string, string> = {}
     stopped = true;
     process.kill(host.pid, 'SIGKILL');
   };
-  return { lines, call: apiAt(`http://127.0.0.1:${host.port}/api`), kill };
+  return { lines, call: apiAt(`http://127.0.0.1:${host.port}/api`), kill, stop };
 }
 
 type Host = Awaited<ReturnType<typeof startHost>>;
@@ -250,10 +252,12 @@ describe('a rebuild of 1,204 sources', { timeout: 120_000 }, () => {
 
   it('finishes with exact counts after its host is killed mid-job, and does not embed the batches done before again', async () => {
     await emptyIndex();
-    const queue = `rag-killed-${randomUUID().slice(0, 8)}`;
+    // The app's hosts for this test: the doomed one, then the one started after the kill. The main host
+    // stops first, so that the doomed one holds the relay's lease and the queue's messages alone.
+    await main.stop();
     // Messages a killed host held come back after this lease, as they do after Azure's ten minutes.
     const environment = { LOCAL_QUEUE_MESSAGE_LEASE: '3', AzureFunctionsJobHost__extensions__queues__batchSize: '2' };
-    const doomed = await startHost(queue, environment);
+    const doomed = await startHost(QUEUE, environment);
     standIn.setLatency(25);
     const { jobId } = await start(doomed);
     await until(doomed, jobId, (state) => (state.progress?.batchesDone ?? 0) >= 1);
@@ -266,8 +270,10 @@ describe('a rebuild of 1,204 sources', { timeout: 120_000 }, () => {
     const writtenBefore = new Map((await chunksOf(TENANT)).map((chunk) => [chunk.id, chunk._etag]));
     const embeddedBefore = standIn.counts.inputs;
 
-    const restarted = await startHost(queue, environment);
+    const restarted = await startHost(QUEUE, environment);
     const job = await finished(restarted, jobId);
+    await restarted.stop();
+    main = await startHost(QUEUE);
     expect(job).toMatchObject({ status: 'Succeeded', counts: EVERYTHING_WRITTEN, progress: { batches: BATCHES, batchesDone: BATCHES } });
     // Only what had not been written is embedded after the restart, each chunk once.
     expect(standIn.counts.inputs - embeddedBefore).toBe(SOURCES - writtenBefore.size);

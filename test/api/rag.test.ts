@@ -3,14 +3,17 @@ import { QueueClient } from '@azure/storage-queue';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startHostProcess } from '../../local/stack.js';
-import { api, HOME_TENANT, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
+import { api, apiAt, HOME_TENANT, ownDatabase, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
+import { switchableQueue } from '../support/switchable-queue.js';
 
 const manager = () => token({ roles: ['LMS.Manager'] });
-const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-index');
+const cosmos = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey });
+/** The RAG index of the shared database, or of a host's own. */
+const chunksOf = (database = 'lms') => cosmos.database(database).container('rag-index');
 const sentence = (index: number) => `Lesson ${index} walks through one more part of the material, slowly and with examples.`;
 
-async function newProject(description = 'A short course.') {
-  const response = await api('POST', '/projects', {
+async function newProject(description = 'A short course.', baseUrl = stack.apiBaseUrl) {
+  const response = await apiAt(baseUrl)('POST', '/projects', {
     token: await token({ roles: ['LMS.Admin'] }),
     body: { name: 'Indexed course', description, owner: uniqueEmail() },
   });
@@ -18,8 +21,8 @@ async function newProject(description = 'A short course.') {
   return response.body.id as string;
 }
 
-async function newTask(projectId: string, title: string) {
-  const response = await api('POST', '/tasks', { token: await manager(), body: { projectId, title, description: 'Prepare it.' } });
+async function newTask(projectId: string, title: string, baseUrl = stack.apiBaseUrl) {
+  const response = await apiAt(baseUrl)('POST', '/tasks', { token: await manager(), body: { projectId, title, description: 'Prepare it.' } });
   expect(response.status).toBe(201);
   return response.body.id as string;
 }
@@ -55,14 +58,14 @@ async function rebuild(body: Record<string, unknown>, baseUrl = stack.apiBaseUrl
   return finished(started.jobId, baseUrl);
 }
 
-async function chunkIds(projectIds: string[]): Promise<string[]> {
-  return [...(await chunkVersions(projectIds)).keys()].sort();
+async function chunkIds(projectIds: string[], database?: string): Promise<string[]> {
+  return [...(await chunkVersions(projectIds, database)).keys()].sort();
 }
 
 /** Each chunk's ETag, by chunk id: a chunk rewritten gets a new one. */
-async function chunkVersions(projectIds: string[]): Promise<Map<string, string>> {
-  const { resources } = await chunks.items
-    .query<{ id: string; _etag: string }>(
+async function chunkVersions(projectIds: string[], database?: string): Promise<Map<string, string>> {
+  const { resources } = await chunksOf(database)
+    .items.query<{ id: string; _etag: string }>(
       {
         query: 'SELECT c.id, c._etag FROM c WHERE c.tenantId = @tenantId AND ARRAY_CONTAINS(@projectIds, c.projectId)',
         parameters: [
@@ -110,7 +113,7 @@ describe('POST /api/rag/index', () => {
       [`${short}-c0`, ...Array.from({ length: longChunks }, (_, index) => `${long}-c${index}`), `${tasks[0]}-c0`, `${tasks[1]}-c0`].sort(),
     );
 
-    const { resource: chunk } = await chunks.item(`${tasks[0]}-c0`, [HOME_TENANT, short]).read();
+    const { resource: chunk } = await chunksOf().item(`${tasks[0]}-c0`, [HOME_TENANT, short]).read();
     expect(chunk).toMatchObject({
       sourceType: 'task',
       sourceId: tasks[0],
@@ -199,12 +202,14 @@ describe('the RAG worker under failure', () => {
     for (const stop of stops) await stop();
   });
 
-  /** The app on its own queue, so this test's worker alone receives its messages. */
-  async function hostWith(environment: Record<string, string>): Promise<string> {
+  /** An app of its own (its database, its queues), so that this test's relay and worker alone handle its jobs. */
+  async function hostWith(environment: Record<string, string>): Promise<{ baseUrl: string; database: string; lines: string[] }> {
+    const own = { ...stackAppSettings, ...(await ownDatabase()) };
+    const lines: string[] = [];
     const host = await startHostProcess({
       port: 0,
       environment: {
-        ...stackAppSettings,
+        ...own,
         AzureWebJobsStorage: stack.storageConnectionString,
         AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
         AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
@@ -212,9 +217,10 @@ describe('the RAG worker under failure', () => {
       },
       extraCaCerts: stack.caCertPath,
       hostOutput: 'pipe',
+      onHostOutput: (line) => lines.push(line),
     });
     stops.push(host.stop);
-    return `http://127.0.0.1:${host.port}/api`;
+    return { baseUrl: `http://127.0.0.1:${host.port}/api`, database: own.COSMOS_DATABASE, lines };
   }
 
   async function embeddings(): Promise<EmbeddingsStandIn> {
@@ -225,83 +231,81 @@ describe('the RAG worker under failure', () => {
 
   it('embeds changed chunks only, in batches', async () => {
     const standIn = await embeddings();
-    const baseUrl = await hostWith({
-      RAG_QUEUE_NAME: 'rag-test-embeddings',
+    const { baseUrl, database } = await hostWith({
       EMBEDDINGS_ENDPOINT: standIn.url,
       EMBEDDINGS_API_KEY: 'test-key',
       EMBEDDINGS_MODEL: 'text-embedding-3-small',
     });
-    const projectId = await newProject();
-    const taskId = await newTask(projectId, 'Embed me');
+    const projectId = await newProject(undefined, baseUrl);
+    const taskId = await newTask(projectId, 'Embed me', baseUrl);
     await rebuild({ projectIds: [projectId] }, baseUrl);
     expect(standIn.counts.inputs).toBe(2);
-    const { resource } = await chunks.item(`${taskId}-c0`, [HOME_TENANT, projectId]).read();
+    const { resource } = await chunksOf(database).item(`${taskId}-c0`, [HOME_TENANT, projectId]).read();
     expect(resource.embedding).toHaveLength(32);
     await rebuild({ projectIds: [projectId] }, baseUrl);
     await rebuild({ mode: 'full', projectIds: [projectId] }, baseUrl);
     expect(standIn.counts.inputs).toBe(2);
-    await api('PUT', `/tasks/${taskId}`, { token: await manager(), body: { title: 'Embed me again' } });
+    await apiAt(baseUrl)('PUT', `/tasks/${taskId}`, { token: await manager(), body: { title: 'Embed me again' } });
     await rebuild({ projectIds: [projectId] }, baseUrl);
     expect(standIn.counts.inputs).toBe(3);
   });
 
   it('retries a worker that failed mid-job, and the retry finishes with a correct index', async () => {
     const standIn = await embeddings();
-    const baseUrl = await hostWith({
-      RAG_QUEUE_NAME: 'rag-test-retry',
-      EMBEDDINGS_ENDPOINT: standIn.url,
-      EMBEDDINGS_API_KEY: 'test-key',
-      EMBEDDINGS_MODEL: 'm',
-    });
-    const projectId = await newProject();
-    await newTask(projectId, 'Survive a failure');
+    const { baseUrl, database } = await hostWith({ EMBEDDINGS_ENDPOINT: standIn.url, EMBEDDINGS_API_KEY: 'test-key', EMBEDDINGS_MODEL: 'm' });
+    const projectId = await newProject(undefined, baseUrl);
+    await newTask(projectId, 'Survive a failure', baseUrl);
     // Enough failures to exhaust the first attempt's retries; the queue's second delivery succeeds.
     standIn.failNext(6, 503, 0);
     const job = await rebuild({ projectIds: [projectId] }, baseUrl);
     expect(job).toMatchObject({ status: 'Succeeded', counts: { sources: 2, chunks: 2, written: 2, deleted: 0 } });
     expect(standIn.counts.requests).toBeGreaterThanOrEqual(7);
-    expect(await chunkIds([projectId])).toHaveLength(2);
+    expect(await chunkIds([projectId], database)).toHaveLength(2);
   });
 
   it('fails the job with its last error when the message is poisoned', async () => {
     const standIn = await embeddings();
-    const baseUrl = await hostWith({
-      RAG_QUEUE_NAME: 'rag-test-poison',
+    const queue = `rag-test-poison-${Math.random().toString(36).slice(2, 8)}`;
+    const { baseUrl } = await hostWith({
+      RAG_QUEUE_NAME: queue,
       EMBEDDINGS_ENDPOINT: standIn.url,
       EMBEDDINGS_API_KEY: 'test-key',
       EMBEDDINGS_MODEL: 'm',
       AzureFunctionsJobHost__extensions__queues__maxDequeueCount: '2',
     });
-    const projectId = await newProject();
+    const projectId = await newProject(undefined, baseUrl);
     standIn.failNext(1_000, 503, 0);
     const job = await rebuild({ projectIds: [projectId] }, baseUrl);
     expect(job.status).toBe('Failed');
     expect(job.error).toMatch(/^Batch 0 \(1 project\) failed after every retry\. Last error: EmbeddingsUnavailableError/);
     // The message went to the poison queue, whose handler failed the job and consumed it (the host deletes
     // a message once its handler has returned, so the job can read Failed a moment before).
-    for (const name of ['rag-test-poison', 'rag-test-poison-poison']) {
-      const queue = new QueueClient(stack.storageConnectionString, name);
-      await expect.poll(async () => (await queue.getProperties()).approximateMessagesCount, { timeout: 10_000, interval: 100 }).toBe(0);
+    for (const name of [queue, `${queue}-poison`]) {
+      const client = new QueueClient(stack.storageConnectionString, name);
+      await expect.poll(async () => (await client.getProperties()).approximateMessagesCount, { timeout: 10_000, interval: 100 }).toBe(0);
     }
   });
 
-  it('gives 503 and leaves no stuck job when the queue cannot be reached', async () => {
-    const baseUrl = await hostWith({
-      RAG_QUEUE_NAME: 'rag-test-down',
-      AzureWebJobsStorage: stack.storageConnectionString.replace(/QueueEndpoint=http:\/\/127\.0\.0\.1:\d+/, 'QueueEndpoint=http://127.0.0.1:1'),
-    });
+  it('takes a job while the queue cannot be reached, and runs it once the queue is back', { timeout: 60_000 }, async () => {
+    const queue = await switchableQueue();
+    stops.push(() => queue.close());
+    const { baseUrl, lines } = await hostWith({ AzureWebJobsStorage: queue.connectionString });
+    const projectId = await newProject(undefined, baseUrl);
+    queue.down = true;
     const response = await fetch(`${baseUrl}/rag/index`, {
       method: 'POST',
       headers: { authorization: `Bearer ${await manager()}`, 'content-type': 'application/json' },
-      body: '{}',
+      body: JSON.stringify({ projectIds: [projectId] }),
     });
-    expect(response.status).toBe(503);
-    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(await response.json()).toMatchObject({ error: 'Service Unavailable', status: 503 });
-    const [latest] = (await api('GET', '/rag/jobs?limit=1', { token: await manager() })).body as Job[];
-    expect(latest).toMatchObject({ status: 'Failed', error: 'The job could not be put on the queue.' });
-    const next = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [await newProject()] } });
-    expect(next.status).toBe(202);
-    await finished(next.body.jobId);
+    const job = (await response.json()) as Job;
+    expect(response.status).toBe(202);
+    expect(job.status).toBe('Queued');
+    // The relay cannot put it on the queue: its invocation fails, and the retry policy runs it again; the job stays Queued.
+    await expect
+      .poll(() => lines.filter((line) => line.includes("Executed 'Functions.changes-relay' (Failed")).length, { timeout: 10_000 })
+      .toBeGreaterThanOrEqual(2);
+    expect(((await apiAt(baseUrl)('GET', `/rag/jobs/${job.jobId}`, { token: await manager() })).body as Job).status).toBe('Queued');
+    queue.down = false;
+    expect(await finished(job.jobId, baseUrl)).toMatchObject({ status: 'Succeeded', counts: { sources: 1 } });
   });
 });

@@ -1,22 +1,23 @@
 /**
- * Webhooks over HTTP, end to end: subscriptions made through the API of a host of this file's own
- * (a tenant of its own, so no other test's changes reach these receivers), events delivered by its
- * queue-triggered and timer-triggered functions to real receivers on loopback, and every signature
- * checked with the Standard Webhooks specification's own library.
+ * Webhooks over HTTP, end to end: subscriptions made through the API of hosts of this file's own (an
+ * app of its own: its database, its change feed, its queues; a tenant of its own), events handed over
+ * from the change feed and delivered to real receivers on loopback, and every signature checked with
+ * the Standard Webhooks specification's own library.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startHostProcess } from '../../local/stack.js';
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../local/webhook-receiver.js';
-import { apiAt, CLIENT_ID, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
+import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
+import { startCosmosProxy } from '../support/cosmos-proxy.js';
+import { switchableQueue } from '../support/switchable-queue.js';
 
 const TENANT = randomUUID();
 const NEIGHBOUR = randomUUID();
 const QUEUE = `webhooks-${randomUUID().slice(0, 8)}`;
+const own = { ...stackAppSettings, ...(await ownDatabase()) };
 
 let provider: IdentityProvider;
 let admin: string;
@@ -24,13 +25,13 @@ const stops: (() => Promise<unknown>)[] = [];
 const receivers: WebhookReceiver[] = [];
 const subscriptions: { id: string; token: string }[] = [];
 
-/** A host of this file's own on the shared database and storage, serving this file's tenants, its queue its own. */
+/** A host of this file's app, serving this file's tenants, on the shared storage with a queue of its own. */
 async function startHost(environment: Record<string, string> = {}) {
   const lines: string[] = [];
   const host = await startHostProcess({
     port: 0,
     environment: {
-      ...stackAppSettings,
+      ...own,
       AUTH_TENANT_ID: TENANT,
       AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
       AUTH_AUTHORITY_HOST: provider.authorityHost,
@@ -252,48 +253,91 @@ describe('delivery', () => {
 });
 
 describe('no event is lost', () => {
-  /** A storage front that can go down: every request refused while it is down, passed through when it is up. */
-  async function switchableQueue(): Promise<{ connectionString: string; down: boolean; close(): Promise<void> }> {
-    const target = new URL(/QueueEndpoint=([^;]+)/.exec(stack.storageConnectionString)![1]!);
-    const state = { down: false };
-    const server: Server = createHttpServer((request, response) => {
-      if (state.down) return void response.destroy();
-      const upstream = httpRequest(
-        { host: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
-        (answer) => {
-          response.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(response);
-        },
-      );
-      upstream.on('error', () => response.destroy());
-      request.pipe(upstream);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    return Object.assign(state, {
-      connectionString: stack.storageConnectionString.replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=http://127.0.0.1:${port}${target.pathname}`),
-      close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
-    });
-  }
-
-  it('a change made while the queue is down succeeds, and its event arrives once the queue is back', { timeout: 60_000 }, async () => {
+  it('a change made while the queue is down is delivered all the same: an event never waits on the queue', { timeout: 60_000 }, async () => {
     const queue = await switchableQueue();
     stops.push(() => queue.close());
-    const host = await startHost({ AzureWebJobsStorage: queue.connectionString, WEBHOOKS_QUEUE_NAME: `${QUEUE}-down` });
+    queue.down = true;
+    // An app of its own, so that no other host's relay hands this event over.
+    const host = await startHost({ ...(await ownDatabase()), AzureWebJobsStorage: queue.connectionString, WEBHOOKS_QUEUE_NAME: `${QUEUE}-down` });
     const to = await receiver();
     await subscribe(to, { events: ['project.created'], call: host.call });
-    queue.down = true;
     const project = await host.call('POST', '/projects', { token: admin, body: { name: 'While the queue was down', owner: uniqueEmail('down') } });
     expect(project.status).toBe(201);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(to.received).toEqual([]);
-    queue.down = false;
-    const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)), 40_000);
+    const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)), 20_000);
     expect(payload(delivery!).type).toBe('project.created');
+    await host.stop();
+  });
+
+  it('a retry the queue could not take is brought back by the sweep, through the change feed, while the queue stays down', { timeout: 60_000 }, async () => {
+    const queue = await switchableQueue();
+    stops.push(() => queue.close());
+    queue.down = true;
+    // The retry waits 5 s, long enough for the relay to see the delivery not yet due: only the sweep can bring it back.
+    const host = await startHost({
+      ...(await ownDatabase()),
+      AzureWebJobsStorage: queue.connectionString,
+      WEBHOOKS_QUEUE_NAME: `${QUEUE}-retry-down`,
+      WEBHOOKS_RETRY_SCHEDULE: '5s',
+    });
+    const to = await receiver((_delivery, index) => (index === 0 ? 503 : 200));
+    await subscribe(to, { events: ['project.created'], call: host.call });
+    const project = await host.call('POST', '/projects', { token: admin, body: { name: 'Retried without a queue', owner: uniqueEmail('retry-down') } });
+    const received = await to.waitFor((all) => all.filter(about(project.body.id)).length >= 2, 40_000);
+    expect(new Set(received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(1);
+    expect(host.lines.join('\n')).toMatch(/webhooks-sweep: Brought back \d+ overdue deliveries/);
+    await host.stop();
+  });
+
+  it('a page of changes the relay failed on is handed over again by the retry policy, not skipped: its events arrive', { timeout: 60_000 }, async () => {
+    // The database refuses the relay's first write of deliveries, once; nothing else could make them (no sweep).
+    const database = await startCosmosProxy();
+    stops.push(() => database.close());
+    let refused = 0;
+    database.intercept = (request) => {
+      if (refused > 0 || request.method !== 'POST' || !request.body.includes('"type":"delivery"')) return undefined;
+      refused += 1;
+      return { status: 500, body: { code: 'InternalServerError', message: 'Refused once by the test' } };
+    };
+    const host = await startHost({ ...(await ownDatabase()), COSMOS_CONNECTION: database.connectionString, WEBHOOKS_SWEEP_SCHEDULE: '0 0 0 1 1 *' });
+    const to = await receiver();
+    await subscribe(to, { events: ['project.created'], call: host.call });
+    const project = await host.call('POST', '/projects', { token: admin, body: { name: 'Refused once', owner: uniqueEmail('refused') } });
+    const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)), 20_000);
+    expect(payload(delivery!).type).toBe('project.created');
+    expect(refused).toBe(1);
+    expect(host.lines.some((line) => line.includes("Executed 'Functions.changes-relay' (Failed"))).toBe(true);
+    await host.stop();
+  });
+
+  it('two hosts of one app hand each event over once, and a stopped host leaves its lease to the other', { timeout: 90_000 }, async () => {
+    const app = await ownDatabase();
+    const first = await startHost(app);
+    const second = await startHost(app);
+    const to = await receiver();
+    await subscribe(to, { events: ['project.created'], call: first.call });
+    const owner = uniqueEmail('two-hosts');
+    const create = async (host: typeof first, name: string) =>
+      (await host.call('POST', '/projects', { token: admin, body: { name, owner } })).body.id as string;
+    const before = await Promise.all(Array.from({ length: 20 }, (_, index) => create(index % 2 ? first : second, `Two hosts ${index}`)));
+    await to.waitFor((received) => before.every((id) => received.some(about(id))), 30_000);
+    const relaying = (host: typeof first) => host.lines.some((line) => line.includes("changes-relay: Executed 'Functions.changes-relay'"));
+    const holder = relaying(first) ? first : second;
+    const other = holder === first ? second : first;
+    // One range, one lease: only its holder relays.
+    expect(relaying(other)).toBe(false);
+    await holder.stop();
+    const after = await Promise.all(Array.from({ length: 5 }, (_, index) => create(other, `After the stop ${index}`)));
+    await to.waitFor((received) => after.every((id) => received.some(about(id))), 30_000);
+    expect(other.lines.some((line) => line.includes('changes-relay: Lease 0 acquired'))).toBe(true);
+    const ids = to.received.map((delivery) => delivery.headers['webhook-id']);
+    expect(ids).toHaveLength(25);
+    expect(new Set(ids).size).toBe(25);
+    await other.stop();
   });
 
   it('an event whose delivery was under way when the host was killed arrives after a restart', { timeout: 90_000 }, async () => {
-    const settings = { WEBHOOKS_QUEUE_NAME: `${QUEUE}-killed` };
+    // An app of its own, so that only these two hosts' relays can hand its events over.
+    const settings = { ...(await ownDatabase()), WEBHOOKS_QUEUE_NAME: `${QUEUE}-killed` };
     const first = await startHost(settings);
     let calls = 0;
     // The first attempt hangs until the host is gone; the attempt after the restart is answered.

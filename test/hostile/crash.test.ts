@@ -2,8 +2,9 @@
  * `kill -9` of the whole local stack during a create burst, as the attack pass did it: `npm start`'s
  * processes (the stack, the Functions host, Azurite) in a process group of their own, on a data
  * folder of their own, killed with SIGKILL once half the creates are answered, then started again
- * on the same folder. Every project answered 201 must be there unchanged, and no later create may get
- * an id that was already handed out.
+ * on the same folder. Every project answered 201 must be there unchanged, no later create may get
+ * an id that was already handed out, and every one's project.created event must reach the receiver
+ * subscribed before the burst (this process's own, outside the group that is killed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { readIdentityProviderInfo } from '../../local/identity-provider.js';
 import { appRoot } from '../../local/stack.js';
+import { startWebhookReceiver } from '../../local/webhook-receiver.js';
 import { requestAccessToken } from '../../local/token.js';
 import { hostileTest } from '../support/hostile-cases.js';
 import { apiAt, inBatches } from '../support/raw-http.js';
@@ -114,23 +116,40 @@ describe('the local stack killed with SIGKILL during a create burst', () => {
   let dataDir: string;
   const running: StackProcess[] = [];
   const outputs: string[][] = [];
+  const cleanups: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'lms-crash-test-'));
   });
   afterAll(async () => {
     for (const stack of running) await signalGroup(stack, 'SIGKILL');
+    for (const cleanup of cleanups) await cleanup();
     await rm(dataDir, { recursive: true, force: true });
   });
 
   hostileTest(
-    'keeps every acknowledged create and hands out no id twice',
+    "keeps every acknowledged create, hands out no id twice, and delivers every acknowledged create's event",
     async (cases) => {
       const first = await startStackProcess(dataDir);
       running.push(first);
       outputs.push(first.output);
       const beforeCrash = apiAt(first.apiBaseUrl);
       const token = await adminToken(dataDir);
+      // The receiver answers the first delivery, so that the relay's lease has a checkpoint; then, until the
+      // kill, it keeps every attempt waiting: the relay's page with the second event hangs on it, and the
+      // burst's events pile up unhanded. Only a restart that goes on from the lease's checkpoint hands
+      // those over. After the kill, the receiver answers at once.
+      let markKilled!: () => void;
+      const afterKill = new Promise<number>((resolve) => (markKilled = () => resolve(200)));
+      const receiver = await startWebhookReceiver({ answer: (_delivery, index) => (index === 0 ? 200 : afterKill) });
+      cleanups.push(() => receiver.close());
+      const subscribed = await beforeCrash('POST', '/webhooks', { token, body: { url: receiver.url, events: ['project.created'] } });
+      expect(subscribed.status, subscribed.text).toBe(201);
+      for (const name of ['Checkpointed', 'Hanging']) {
+        const made = await beforeCrash('POST', '/projects', { token, body: { name } });
+        expect(made.status, made.text).toBe(201);
+        await receiver.waitFor((received) => received.some((delivery) => delivery.body.includes(made.body.id as string)));
+      }
 
       const acknowledged = new Map<string, unknown>();
       let killed: Promise<void> | undefined;
@@ -143,7 +162,7 @@ describe('the local stack killed with SIGKILL during a create burst', () => {
             const response = await beforeCrash('POST', '/projects', { token, body: { name: `Crash ${index}` }, timeoutMs: 15_000 });
             expect(response.status, response.text).toBe(201);
             acknowledged.set(response.body.id as string, response.body);
-            if (acknowledged.size === KILL_AFTER) killed = signalGroup(first, 'SIGKILL');
+            if (acknowledged.size === KILL_AFTER) killed = signalGroup(first, 'SIGKILL').then(markKilled);
           } catch (error) {
             // A create the kill cut off was never acknowledged; before the kill, every create must succeed.
             if (!killed) throw error;
@@ -174,12 +193,25 @@ describe('the local stack killed with SIGKILL during a create burst', () => {
           `survived ${survived.filter(Boolean).length}, reused ids ${reused.length} of ${newIds.length} new creates`,
       );
 
+      // The restarted host takes the relay's lease once the killed one's expires, and goes on from its checkpoint.
+      const heardOf = (id: string) => receiver.received.some((delivery) => (JSON.parse(delivery.body) as { data: { id: string } }).data.id === id);
+      await receiver.waitFor(() => [...acknowledged.keys(), ...newIds].every(heardOf), 60_000).catch(() => undefined);
+      const unheard = [...acknowledged.keys()].filter((id) => !heardOf(id));
+      const webhookIds = receiver.received.map((delivery) => delivery.headers['webhook-id']);
+      const twice = webhookIds.length - new Set(webhookIds).size;
+      console.log(`events: ${acknowledged.size - unheard.length} of ${acknowledged.size} acknowledged creates delivered, ${twice} twice`);
+
       await signalGroup(second, 'SIGTERM');
       running.splice(running.indexOf(second), 1);
       expect(survived.filter(Boolean).length, 'acknowledged projects readable and unchanged after the restart').toBe(acknowledged.size);
       expect(reused, 'ids handed out again after the restart').toEqual([]);
+      expect(unheard, 'acknowledged creates whose event never arrived').toEqual([]);
+      expect(
+        newIds.filter((id) => !heardOf(id)),
+        'creates after the restart whose event never arrived',
+      ).toEqual([]);
     },
-    90_000,
+    150_000,
   );
 
   logsAreClean("the crashed and restarted stack's output", () => outputs.map((output) => output.join('')));

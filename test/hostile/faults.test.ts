@@ -21,7 +21,7 @@ import { forgetOwnHost, freePort, sharedStackSettings, startOwnHost, stopOwnHost
 import { apiAt, expectClientError, expectErrorShape, type HostileResponse } from '../support/raw-http.js';
 import { logsAreClean, rememberSecret } from '../support/secrets-and-logs.js';
 import { startSmallServer } from '../support/small-server.js';
-import { CLIENT_ID, HOME_TENANT, stack, token } from '../support/stack.js';
+import { CLIENT_ID, HOME_TENANT, ownDatabase, stack, token } from '../support/stack.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 const hostsSeen: OwnHost[] = [];
@@ -230,8 +230,11 @@ describe('a RAG worker killed mid-job', () => {
       const hanging = await startSmallServer(() => undefined);
       cleanups.push(() => hanging.close());
       const embeddingsKey = rememberSecret(`hostile-embeddings-key-${randomUUID()}`);
+      // An app of its own (its database, its relay), so that its job goes on its queue.
+      const own = await ownDatabase();
       const settings = {
         ...sharedStackSettings(),
+        ...own,
         AUTH_TENANT_ID: tenant,
         AUTH_ALLOWED_TENANTS: tenant,
         AUTH_AUTHORITY_HOST: provider.authorityHost,
@@ -284,7 +287,7 @@ describe('a RAG worker killed mid-job', () => {
       expect(job).toMatchObject({ status: 'Succeeded', error: null, counts: { sources: 3, chunks: 3, written: 3, unchanged: 0, deleted: 0 } });
       expect(embeddings.counts.inputs).toBe(3);
 
-      const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database('lms').container('rag-index');
+      const chunks = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey }).database(own.COSMOS_DATABASE!).container('rag-index');
       const { resources } = await chunks.items
         .query<{ id: string; embedding?: number[] }>(
           { query: 'SELECT * FROM c WHERE c.tenantId = @tenantId', parameters: [{ name: '@tenantId', value: tenant }] },

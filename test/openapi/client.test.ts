@@ -85,7 +85,7 @@ describe('the client package (@lms-platform/api-client)', () => {
   });
 
   it('offers paging for the paths that answer lists, and only those', () => {
-    expectTypeOf<ListPath>().toEqualTypeOf<'/projects' | '/tasks' | '/users' | '/rag/jobs' | '/webhooks' | '/webhooks/{webhookId}/deliveries'>();
+    expectTypeOf<ListPath>().toEqualTypeOf<'/projects' | '/tasks' | '/users' | '/rag/jobs' | '/webhooks' | '/webhooks/{webhookId}/deliveries' | '/events'>();
   });
 
   it('surfaces error answers as LmsApiError: 404, 412, and 400 with its details', async () => {

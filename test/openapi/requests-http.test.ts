@@ -82,7 +82,16 @@ describe('requests.http', () => {
         const [request, , part, ...rest] = reference.split('.');
         const answer = answers.get(request!);
         if (answer && part === 'headers') return answer.headers.get(rest.join('.')) ?? '';
-        if (answer && part === 'body') return String(rest.slice(1).reduce((value: any, key) => value?.[key], answer.body));
+        if (answer && part === 'body') {
+          // REST Client's JSONPath after `$`: `.name` and `[index]` steps.
+          const steps = [
+            ...rest
+              .join('.')
+              .slice(1)
+              .matchAll(/\.([^.[\]]+)|\[(\d+)\]/g),
+          ].map(([, key, index]) => key ?? Number(index));
+          return String(steps.reduce((value: any, step) => value?.[step], answer.body));
+        }
         const value = variables.get(reference);
         if (value === undefined) throw new Error(`requests.http uses {{${reference}}}, which it never defines`);
         return resolve(value);

@@ -144,6 +144,21 @@ describe('answers conform to the OpenAPI document', () => {
     await call('POST', `/webhooks/${id}/ping`, 404, { token: admin });
   });
 
+  it('events', async () => {
+    const reader = await as(['LMS.Reader']);
+    await call('POST', '/projects', 201, { token: await as(['LMS.Admin']), body: { name: 'Eventful' } });
+    const listed = await call('GET', '/events?type=project.created&limit=2', 200, { token: reader });
+    const eventId = (listed.body as { id: string }[])[0]!.id;
+    await call('GET', `/events?since=${encodeURIComponent('2026-01-01T00:00:00+09:00')}`, 200, { token: reader });
+    await call('GET', '/events?type=webhook.ping', 400, { token: reader });
+    await call('GET', '/events?since=yesterday', 400, { token: reader });
+    const read = await call('GET', `/events/${eventId}`, 200, { token: reader });
+    await call('GET', `/events/${eventId}`, 304, { token: reader, headers: { 'if-none-match': read.headers.get('etag')! } });
+    await call('GET', '/events/msg_00000000000000000000000000000000', 404, { token: reader });
+    await call('GET', '/events/nothing', 404, { token: reader });
+    await call('GET', '/events', 401);
+  });
+
   it('the API description and its page', async () => {
     await call('GET', '/openapi.json', 200);
     await call('GET', '/docs', 200);

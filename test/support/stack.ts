@@ -34,18 +34,18 @@ export const stackAppSettings = {
 };
 
 /**
- * The settings of an app of a test's own on a database of its own, made as deployment makes one:
- * its data, its change feed and its leases are its own, so its relay hands over its changes only,
- * with its settings.
+ * The settings that give an app of a test's own a database of its own, made as deployment makes one,
+ * and a RAG queue of its own: its data, its change feed and its leases are its own, so its relay
+ * hands over its changes only, with its settings. Spread after the app's other settings.
  */
-export async function ownDatabaseSettings(): Promise<Record<string, string>> {
+export async function ownDatabase(): Promise<Record<string, string>> {
   const id = `lms-${crypto.randomUUID().slice(0, 8)}`;
   const client = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey });
   const { database } = await client.databases.createIfNotExists({ id });
   for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
   client.dispose();
-  const { 'AzureWebJobs.changes-relay.Disabled': _relayOff, ...settings } = stackAppSettings;
-  return { ...settings, COSMOS_DATABASE: id };
+  // Its relay on: this overrides the shared settings' switch.
+  return { COSMOS_DATABASE: id, RAG_QUEUE_NAME: `rag-${id}`, 'AzureWebJobs.changes-relay.Disabled': 'false' };
 }
 
 export interface TokenRequest {
