@@ -41,7 +41,8 @@ describe('the Python client (clients/python)', () => {
   it('installs with pip from its folder with no package index, as the same files and the API version', { timeout: 120_000 }, async () => {
     const target = await mkdtemp(join(tmpdir(), 'lms-python-'));
     temporary.push(target);
-    const installed = await outcome(PYTHON, ['-m', 'pip', 'install', '--no-index', '--disable-pip-version-check', '--target', target, folder], { cwd: appRoot });
+    const pip = ['-m', 'pip', 'install', '--no-index', '--disable-pip-version-check'];
+    const installed = await outcome(PYTHON, [...pip, '--target', target, folder], { cwd: appRoot });
     expect(installed.code, installed.output).toBe(0);
 
     const { version } = JSON.parse(await readFile(join(appRoot, 'openapi.json'), 'utf8')).info;
