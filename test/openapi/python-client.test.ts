@@ -38,24 +38,28 @@ describe('the Python client (clients/python)', () => {
     expect(checked.code, checked.output).toBe(0);
   });
 
-  it('installs with pip from its folder with no package index, as the same files and the API version', { timeout: 120_000 }, async () => {
-    const target = await mkdtemp(join(tmpdir(), 'lms-python-'));
-    temporary.push(target);
-    const pip = ['-m', 'pip', 'install', '--no-index', '--disable-pip-version-check'];
-    const installed = await outcome(PYTHON, [...pip, '--target', target, folder], { cwd: appRoot });
-    expect(installed.code, installed.output).toBe(0);
+  it(
+    'installs with pip from its folder, with no package index and no build isolation, as the same files and the API version',
+    { timeout: 120_000 },
+    async () => {
+      const target = await mkdtemp(join(tmpdir(), 'lms-python-'));
+      temporary.push(target);
+      const pip = ['-m', 'pip', 'install', '--no-index', '--no-build-isolation', '--disable-pip-version-check'];
+      const installed = await outcome(PYTHON, [...pip, '--target', target, folder], { cwd: appRoot });
+      expect(installed.code, installed.output).toBe(0);
 
-    const { version } = JSON.parse(await readFile(join(appRoot, 'openapi.json'), 'utf8')).info;
-    const metadata = await readFile(join(target, `lms_platform_api-${version}.dist-info`, 'METADATA'), 'utf8');
-    expect(metadata).toContain(`\nVersion: ${version}\n`);
-    const sources = (await readdir(join(folder, 'lms_platform_api'))).filter((name) => name !== '__pycache__').sort();
-    const copies = (await readdir(join(target, 'lms_platform_api'))).filter((name) => name !== '__pycache__').sort();
-    expect(copies).toEqual(sources);
-    expect(copies).toContain('py.typed');
-    for (const name of sources) {
-      expect(await readFile(join(target, 'lms_platform_api', name), 'utf8'), name).toBe(await readFile(join(folder, 'lms_platform_api', name), 'utf8'));
-    }
-  });
+      const { version } = JSON.parse(await readFile(join(appRoot, 'openapi.json'), 'utf8')).info;
+      const metadata = await readFile(join(target, `lms_platform_api-${version}.dist-info`, 'METADATA'), 'utf8');
+      expect(metadata).toContain(`\nVersion: ${version}\n`);
+      const sources = (await readdir(join(folder, 'lms_platform_api'))).filter((name) => name !== '__pycache__').sort();
+      const copies = (await readdir(join(target, 'lms_platform_api'))).filter((name) => name !== '__pycache__').sort();
+      expect(copies).toEqual(sources);
+      expect(copies).toContain('py.typed');
+      for (const name of sources) {
+        expect(await readFile(join(target, 'lms_platform_api', name), 'utf8'), name).toBe(await readFile(join(folder, 'lms_platform_api', name), 'utf8'));
+      }
+    },
+  );
 
   it('type-checks under pyright for Python 3.9, strict for the package', { timeout: 120_000 }, async () => {
     const checked = await outcome(join(appRoot, 'node_modules', '.bin', 'pyright'), ['-p', folder], { cwd: folder });

@@ -19,8 +19,11 @@ from pathlib import Path
 
 try:
     import tomllib
-except ImportError:  # Python 3.9 and 3.10: pyproject.toml's build requirements bring tomli.
-    import tomli as tomllib  # pyright: ignore[reportMissingImports]
+except ImportError:  # Python 3.9 and 3.10: pip brings tomli for an isolated build (pyproject.toml asks for it) ...
+    try:
+        import tomli as tomllib  # pyright: ignore[reportMissingImports]
+    except ImportError:  # ... and a build without isolation, offline, runs where pip is, with its own copy of tomli.
+        from pip._vendor import tomli as tomllib  # pyright: ignore[reportMissingImports]
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "lms_platform_api"
