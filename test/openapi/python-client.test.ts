@@ -66,7 +66,7 @@ describe('the Python client (clients/python)', () => {
     expect(checked.code, checked.output).toBe(0);
   });
 
-  it('passes its unittest suite against the local stack', { timeout: 300_000 }, async () => {
+  it('passes its unittest suite against the local stack', { timeout: 600_000 }, async () => {
     const env = {
       ...process.env,
       PYTHONDONTWRITEBYTECODE: '1',
