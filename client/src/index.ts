@@ -1,11 +1,14 @@
 /**
  * A typed client for the LMS Platform API: openapi-fetch over the types that openapi-typescript
  * generates from the API's OpenAPI document into schema.ts. Every path, parameter, body and answer is
- * typed from the document; this file adds the token, paging through `Link`, and errors as
- * LmsApiError.
+ * typed from the document; this file adds the token, default headers, safe retries, paging through
+ * `Link`, errors as LmsApiError, and webhook verification.
  */
 import createClient, { type Client, type ClientOptions, type ClientPathsWithMethod, type MaybeOptionalInit, type Middleware } from 'openapi-fetch';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import type { components, paths } from './schema.js';
+
+export { WebhookVerificationError };
 
 export type { components, paths };
 export type Project = components['schemas']['Project'];
@@ -82,6 +85,12 @@ export interface LmsClientOptions {
   baseUrl: string;
   /** An access token for the API, or a function giving one per request (MSAL's `acquireTokenSilent`, say). */
   token: string | (() => string | Promise<string>);
+  /** Headers sent with every request: `{ 'Accept-Language': 'ja' }` for messages in Japanese. */
+  headers?: Record<string, string>;
+  /** How many times a 429, a 503 or a connection failure is retried (3 by default; 0 for never). */
+  maxRetries?: number;
+  /** The longest wait before a retry, in ms (30 s by default): an answer whose `Retry-After` asks for longer is returned as it is. */
+  maxRetryDelayMs?: number;
   /** Another fetch (a proxy, a test double); globalThis.fetch by default. */
   fetch?: ClientOptions['fetch'];
 }
@@ -98,11 +107,75 @@ function sendTo(url: string): Middleware {
   return { onRequest: ({ request }) => new Request(url, request) };
 }
 
-export function createLmsClient({ baseUrl, token, fetch }: LmsClientOptions): LmsClient {
-  const client = createClient<paths>({ baseUrl, ...(fetch ? { fetch } : {}) });
+/** The paths whose POST honours `Idempotency-Key`: the creates. */
+type PostHeaders<P extends keyof paths> = paths[P] extends { post: { parameters: { header?: infer Header } } } ? NonNullable<Header> : never;
+export type CreatePath = {
+  [P in keyof paths]: [PostHeaders<P>] extends [never] ? never : 'Idempotency-Key' extends keyof PostHeaders<P> ? P : never;
+}[keyof paths];
+// Every create, no more and no fewer: the type checker holds this list to the document.
+const CREATES: Record<CreatePath, true> = { '/projects': true, '/tasks': true, '/webhooks': true };
+
+/** The status codes that say the API did not do it, so any request may be sent again. */
+const RETRIED_STATUSES = new Set([429, 503]);
+/** Requests that may be sent again after an answer was lost: repeating them changes nothing more. */
+const REPEATABLE_METHODS = new Set(['GET', 'HEAD', 'PUT', 'DELETE']);
+/** Node's codes for a connection that was never made: the request was not sent. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * A fetch that retries: a 429 or 503 (the API did not do it) for any request, after the wait its
+ * `Retry-After` asks for; a connection failure for a request that was never sent, or whose repeat is
+ * harmless (GET, PUT, DELETE, and creates, which carry an `Idempotency-Key`). Waits without a
+ * `Retry-After` grow from half a second. Any other answer or failure is returned or thrown at once.
+ */
+function retrying(send: (request: Request) => Promise<Response>, maxRetries: number, maxRetryDelayMs: number) {
+  return async (request: Request): Promise<Response> => {
+    const repeatable = REPEATABLE_METHODS.has(request.method) || request.headers.has('Idempotency-Key');
+    for (let attempt = 0; ; attempt++) {
+      const backoff = Math.min(maxRetryDelayMs, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
+      let response: Response;
+      try {
+        response = await send(request.clone());
+      } catch (error) {
+        if (attempt >= maxRetries || request.signal.aborted || !(repeatable || notConnected(error))) throw error;
+        await sleep(backoff);
+        continue;
+      }
+      if (!RETRIED_STATUSES.has(response.status) || attempt >= maxRetries) return response;
+      const delay = retryAfterMs(response.headers) ?? backoff;
+      if (delay > maxRetryDelayMs) return response;
+      await response.body?.cancel();
+      await sleep(delay);
+    }
+  };
+}
+
+function notConnected(error: unknown): boolean {
+  const code = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+  return typeof code === 'string' && NOT_CONNECTED.has(code);
+}
+
+/** `Retry-After` in ms: a number of seconds, or an HTTP date. */
+function retryAfterMs(headers: Headers): number | undefined {
+  const value = headers.get('retry-after')?.trim();
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function createLmsClient({ baseUrl, token, headers, maxRetries = 3, maxRetryDelayMs = 30_000, fetch }: LmsClientOptions): LmsClient {
+  const send = fetch ?? ((request: Request) => globalThis.fetch(request));
+  const client = createClient<paths>({ baseUrl, ...(headers ? { headers } : {}), fetch: retrying(send, maxRetries, maxRetryDelayMs) });
   client.use({
-    async onRequest({ request }) {
+    async onRequest({ request, schemaPath }) {
       request.headers.set('Authorization', `Bearer ${typeof token === 'string' ? token : await token()}`);
+      // A key of the client's own makes the create safe to retry: the API answers a repeat with the first result.
+      if (request.method === 'POST' && schemaPath in CREATES && !request.headers.has('Idempotency-Key')) {
+        request.headers.set('Idempotency-Key', crypto.randomUUID());
+      }
       return request;
     },
   });
@@ -126,4 +199,25 @@ export function createLmsClient({ baseUrl, token, fetch }: LmsClientOptions): Lm
   }
 
   return Object.assign(client, { pages, all });
+}
+
+/** A delivery's body: the event, as docs/webhooks.md lists them. */
+export interface WebhookEvent {
+  type: components['schemas']['Webhook']['events'][number];
+  /** When the change was made, ISO 8601. */
+  timestamp: string;
+  /** The resource after the change (`{ id, … }` for a delete). */
+  data: Record<string, unknown>;
+}
+
+/**
+ * The event a webhook delivery carries, once its signature is checked as the Standard Webhooks
+ * specification says (HMAC-SHA256; any one of several signatures after a rotation; a timestamp within
+ * 5 minutes of now), by the `standardwebhooks` library. Throws WebhookVerificationError otherwise.
+ * `body` is the raw body as received, before any JSON parsing.
+ */
+export function verifyWebhook(secret: string, headers: Headers | Record<string, string | string[] | undefined>, body: string): WebhookEvent {
+  const entries = headers instanceof Headers ? [...headers.entries()] : Object.entries(headers);
+  const named = Object.fromEntries(entries.flatMap(([name, value]) => (value === undefined ? [] : [[name, Array.isArray(value) ? value.join(' ') : value]])));
+  return new Webhook(secret).verify(body, named) as WebhookEvent;
 }

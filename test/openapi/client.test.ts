@@ -8,8 +8,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createLmsClient, LmsApiError, unwrap, type ListPath, type Project } from '@lms-platform/api-client';
-import { describe, expect, expectTypeOf, it } from 'vitest';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  createLmsClient,
+  LmsApiError,
+  unwrap,
+  verifyWebhook,
+  WebhookVerificationError,
+  type CreatePath,
+  type ListPath,
+  type Project,
+} from '@lms-platform/api-client';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { startWebhookReceiver, type ReceivedDelivery } from '../../local/webhook-receiver.js';
+import { startSmallServer, type SmallServer } from '../support/small-server.js';
 import { stack, token, uniqueEmail } from '../support/stack.js';
 
 const run = promisify(execFile);
@@ -107,5 +119,140 @@ describe('the client package (@lms-platform/api-client)', () => {
     const refused = await lms.all('/projects', { params: { query: { limit: 500 } } }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(LmsApiError);
     expect(refused).toMatchObject({ status: 400, error: 'Bad Request', details: [{ path: expect.stringContaining('limit') }] });
+  });
+});
+
+/** What a server of the test's own between the client and the API does with the n-th request (from 0). */
+type Step = { answer: number; headers?: Record<string, string>; body?: string } | 'forward' | 'drop' | 'cut';
+interface Seen {
+  method: string;
+  headers: IncomingMessage['headers'];
+  at: number;
+}
+const servers: SmallServer[] = [];
+
+afterEach(async () => {
+  for (const server of servers.splice(0)) await server.close();
+});
+
+/**
+ * A real HTTP server that answers as `plan` says: an answer of its own, the API's answer ('forward'),
+ * the request passed to the API and the connection closed unanswered ('drop': the answer lost after
+ * the API acted), or the connection closed at once ('cut').
+ */
+async function between(plan: (index: number) => Step): Promise<{ baseUrl: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const apiOrigin = new URL(stack.apiBaseUrl).origin;
+  const server = await startSmallServer((request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const step = plan(seen.push({ method: request.method ?? '', headers: request.headers, at: Date.now() }) - 1);
+      if (step === 'cut') return void request.socket.destroy();
+      if (typeof step === 'object') return void response.writeHead(step.answer, step.headers).end(step.body ?? '');
+      const headers = Object.fromEntries(
+        Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
+      ) as Record<string, string>;
+      const body = chunks.length ? Buffer.concat(chunks) : undefined;
+      void fetch(`${apiOrigin}${request.url}`, { method: request.method, headers, body }).then(async (answer) => {
+        const text = await answer.text();
+        if (step === 'drop') return void request.socket.destroy();
+        const passed = [...answer.headers].filter(([name]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(name));
+        response.writeHead(answer.status, Object.fromEntries(passed)).end(text);
+      });
+    });
+  });
+  servers.push(server);
+  return { baseUrl: `${server.url}/api`, seen };
+}
+
+const unavailable = { answer: 503, headers: { 'content-type': 'application/json' }, body: '{"error":"Service Unavailable","message":"Busy.","status":503}' };
+const admin = () => token({ roles: ['LMS.Admin'] });
+const ownedBy = async (owner: string) => (await lms.all('/projects', { params: { query: { owner } } })).map((project) => project.id);
+
+describe('the client package: retries, default headers and webhooks', () => {
+  it('knows the creates, which honour Idempotency-Key, from the document', () => {
+    expectTypeOf<CreatePath>().toEqualTypeOf<'/projects' | '/tasks' | '/webhooks'>();
+  });
+
+  it('retries a 503 after the wait its Retry-After asks for, with the Idempotency-Key it made, and creates one project', async () => {
+    const { baseUrl, seen } = await between((index) => (index === 0 ? { ...unavailable, headers: { ...unavailable.headers, 'retry-after': '1' } } : 'forward'));
+    const owner = uniqueEmail('client-503');
+    const created = unwrap(await createLmsClient({ baseUrl, token: admin }).POST('/projects', { body: { name: 'After a 503', owner } }));
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(1000);
+    expect(seen[0]!.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seen[1]!.headers['idempotency-key']).toBe(seen[0]!.headers['idempotency-key']);
+    expect(await ownedBy(owner)).toEqual([created.id]);
+  });
+
+  it('sends a create whose answer was lost again with the same key: the API replays it, and one project exists', async () => {
+    const { baseUrl, seen } = await between((index) => (index === 0 ? 'drop' : 'forward'));
+    const owner = uniqueEmail('client-lost');
+    const created = await createLmsClient({ baseUrl, token: admin }).POST('/projects', { body: { name: 'Answer lost once', owner } });
+    expect(created.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(new Set(seen.map((request) => request.headers['idempotency-key'])).size).toBe(1);
+    expect(await ownedBy(owner)).toEqual([unwrap(created).id]);
+  });
+
+  it('retries a 429 and a read whose connection was cut, a bounded number of times', async () => {
+    const throttled = await between((index) => (index === 0 ? { answer: 429, headers: { 'retry-after': '0' } } : 'forward'));
+    expect((await createLmsClient({ baseUrl: throttled.baseUrl, token: admin }).GET('/users/me')).response.status).toBe(200);
+    expect(throttled.seen).toHaveLength(2);
+    const cut = await between((index) => (index === 0 ? 'cut' : 'forward'));
+    expect((await createLmsClient({ baseUrl: cut.baseUrl, token: admin }).GET('/users/me')).response.status).toBe(200);
+    expect(cut.seen).toHaveLength(2);
+
+    const down = await between(() => ({ ...unavailable, headers: { ...unavailable.headers, 'retry-after': '0' } }));
+    const failed = await createLmsClient({ baseUrl: down.baseUrl, token: admin, maxRetries: 2 }).GET('/users/me');
+    expect(() => unwrap(failed)).toThrow(expect.objectContaining({ status: 503, message: 'Busy.' }));
+    expect(down.seen).toHaveLength(3);
+  });
+
+  it('never retries other errors, a wait longer than maxRetryDelayMs, or a POST without a key whose answer was lost', async () => {
+    const broken = await between(() => ({ answer: 500, body: 'Oops' }));
+    expect((await createLmsClient({ baseUrl: broken.baseUrl, token: admin }).GET('/users/me')).response.status).toBe(500);
+    expect(broken.seen).toHaveLength(1);
+    const later = await between(() => ({ answer: 503, headers: { 'retry-after': '120' } }));
+    expect((await createLmsClient({ baseUrl: later.baseUrl, token: admin, maxRetryDelayMs: 5_000 }).GET('/users/me')).response.status).toBe(503);
+    expect(later.seen).toHaveLength(1);
+    const cut = await between(() => 'cut');
+    const cancel = createLmsClient({ baseUrl: cut.baseUrl, token: admin }).POST('/rag/jobs/{jobId}/cancel', {
+      params: { path: { jobId: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' } },
+    });
+    await expect(cancel).rejects.toThrow(TypeError);
+    expect(cut.seen.map((request) => [request.method, request.headers['idempotency-key']])).toEqual([['POST', undefined]]);
+  });
+
+  it('sends its default headers with every request: Accept-Language for messages in Japanese', async () => {
+    const japanese = createLmsClient({ baseUrl: stack.apiBaseUrl, token: admin, headers: { 'Accept-Language': 'ja' } });
+    const missing = await japanese.GET('/projects/{projectId}', { params: { path: { projectId: 'PRJ-999999' } } });
+    expect(missing.error).toMatchObject({ status: 404, message: 'プロジェクト PRJ-999999 は存在しません。' });
+  });
+
+  // Deadlines for a loaded machine, where the shared stack's queue may be slow: this is no speed test.
+  it('verifies a real delivery with verifyWebhook, refuses a tampered one, and accepts either secret after a rotation', { timeout: 300_000 }, async () => {
+    const receiver = await startWebhookReceiver();
+    const path = { webhookId: '' };
+    try {
+      const subscription = unwrap(await lms.POST('/webhooks', { body: { url: receiver.url, events: ['project.created'] } }));
+      path.webhookId = subscription.id;
+      const project = unwrap(await lms.POST('/projects', { body: { name: 'Verified in TypeScript', owner: uniqueEmail('client-hook') } }));
+      const about = (delivery: ReceivedDelivery) => delivery.body.includes(project.id);
+      const [delivery] = (await receiver.waitFor((received) => received.some(about), 120_000)).filter(about);
+      const headers = new Headers(delivery!.headers as Record<string, string>);
+      expect(verifyWebhook(subscription.secret, headers, delivery!.body)).toEqual({ type: 'project.created', timestamp: expect.any(String), data: project });
+      expect(() => verifyWebhook(subscription.secret, headers, delivery!.body.replace('Verified in', 'Forged in'))).toThrow(WebhookVerificationError);
+
+      const rotated = unwrap(await lms.POST('/webhooks/{webhookId}/rotate-secret', { params: { path } }));
+      unwrap(await lms.POST('/webhooks/{webhookId}/ping', { params: { path } }));
+      const isPing = (received: ReceivedDelivery) => received.body.includes('"webhook.ping"');
+      const [ping] = (await receiver.waitFor((received) => received.some(isPing), 120_000)).filter(isPing);
+      for (const secret of [subscription.secret, rotated.secret])
+        expect(verifyWebhook(secret, ping!.headers as Record<string, string>, ping!.body).type).toBe('webhook.ping');
+    } finally {
+      if (path.webhookId) await lms.DELETE('/webhooks/{webhookId}', { params: { path } });
+      await receiver.close();
+    }
   });
 });

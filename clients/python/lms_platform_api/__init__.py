@@ -1,0 +1,19 @@
+"""
+A client for the LMS Platform API, on the standard library alone.
+
+    from lms_platform_api import LmsClient, LmsApiError, verify_webhook
+
+    lms = LmsClient("https://<app>.azurewebsites.net/api", token=get_token)
+    project = lms.projects.create(name="Onboarding 2027")
+    for active in lms.projects.list(status="Active"):
+        ...
+"""
+
+from ._client import LmsClient
+from ._errors import LmsApiError
+from ._resources import Event, Pager, Resource
+from ._webhooks import WebhookVerificationError, verify_webhook
+from .schema import API_VERSION
+
+__version__ = API_VERSION
+__all__ = ["API_VERSION", "Event", "LmsApiError", "LmsClient", "Pager", "Resource", "WebhookVerificationError", "verify_webhook"]

@@ -1,0 +1,143 @@
+"""The client against the running API: resources, paging, errors, languages, tenants."""
+
+from __future__ import annotations
+
+import unittest
+from typing import Optional, Tuple
+
+from lms_platform_api import LmsApiError, LmsClient, Resource
+from lms_platform_api.schema import RagJob
+
+from .support import api_base_url, client, token, unique_email, wait_for
+
+
+class ProjectsTest(unittest.TestCase):
+    def test_create_get_update_with_if_match_and_delete(self) -> None:
+        lms = client()
+        owner = unique_email("python")
+        created = lms.projects.create(name="Onboarding", description="Made from Python", owner=owner)
+        self.assertIsInstance(created, Resource)
+        self.assertEqual((created["name"], created["description"], created["owner"], created["status"]), ("Onboarding", "Made from Python", owner, "Active"))
+        self.assertTrue(created.etag)
+        self.assertTrue(created.headers["Location"].endswith(f"/projects/{created['id']}"))
+
+        read = lms.projects.get(created["id"])
+        self.assertEqual(read, created)
+        self.assertEqual(read.etag, created.etag)
+        self.assertIsNone(lms.projects.get(created["id"], if_none_match=read.etag))
+
+        updated = lms.projects.update(created["id"], {"status": "OnHold"}, if_match=read.etag)
+        self.assertEqual(updated["status"], "OnHold")
+        self.assertNotEqual(updated.etag, read.etag)
+
+        with self.assertRaises(LmsApiError) as stale:
+            lms.projects.update(created["id"], {"name": "Too late"}, if_match=read.etag)
+        self.assertEqual((stale.exception.status, stale.exception.error), (412, "Precondition Failed"))
+        self.assertEqual(stale.exception.request_id, stale.exception.headers["X-Request-Id"])
+
+        lms.projects.delete(created["id"], if_match=updated.etag)
+        with self.assertRaises(LmsApiError) as gone:
+            lms.projects.get(created["id"])
+        self.assertEqual(gone.exception.status, 404)
+
+    def test_list_follows_link_across_pages_lazily(self) -> None:
+        lms = client()
+        owner = unique_email("python-paging")
+        made = [lms.projects.create(name=f"Paged {n}", owner=owner) for n in range(1, 6)]
+
+        pages = list(lms.projects.list(owner=owner, sort="createdAt", limit=2).pages())
+        self.assertEqual([[project["name"] for project in page] for page in pages], [["Paged 1", "Paged 2"], ["Paged 3", "Paged 4"], ["Paged 5"]])
+        self.assertEqual(list(lms.projects.list(owner=owner, sort="createdAt", limit=2)), [dict(project) for project in made])
+
+        # Lazily: taking the first item reads one page, so a 400 in the query surfaces only on iteration.
+        listing = lms.projects.list(limit=500)
+        with self.assertRaises(LmsApiError) as refused:
+            next(iter(listing))
+        self.assertEqual(refused.exception.status, 400)
+        self.assertIn("limit", refused.exception.details[0]["path"])  # type: ignore[index]
+
+    def test_tasks_in_a_project(self) -> None:
+        lms = client()
+        project = lms.projects.create(name="With tasks", owner=unique_email("python-tasks"))
+        task = lms.tasks.create(project_id=project["id"], title="Record the welcome video", priority="High", due_date="2027-01-15")
+        self.assertEqual((task["projectId"], task["priority"], task["dueDate"], task["status"]), (project["id"], "High", "2027-01-15", "Todo"))
+        done = lms.tasks.update(task["id"], {"status": "Done", "dueDate": None}, if_match=task.etag)
+        self.assertEqual((done["status"], done["dueDate"]), ("Done", None))
+        self.assertEqual([listed["id"] for listed in lms.tasks.list(project_id=project["id"])], [task["id"]])
+        lms.tasks.delete(task["id"])
+        self.assertEqual(list(lms.tasks.list(project_id=project["id"])), [])
+
+
+class ErrorsTest(unittest.TestCase):
+    def test_an_error_answer_is_raised_with_its_fields_in_english(self) -> None:
+        with self.assertRaises(LmsApiError) as missing:
+            client().projects.get("PRJ-999999")
+        error = missing.exception
+        self.assertEqual((error.status, error.error, error.message), (404, "Not Found", "Project PRJ-999999 does not exist."))
+        self.assertTrue(error.request_id)
+        self.assertEqual(error.body["requestId"], error.request_id)
+        self.assertIn("404 Not Found: Project PRJ-999999 does not exist.", str(error))
+
+    def test_default_headers_bring_messages_in_japanese(self) -> None:
+        lms = client(headers={"Accept-Language": "ja"})
+        with self.assertRaises(LmsApiError) as missing:
+            lms.projects.get("PRJ-999999")
+        self.assertEqual(missing.exception.message, "プロジェクト PRJ-999999 は存在しません。")
+        with self.assertRaises(LmsApiError) as invalid:
+            lms.projects.create(name="")
+        self.assertEqual((invalid.exception.status, invalid.exception.message), (400, "リクエストが正しくありません。details を確認してください。"))
+        self.assertEqual(invalid.exception.details[0]["path"], "name")  # type: ignore[index]
+
+    def test_a_role_without_the_permission_is_refused(self) -> None:
+        with self.assertRaises(LmsApiError) as refused:
+            client(role="LMS.Reader").projects.create(name="Not mine to make")
+        self.assertEqual(refused.exception.status, 403)
+
+
+class TenantsTest(unittest.TestCase):
+    def test_the_second_local_tenant_sees_nothing_of_the_first(self) -> None:
+        owner = unique_email("python-tenant")
+        project = client().projects.create(name="Home only", owner=owner)
+        neighbour = client(tenant="other")
+        self.assertEqual(list(neighbour.projects.list(owner=owner)), [])
+        with self.assertRaises(LmsApiError) as hidden:
+            neighbour.projects.get(project["id"])
+        self.assertEqual(hidden.exception.status, 404)
+        with self.assertRaises(LmsApiError):
+            neighbour.projects.delete(project["id"])
+        self.assertEqual(client().projects.get(project["id"])["name"], "Home only")
+
+
+class UsersAndRagTest(unittest.TestCase):
+    def test_me_is_the_caller_and_is_listed(self) -> None:
+        lms = client()
+        me = lms.users.me()
+        self.assertEqual(me["email"], "python-client@contoso.test")
+        self.assertIn(me["id"], [user["id"] for user in lms.users.list()])
+
+    def test_a_rebuild_is_followed_to_its_end(self) -> None:
+        # In the second tenant, whose RAG job other tests may hold or cancel: the first tenant's belong to the RAG tests.
+        lms = client(tenant="other")
+        project = lms.projects.create(name="Indexed from Python", owner=unique_email("python-rag"))
+        started, ended = wait_for(lambda: _rebuilt(lms, project["id"]), timeout=180, what="a rebuild of the tenant's own to succeed")
+        self.assertEqual(started.headers["Location"].rsplit("/", 1)[-1], started["jobId"])
+        self.assertEqual((ended["status"], ended["projectIds"], ended["counts"]["sources"]), ("Succeeded", [project["id"]], 1))  # type: ignore[index]
+        self.assertIn(started["jobId"], [job["jobId"] for job in lms.rag.jobs.list(limit=50)])
+
+
+def _rebuilt(lms: LmsClient, project_id: str) -> Optional[Tuple[Resource[RagJob], Resource[RagJob]]]:
+    """A rebuild started and followed to Succeeded; None when another test's job stood in the way (409) or cancelled this one."""
+    try:
+        started = lms.rag.rebuild(project_ids=[project_id])
+    except LmsApiError as busy:
+        if busy.status != 409:
+            raise
+        lms.rag.jobs.wait(busy.body["activeJobId"], timeout=120, interval=0.2)
+        return None
+    ended = lms.rag.jobs.wait(started["jobId"], timeout=120, interval=0.2)
+    return (started, ended) if ended["status"] == "Succeeded" else None
+
+
+class TokensTest(unittest.TestCase):
+    def test_a_token_given_as_a_string_is_sent_as_it_is(self) -> None:
+        self.assertEqual(LmsClient(api_base_url(), token=token(role="LMS.Reader")).users.me()["roles"], ["LMS.Reader"])
