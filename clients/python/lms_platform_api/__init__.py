@@ -11,9 +11,9 @@ A client for the LMS Platform API, on the standard library alone.
 
 from ._client import LmsClient
 from ._errors import LmsApiError
-from ._resources import Event, Pager, Resource
+from ._resources import Pager, Resource
 from ._webhooks import WebhookVerificationError, verify_webhook
-from .schema import API_VERSION
+from .schema import API_VERSION, Event
 
 __version__ = API_VERSION
 __all__ = ["API_VERSION", "Event", "LmsApiError", "LmsClient", "Pager", "Resource", "WebhookVerificationError", "verify_webhook"]

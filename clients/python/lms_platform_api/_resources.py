@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, TypedDict, TypeVar, Union, overload
+from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, TypeVar, Union, overload
 
 from ._transport import Answer, Transport
 from .schema import (
     CreateWebhookRequestEvent,
+    Event,
     DocsFilesGetFile,
     OpenApiDocument,
     Project,
@@ -299,27 +300,25 @@ class Webhooks(_Resource):
         return Resource(self._transport.call("webhooksRotateSecret", path={"webhookId": webhook_id}))
 
 
-class Event(TypedDict):
-    """An event as `GET /events` lists it (until openapi.json describes it and schema.py has its own)."""
-
-    id: str
-    type: str
-    #: When the change was made, ISO 8601.
-    timestamp: str
-    data: Dict[str, Any]
-
-
 class Events(_Resource):
     def list(
         self,
         *,
-        type: Optional[str] = None,
+        type: Optional[CreateWebhookRequestEvent] = None,
         since: Union[datetime, str, None] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
     ) -> Pager[Event]:
-        """eventsList: the tenant's events, newest first; `type` one event type, `since` a time (an aware datetime or ISO 8601)."""
+        """eventsList: the tenant's events of the last 7 days, newest first; `type` one event type, `since` a time (an aware datetime or ISO 8601)."""
         return Pager(self._transport, "eventsList", {"type": type, "since": _iso_time(since), "limit": limit, "cursor": cursor})
+
+    @overload
+    def get(self, event_id: str) -> Resource[Event]: ...
+    @overload
+    def get(self, event_id: str, *, if_none_match: Optional[str]) -> Optional[Resource[Event]]: ...
+    def get(self, event_id: str, *, if_none_match: Optional[str] = None) -> Optional[Resource[Event]]:
+        """eventsGet: one event, as its webhook body with its id."""
+        return _read(self._transport, "eventsGet", {"eventId": event_id}, if_none_match)
 
 
 class Docs(_Resource):

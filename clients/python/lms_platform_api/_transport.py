@@ -32,8 +32,6 @@ TokenProvider = Union[str, Callable[[], str]]
 
 RETRIED_STATUSES = (429, 503)
 REPEATABLE_METHODS = ("GET", "HEAD", "PUT", "DELETE")
-# Operations the API is gaining, reachable before openapi.json has them; a generated entry replaces each.
-FORTHCOMING_OPERATIONS = {"eventsList": Operation("GET", "/events", False)}
 
 
 class Answer(NamedTuple):
@@ -87,7 +85,7 @@ class Transport:
         accept_not_modified: bool = False,
     ) -> Answer:
         """Sends an operation and returns its answer; raises LmsApiError for one that is not 2xx."""
-        operation = OPERATIONS.get(operation_id) or FORTHCOMING_OPERATIONS[operation_id]
+        operation = OPERATIONS[operation_id]
         target = urllib.parse.urljoin(self.base_url + "/", url) if url else self._url(operation, path or {}, query or {})
         request_headers = {**self.headers, **{name: value for name, value in (headers or {}).items() if value is not None}}
         if operation.idempotency_key and not _has_header(request_headers, "Idempotency-Key"):

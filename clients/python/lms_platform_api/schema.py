@@ -10,13 +10,13 @@ from typing import Any, Literal, NamedTuple, Optional, TypedDict
 #: The version of the API this package describes: the document's `info.version`, and the package's.
 API_VERSION = "1.0.0"
 
+EventType = Literal["project.created", "project.updated", "project.deleted", "task.created", "task.updated", "task.deleted", "rag.job.succeeded", "rag.job.failed", "webhook.ping"]
 ProjectStatus = Literal["Planning", "Active", "OnHold", "Completed", "Archived"]
 RagJobStatus = Literal["Queued", "Running", "Succeeded", "Failed", "Cancelled"]
 RagJobMode = Literal["incremental", "full"]
 TaskStatus = Literal["Todo", "InProgress", "Blocked", "Done"]
 TaskPriority = Literal["Low", "Medium", "High", "Urgent"]
 UserRole = Literal["LMS.Reader", "LMS.Member", "LMS.Manager", "LMS.Admin"]
-WebhookEvent = Literal["project.created", "project.updated", "project.deleted", "task.created", "task.updated", "task.deleted", "rag.job.succeeded", "rag.job.failed", "webhook.ping"]
 WebhookDeliveryStatus = Literal["Pending", "Succeeded", "Failed"]
 CreateWebhookRequestEvent = Literal["project.created", "project.updated", "project.deleted", "task.created", "task.updated", "task.deleted", "rag.job.succeeded", "rag.job.failed"]
 ProjectsListSort = Literal["createdAt", "-createdAt", "name", "-name"]
@@ -39,6 +39,15 @@ class _ErrorRequired(TypedDict):
 class Error(_ErrorRequired, total=False):
     requestId: str
     details: list[ErrorDetail]
+
+
+class Event(TypedDict):
+    type: EventType
+    #: ISO 8601 UTC timestamp with milliseconds
+    timestamp: str
+    data: dict[str, Any]
+    #: The `webhook-id` every delivery of this event carries: the key to de-duplicate on
+    id: str
 
 
 class OpenApiDocumentInfo(TypedDict):
@@ -140,7 +149,7 @@ class User(TypedDict):
 class Webhook(TypedDict):
     id: str
     url: str
-    events: list[WebhookEvent]
+    events: list[EventType]
     description: str
     active: bool
     #: Why the API turned the subscription off, while `active` is false because of it
@@ -155,7 +164,7 @@ class WebhookDelivery(TypedDict):
     id: str
     #: The `webhook-id` every attempt of this delivery carries
     eventId: str
-    type: WebhookEvent
+    type: EventType
     status: WebhookDeliveryStatus
     attempts: int
     lastStatusCode: Optional[int]
@@ -168,7 +177,7 @@ class WebhookDelivery(TypedDict):
 class WebhookWithSecret(TypedDict):
     id: str
     url: str
-    events: list[WebhookEvent]
+    events: list[EventType]
     description: str
     active: bool
     #: Why the API turned the subscription off, while `active` is false because of it
@@ -252,6 +261,8 @@ class Operation(NamedTuple):
 
 #: Every operation of the document, by operation id.
 OPERATIONS: dict[str, Operation] = {
+    "eventsList": Operation("GET", "/events", False),
+    "eventsGet": Operation("GET", "/events/{eventId}", False),
     "projectsList": Operation("GET", "/projects", False),
     "projectsCreate": Operation("POST", "/projects", True),
     "projectsGet": Operation("GET", "/projects/{projectId}", False),
