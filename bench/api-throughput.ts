@@ -12,10 +12,12 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
 import { appRoot, startHostProcess, startStack, type LocalStack } from '../local/stack.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../local/webhook-receiver.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 import type { InProcessCosts } from './in-process.js';
 
 const DURATION_SECONDS = 10;
+const RELAYED_EVENTS = 100;
 const WARM_UP_SECONDS = 2;
 /** The measured seconds of each side, in this many turns. */
 const SLICES = 5;
@@ -42,6 +44,8 @@ export interface Throughput {
   functionsLayerRatio: number;
   /** The API over the floor's work as a function: what the app's own code leaves. */
   appCodeRatio: number;
+  /** The floor's work as a function's CPU per request over the API's: the API's CPU efficiency against it. */
+  appCpuRatio: number | undefined;
 }
 
 export interface Memory {
@@ -53,6 +57,8 @@ export interface OperationCost {
   operation: string;
   databaseRequests: number;
   requestCharge: number;
+  /** The relay's reads of the change feed, for its rows. */
+  changeFeedReads?: number;
 }
 
 export interface Target {
@@ -60,6 +66,8 @@ export interface Target {
   method: 'GET' | 'POST';
   path: string;
   body?: string;
+  /** Runs before the target is measured (a subscription made), and its result after (the subscription removed). */
+  around?: () => Promise<() => Promise<unknown>>;
 }
 
 /** A server under load: where to send requests, the Authorization header they carry, and the process that answers them. */
@@ -214,6 +222,15 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     servers.push(floor);
     const floorFunction = await startFloorFunction(stack, authorization);
     servers.push(floorFunction);
+    const receivers: WebhookReceiver[] = [];
+    /** Subscribes a receiver to project.created; answers how to unsubscribe. */
+    const subscribe = async () => {
+      const receiver = await startWebhookReceiver();
+      receivers.push(receiver);
+      const { body } = (await api('POST', '/webhooks', { url: receiver.url, events: ['project.created'] })) as { body: { id: string } };
+      return () => api('DELETE', `/webhooks/${body.id}`);
+    };
+    servers.push({ stop: () => Promise.all(receivers.map((receiver) => receiver.close())).then(() => undefined) });
     const api = (method: string, path: string, body?: unknown) =>
       fetch(`${stack.apiBaseUrl}${path}`, {
         method,
@@ -233,14 +250,36 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
       await run();
       return { operation, databaseRequests: cosmos.counts.requests - before.requests, requestCharge: cosmos.counts.requestCharge - before.requestCharge };
     };
+    /**
+     * What the change feed relay costs the database for each event it hands over, beside the create's
+     * own request: a hundred creates, counted until the database is quiet again (the relay's reads of
+     * the feed, idle polls included, and its leases are counted apart).
+     */
+    const relayCost = async (operation: string): Promise<OperationCost> => {
+      await databaseQuiet(cosmos.counts);
+      const before = { ...cosmos.counts };
+      for (let index = 0; index < RELAYED_EVENTS; index++) await api('POST', '/projects', { name: `Relayed ${index}` });
+      await databaseQuiet(cosmos.counts);
+      const per = (name: 'requests' | 'requestCharge' | 'changeFeedReads') => Math.round(((cosmos.counts[name] - before[name]) / RELAYED_EVENTS) * 100) / 100;
+      return {
+        operation,
+        databaseRequests: Math.round((per('requests') - 1) * 100) / 100,
+        requestCharge: Math.round((per('requestCharge') - 1) * 100) / 100,
+        changeFeedReads: per('changeFeedReads'),
+      };
+    };
     const costs = [
       await cost('GET /projects/{id}', () => api('GET', `/projects/${project.id}`)),
       await cost('GET /projects?limit=50', () => api('GET', '/projects?limit=50')),
-      await cost('POST /projects', () => api('POST', '/projects', { name: 'Costed' })),
+      await cost('POST /projects (its event in the same batch)', () => api('POST', '/projects', { name: 'Costed' })),
       await cost('PUT /projects/{id}', () => api('PUT', `/projects/${project.id}`, { description: 'Costed.' })),
       await cost('GET /tasks?projectId=…', () => api('GET', `/tasks?projectId=${project.id}`)),
       await cost('POST /tasks', () => api('POST', '/tasks', { projectId: project.id, title: 'Costed' })),
+      await relayCost('the relay, per event, no subscription'),
     ];
+    const unsubscribe = await subscribe();
+    costs.push(await relayCost('the relay, per event, one subscription (its delivery and attempt)'));
+    await unsubscribe();
 
     // Creates go last: they grow the data the reads would otherwise measure.
     const targets: Target[] = [
@@ -248,10 +287,13 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
       { name: 'GET /api/projects?limit=50', method: 'GET', path: '/projects?limit=50' },
       { name: 'GET /api/tasks?projectId=…', method: 'GET', path: `/tasks?projectId=${project.id}` },
       { name: 'POST /api/projects', method: 'POST', path: '/projects', body: JSON.stringify({ name: 'Load' }) },
+      { name: 'POST /api/projects, one subscription', method: 'POST', path: '/projects', body: JSON.stringify({ name: 'Load' }), around: subscribe },
     ];
     const throughput: Throughput[] = [];
     for (const target of targets) {
+      const after = await target.around?.();
       const [apiResult, floorFunctionResult, floorResult] = (await measureInTurns([host, floorFunction, floor], target)) as [Side, Side, Side];
+      await after?.();
       throughput.push({
         endpoint: target.name,
         api: apiResult,
@@ -261,6 +303,8 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
         p99Ratio: ratio(apiResult.p99Ms, Math.max(floorResult.p99Ms, 1)),
         functionsLayerRatio: ratio(floorFunctionResult.requestsPerSecond, floorResult.requestsPerSecond),
         appCodeRatio: ratio(apiResult.requestsPerSecond, floorFunctionResult.requestsPerSecond),
+        appCpuRatio:
+          apiResult.cpuPerRequestUs && floorFunctionResult.cpuPerRequestUs ? ratio(floorFunctionResult.cpuPerRequestUs, apiResult.cpuPerRequestUs) : undefined,
       });
     }
 

@@ -55,7 +55,8 @@ function printApi(api: Api): void {
       "floor's work as a function req/s": row.floorFunction.requestsPerSecond,
       'its CPU µs/req': row.floorFunction.cpuPerRequestUs ?? '–',
       'it / floor (the layer)': row.functionsLayerRatio,
-      "API / it (the app's code)": row.appCodeRatio,
+      'API / it, req/s (≥ 0.9)': row.appCodeRatio,
+      'it / API, CPU per request (≥ 0.9)': row.appCpuRatio ?? '–',
       'its errors': row.floorFunction.errors,
     })),
   );
@@ -69,7 +70,12 @@ function printApi(api: Api): void {
   console.table({ before: api.memory.rssMiB.before, 'after 50,000': api.memory.rssMiB.afterHalf, 'after 100,000': api.memory.rssMiB.afterAll });
   console.log('\nDatabase cost per operation, warm (the embedded store reports 1 RU per request; Azure reports the real charge)');
   console.table(
-    Object.fromEntries(api.costs.map((cost) => [cost.operation, { 'database requests': cost.databaseRequests, 'request charge (RU)': cost.requestCharge }])),
+    Object.fromEntries(
+      api.costs.map((cost) => [
+        cost.operation,
+        { 'database requests': cost.databaseRequests, 'request charge (RU)': cost.requestCharge, 'change feed reads': cost.changeFeedReads ?? '–' },
+      ]),
+    ),
   );
 }
 

@@ -202,14 +202,24 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
       })
     : undefined;
   // What the app costs the database: data requests and the request units they report, and apart from
-  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs).
-  // Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
-  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0 };
+  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs),
+  // and the change feed trigger's own traffic: its reads of the feed, and its leases, which it renews
+  // every few seconds whatever the app does. Patches are also counted on their own: the app sends them
+  // in the background (reserving ids ahead).
+  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0, leaseRequests: 0 };
   const serverOptions: ServerOptions = { cert: options.tls.cert, key: options.tls.key, keepAlive: true };
   const server = keepIdleConnectionsOpen(createServer(serverOptions, (request, response) => void serve(request, response)));
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     if (request.headers['x-ms-cosmos-is-query-plan-request']) {
       counts.queryPlans += 1;
+      return;
+    }
+    if (isChangeFeedRequest(request)) {
+      counts.changeFeedReads += 1;
+      return;
+    }
+    if (documentsPath(request)?.container === CONTAINERS.leases.id) {
+      counts.leaseRequests += 1;
       return;
     }
     counts.requests += 1;
