@@ -9,8 +9,8 @@ import { relayChanges } from '../shared/relay.js';
  * past the page: no change is ever skipped.
  */
 export async function changesRelay(documents: unknown[], context: InvocationContext): Promise<void> {
-  const relayed = await relayChanges(documents);
-  if (relayed.malformed.length) context.warn(`Left alone, not as the app writes them: ${relayed.malformed.join(', ')}`);
+  const malformed = await relayChanges(documents);
+  if (malformed.length) context.warn(`Left alone, not as the app writes them: ${malformed.join(', ')}`);
 }
 
 app.cosmosDB('changes-relay', {

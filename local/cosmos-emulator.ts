@@ -279,15 +279,14 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   /** The change feed of a container, read from its log; the documents as they are now. */
   function serveChangeFeed(request: IncomingMessage, response: ServerResponse, path: { database: string; container: string }): unknown {
     const collection = account.database(path.database).collection(path.container);
+    if (!collection.read()) {
+      response.statusCode = 404;
+      return { code: 'NotFound', message: 'The container does not exist' };
+    }
     const asked = feedRequest(request);
-    const refusal = !collection.read()
-      ? { status: 404, message: 'The container does not exist' }
-      : typeof asked === 'string'
-        ? { status: 400, message: asked }
-        : undefined;
-    if (refusal || typeof asked === 'string') {
-      response.statusCode = refusal!.status;
-      return { code: refusal!.status === 404 ? 'NotFound' : 'BadRequest', message: refusal!.message };
+    if (typeof asked === 'string') {
+      response.statusCode = 400;
+      return { code: 'BadRequest', message: asked };
     }
     const read = (find: { partition: unknown; id: string }) => collection.document(find.id, find.partition).read();
     const page = feedOf(path.database, path.container).read(asked, (find) => read(find)?._ts);

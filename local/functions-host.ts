@@ -199,8 +199,8 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   };
 }
 
-// How long a stopping host waits for queue invocations under way; their messages come back after that.
-const QUEUE_STOP_GRACE_MS = 10_000;
+// How long a stopping host waits for the invocations under way: queue messages come back after that, and a lease's page is read again.
+const STOP_GRACE_MS = 10_000;
 const isMain = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (isMain) {
   const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
@@ -219,9 +219,9 @@ if (isMain) {
     if (stopping) return;
     stopping = true;
     void Promise.all([
-      queueTriggers.stop(QUEUE_STOP_GRACE_MS),
-      timerTriggers.stop(QUEUE_STOP_GRACE_MS),
-      cosmosTriggers.stop(QUEUE_STOP_GRACE_MS),
+      queueTriggers.stop(STOP_GRACE_MS),
+      timerTriggers.stop(STOP_GRACE_MS),
+      cosmosTriggers.stop(STOP_GRACE_MS),
       new Promise((resolveClose) => server.close(resolveClose)),
     ]).then(() => process.exit(0));
   };

@@ -12,6 +12,7 @@ import type { RagJobDocument } from './data/rag-jobs-repository.js';
 import type { DeliveryDocument } from './data/webhooks-repository.js';
 import { dispatch } from './rag/jobs.js';
 import { EVENT_TYPES } from './schemas/events.js';
+import { settleAll } from './settle-all.js';
 import { DELIVERY_STATUSES } from './schemas/webhooks.js';
 import { attemptDue, handOverEvents, isDue } from './webhooks/deliveries.js';
 
@@ -30,16 +31,12 @@ const relayed = z.discriminatedUnion('type', [
 ]);
 const RELAYED_TYPES: readonly unknown[] = ['event', 'delivery', 'ragJob'];
 
-export interface Relayed {
-  events: number;
-  deliveries: number;
-  jobs: number;
-  /** Documents of a relayed kind that are not as the app writes them: logged and left, so that they never stop the feed. */
-  malformed: string[];
-}
-
-/** Hands over what one page of changes asks for, all of it side by side; fails (for the trigger to retry) once all has settled. */
-export async function relayChanges(documents: readonly unknown[]): Promise<Relayed> {
+/**
+ * Hands over what one page of changes asks for, all of it side by side; fails (for the trigger to
+ * retry) once all has settled. Answers the ids of documents of a relayed kind that are not as the
+ * app writes them: left alone, so that they can never stop the feed.
+ */
+export async function relayChanges(documents: readonly unknown[]): Promise<string[]> {
   const events = new Map<string, EventDocument[]>();
   const due: DeliveryDocument[] = [];
   const jobs: RagJobDocument[] = [];
@@ -53,12 +50,13 @@ export async function relayChanges(documents: readonly unknown[]): Promise<Relay
     }
     const change = parsed.data;
     // A ping's event comes with its delivery, which the feed shows on its own.
-    if (change.type === 'event' && !change.webhookId) events.set(change.tenantId, [...(events.get(change.tenantId) ?? []), change as unknown as EventDocument]);
-    else if (change.type === 'delivery' && isDue(change)) due.push(change as unknown as DeliveryDocument);
+    if (change.type === 'event' && !change.webhookId) {
+      const ofTenant = events.get(change.tenantId) ?? [];
+      ofTenant.push(change as unknown as EventDocument);
+      events.set(change.tenantId, ofTenant);
+    } else if (change.type === 'delivery' && isDue(change)) due.push(change as unknown as DeliveryDocument);
     else if (change.type === 'ragJob') jobs.push(change as unknown as RagJobDocument);
   }
-  const outcomes = await Promise.allSettled([...[...events].map(([tenantId, list]) => handOverEvents(tenantId, list)), attemptDue(due), ...jobs.map(dispatch)]);
-  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
-  if (failed) throw failed.reason;
-  return { events: [...events.values()].reduce((sum, list) => sum + list.length, 0), deliveries: due.length, jobs: jobs.length, malformed };
+  await settleAll([...[...events].map(([tenantId, list]) => handOverEvents(tenantId, list)), attemptDue(due), ...jobs.map(dispatch)]);
+  return malformed;
 }

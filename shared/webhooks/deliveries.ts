@@ -26,6 +26,7 @@ import {
 } from '../data/webhooks-repository.js';
 import { afterAttempt } from '../domain/webhooks.js';
 import { enqueueWebhookWork } from '../queues.js';
+import { settleAll } from '../settle-all.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
 
@@ -80,12 +81,6 @@ export async function attempt(tenantId: string, deliveryId: string, attemptNumbe
   if (!delivery) return;
   const [subscription, event] = await Promise.all([readWebhook(tenantId, delivery.webhookId), readEvent(tenantId, delivery.eventId)]);
   await attemptNow(delivery, attemptNumber, subscription, event, { claimed: false });
-}
-
-/** Waits for every one of the attempts, so that none goes on after the invocation; then fails with the first failure, if any. */
-async function settleAll(work: Promise<void>[]): Promise<void> {
-  const failed = (await Promise.allSettled(work)).find((outcome) => outcome.status === 'rejected');
-  if (failed) throw failed.reason;
 }
 
 /**
