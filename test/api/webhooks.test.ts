@@ -93,6 +93,20 @@ async function subscribe(to: WebhookReceiver, options: { events?: string[]; call
   return created.body as { id: string; secret: string };
 }
 
+/**
+ * Waits until the relay has handed over every change made so far, at least once: a marker project
+ * made now reaches a receiver subscribed for it now. The relay takes the change feed a page at a time
+ * and a page only once the one before is done, so once the marker has arrived, every earlier change
+ * has had its first attempt. Call it once the events a test waits for have arrived: what would be sent
+ * twice, or to a receiver that must get nothing, would have been sent by then.
+ */
+async function everythingHandedOver(call = main.call): Promise<void> {
+  const marker = await receiver();
+  await subscribe(marker, { events: ['project.created'], call });
+  const project = await call('POST', '/projects', { token: admin, body: { name: 'Marker', owner: uniqueEmail('marker') } });
+  await marker.waitFor((received) => received.some(about(project.body.id)));
+}
+
 const payload = (delivery: ReceivedDelivery) => JSON.parse(delivery.body) as { type: string; timestamp: string; data: Record<string, unknown> };
 const about = (id: string) => (delivery: ReceivedDelivery) => payload(delivery).data.id === id;
 const headersOf = (delivery: ReceivedDelivery) => delivery.headers as Record<string, string>;
@@ -110,8 +124,7 @@ describe('events', () => {
     expect((await main.call('DELETE', `/projects/${id}`, { token: admin })).status).toBe(204);
 
     await to.waitFor((received) => received.filter(about(id)).length >= 3 && received.filter(about(task.body.id)).length >= 3);
-    // Anything sent twice would have arrived by now.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await everythingHandedOver();
     const events = to.received.filter((delivery) => about(id)(delivery) || about(task.body.id)(delivery));
     // Events are delivered side by side, so they may arrive in any order; each carries its time.
     expect(Object.fromEntries(events.map((delivery) => [payload(delivery).type, payload(delivery).data]))).toEqual({
@@ -142,7 +155,7 @@ describe('events', () => {
     for (const title of ['One', 'Two', 'Three']) await main.call('POST', '/tasks', { token: admin, body: { projectId: project.body.id, title } });
     expect((await main.call('DELETE', `/projects/${project.body.id}`, { token: admin })).status).toBe(204);
     await to.waitFor((received) => received.some(about(project.body.id)));
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await everythingHandedOver();
     expect(to.received.map(payload)).toEqual([{ type: 'project.deleted', timestamp: expect.any(String), data: { id: project.body.id, deletedTasks: 3 } }]);
   });
 
@@ -165,7 +178,7 @@ describe('events', () => {
     await main.call('PUT', `/projects/${project.body.id}`, { token: admin, body: { name: 'Picky, renamed' } });
     await creates.waitFor((received) => received.some(about(project.body.id)));
     await updates.waitFor((received) => received.some(about(project.body.id)));
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await everythingHandedOver();
     expect(creates.received.map((delivery) => payload(delivery).type)).toEqual(['project.created']);
     expect(updates.received.map((delivery) => payload(delivery).type)).toEqual(['project.updated']);
     expect([...creates.received, ...updates.received].some(about(early.body.id))).toBe(false);
@@ -193,8 +206,12 @@ describe('delivery', () => {
       .poll(async () => (await main.call('GET', `/webhooks/${id}`, { token: admin })).body, { timeout: 15_000 })
       .toMatchObject({ active: false, disabledReason: 'The receiver answered 410 Gone.' });
     const seen = to.received.length;
-    await main.call('POST', '/projects', { token: admin, body: { name: 'Unheard', owner: uniqueEmail('unheard') } });
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // A subscription that is on hears the next event: by then, the one that is off would have too.
+    const witness = await receiver();
+    await subscribe(witness, { events: ['project.created'] });
+    const unheard = await main.call('POST', '/projects', { token: admin, body: { name: 'Unheard', owner: uniqueEmail('unheard') } });
+    await witness.waitFor((received) => received.some(about(unheard.body.id)));
+    await everythingHandedOver();
     expect(to.received.length).toBe(seen);
   });
 
@@ -452,7 +469,7 @@ describe('subscriptions', () => {
     expect((await main.call('POST', `/webhooks/${id}/ping`, { token: neighbourAdmin })).status).toBe(404);
     const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Mine only', owner: uniqueEmail('mine') } });
     await mine.waitFor((received) => received.some(about(project.body.id)));
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await everythingHandedOver();
     expect(theirs.received).toEqual([]);
   });
 });
