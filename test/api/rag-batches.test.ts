@@ -140,12 +140,14 @@ async function emptyIndex(tenant: string = TENANT): Promise<void> {
   }
 }
 
-async function batchesOf(tenant: string, jobId: string): Promise<{ number: number; status: string; sourceIds: string[] }[]> {
+type Batch = { number: number; status: string; sourceIds: string[]; counts: typeof EVERYTHING_WRITTEN | null };
+
+async function batchesOf(tenant: string, jobId: string): Promise<Batch[]> {
   const query = {
-    query: "SELECT c.number, c.status, c.sourceIds FROM c WHERE c.type = 'ragBatch' AND c.jobId = @jobId",
+    query: "SELECT c.number, c.status, c.sourceIds, c.counts FROM c WHERE c.type = 'ragBatch' AND c.jobId = @jobId",
     parameters: [{ name: '@jobId', value: jobId }],
   };
-  return (await tenantData.items.query<{ number: number; status: string; sourceIds: string[] }>(query, { partitionKey: tenant }).fetchAll()).resources;
+  return (await tenantData.items.query<Batch>(query, { partitionKey: tenant }).fetchAll()).resources;
 }
 
 async function send(queueName: string, message: object): Promise<void> {
@@ -284,17 +286,29 @@ describe('a rebuild of 1,204 sources', { timeout: 120_000 }, () => {
     }
   });
 
-  it('is cancelled mid-job: the answer says so at once, the job ends Cancelled, and cancelling it again is a 409', async () => {
+  it('is cancelled mid-job: the answer says so at once, the batches not started do nothing, the job ends Cancelled, and cancelling it again is a 409', async () => {
     await emptyIndex();
+    // One message at a time, so that batches wait on the queue while the first runs; the main host
+    // stops for it, so that this host alone takes the queue's messages.
+    await main.stop();
+    const oneAtATime = await startHost(QUEUE, { AzureFunctionsJobHost__extensions__queues__batchSize: '1' });
     standIn.setLatency(60);
-    const { jobId } = await start(main);
-    await until(main, jobId, (state) => state.status === 'Running');
-    const cancelled = await main.call('POST', `/rag/jobs/${jobId}/cancel`, { token: tokens[TENANT] });
+    const { jobId } = await start(oneAtATime);
+    // Every batch planned, and at most the first one started.
+    await until(oneAtATime, jobId, planned);
+    const cancelled = await oneAtATime.call('POST', `/rag/jobs/${jobId}/cancel`, { token: tokens[TENANT] });
     expect(cancelled.status).toBe(202);
     expect(cancelled.body).toMatchObject({ jobId, status: 'Running', cancelRequestedAt: expect.any(String) });
-    const job = await finished(main, jobId);
+    const job = await finished(oneAtATime, jobId);
+    await oneAtATime.stop();
+    main = await startHost(QUEUE);
     expect(job).toMatchObject({ status: 'Cancelled', counts: null, error: null, cancelRequestedAt: cancelled.body.cancelRequestedAt });
     expect(job.progress!.batchesDone).toBe(job.progress!.batches);
+    // The work not done: the index holds the chunks of the batches that ran before the cancel, and
+    // nothing of those that were still waiting.
+    const ran = (await batchesOf(TENANT, jobId)).filter((batch) => batch.counts!.sources > 0);
+    expect(ran.length).toBeLessThan(BATCHES);
+    expect((await chunksOf(TENANT)).length).toBe(ran.reduce((sum, batch) => sum + batch.sourceIds.length, 0));
 
     const again = await main.call('POST', `/rag/jobs/${jobId}/cancel`, { token: tokens[TENANT] });
     expect(again.status).toBe(409);
