@@ -46,8 +46,11 @@ describe('the embedded Cosmos DB', () => {
   const tenantData = (emulator: CosmosEmulator) => emulator.client.database('lms').container('tenant-data');
   const read = async (container: Container, id: string, tenantId = 't1') => (await container.item(id, tenantId).read<Document>()).resource;
 
-  /** The emulator in a process of its own (the build's), so that the test can kill it as a crash would. */
-  async function startInChild(dataDir: string, compactAfterBytes?: number) {
+  /**
+   * The emulator in a process of its own (the build's), so that the test can kill it as a crash would;
+   * with `traceFile`, under strace, which records the process's file and socket writes and syncs.
+   */
+  async function startInChild(dataDir: string, compactAfterBytes?: number, traceFile?: string) {
     const module = join(appRoot(), 'dist', 'local', 'cosmos-emulator.js');
     const script = `
       const { startCosmosEmulator } = await import(${JSON.stringify(module)});
@@ -55,7 +58,10 @@ describe('the embedded Cosmos DB', () => {
       const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir: process.env.EMULATOR_DATA_DIR,
         compactAfterBytes: Number(process.env.EMULATOR_COMPACT_AFTER) || undefined });
       console.log(emulator.endpoint);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    const node = [process.execPath, '--input-type=module', '-e', script];
+    // -f: the file writes and syncs run on libuv's threads; -y: each descriptor with its file or socket.
+    const command = traceFile ? ['strace', '-f', '-y', '-qq', '-e', 'trace=write,writev,pwrite64,fdatasync,fsync', '-o', traceFile, ...node] : node;
+    const child = spawn(command[0]!, command.slice(1), {
       env: { ...process.env, EMULATOR_TLS: JSON.stringify(tls), EMULATOR_DATA_DIR: dataDir, EMULATOR_COMPACT_AFTER: String(compactAfterBytes ?? '') },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
@@ -110,6 +116,36 @@ describe('the embedded Cosmos DB', () => {
     await killed;
     return { created, highestCount };
   }
+
+  it('answers a write only once its journal line is synced to disk', async () => {
+    const dataDir = join(folder, 'synced');
+    const traceFile = join(folder, 'synced.strace');
+    const child = await startInChild(dataDir, undefined, traceFile);
+    // One at a time, so that each write has a sync of its own (group commit shares one among writes that overlap).
+    for (let index = 0; index < 20; index++) await child.container.items.create({ id: `synced-${index}`, tenantId: 't1' });
+    await child.kill();
+    // In the order the system calls were made: a socket written to while a journal write is not yet synced is an answer given too early.
+    let unsynced = false;
+    let journalWrites = 0;
+    let syncs = 0;
+    let earlyAnswers = 0;
+    for (const line of (await readFile(traceFile, 'utf8')).split('\n')) {
+      const call = /^\d+\s+(\w+)\((\d+)<([^>]*)>/.exec(line);
+      if (!call) continue;
+      const [, name, , target] = call;
+      const journal = /journal-\d+\.log$/.test(target!);
+      if (journal && (name === 'write' || name === 'pwrite64' || name === 'writev')) {
+        journalWrites += 1;
+        unsynced = true;
+      } else if (journal && (name === 'fdatasync' || name === 'fsync')) {
+        syncs += 1;
+        unsynced = false;
+      } else if (target!.startsWith('socket:') && unsynced) earlyAnswers += 1;
+    }
+    expect(earlyAnswers, 'answers written to a socket before the journal line was synced').toBe(0);
+    expect(journalWrites).toBeGreaterThanOrEqual(20);
+    expect(syncs).toBeGreaterThanOrEqual(20);
+  });
 
   it('creates the containers the app needs and keeps their data across a restart, with no journal left after a clean close', async () => {
     const dataDir = join(folder, 'clean');
