@@ -68,7 +68,8 @@ export async function respond(
   const language = preferredLanguage(request.headers.get('accept-language'));
   try {
     const response = await run(language);
-    return { ...response, headers: Object.assign(responseHeaders(context.invocationId), response.headers as Record<string, string> | undefined) };
+    const body = response.jsonBody !== undefined || response.body !== undefined;
+    return { ...response, headers: Object.assign(responseHeaders(context.invocationId, { body }), response.headers as Record<string, string> | undefined) };
   } catch (error) {
     return errorResponse(error, language, context);
   }

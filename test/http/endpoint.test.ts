@@ -233,6 +233,7 @@ describe('endpoint()', () => {
     const again = await call(handler, { headers: { 'if-none-match': first.headers.ETag! } });
     expect(again.status).toBe(304);
     expect(again.jsonBody).toBeUndefined();
+    expect(again.headers['Content-Type']).toBeUndefined();
   });
 
   it('adds Location and Idempotent-Replayed to a create, and Link to a list page with more to come', async () => {
@@ -252,11 +253,13 @@ describe('endpoint()', () => {
     expect((await call(last.handler)).headers.Link).toBeUndefined();
   });
 
-  it('sends a 204 without a body', async () => {
+  it('sends a 204 without a body, and so without a Content-Type', async () => {
     const { handler } = echo({ success: { status: 204 } }, () => ({}));
     const answer = await call(handler, { method: 'DELETE' });
     expect(answer.status).toBe(204);
     expect(answer.jsonBody).toBeUndefined();
+    expect(answer.headers['Content-Type']).toBeUndefined();
+    expect(answer.headers['X-Request-Id']).toBe('request-1');
   });
 
   it('announces a deprecated operation with Deprecation, Sunset and a deprecation link beside the paging link', async () => {
