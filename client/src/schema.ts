@@ -734,6 +734,8 @@ export interface components {
         IdempotentReplayed: "true";
         /** @description Seconds to wait before trying again. */
         RetryAfter: string;
+        /** @description Seconds to wait before looking at `Location` for the first time: the work seldom shows progress sooner. */
+        RetryAfterAccepted: string;
         /** @description With `changeContended`: seconds to wait before trying again. */
         RetryAfterContended: string;
         /** @description `Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims. */
@@ -2756,7 +2758,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
@@ -2775,6 +2777,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfterAccepted"];
                     [name: string]: unknown;
                 };
                 content: {
