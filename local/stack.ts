@@ -17,6 +17,7 @@ import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
 import { DEFAULT_LOCAL_USERNAME, GRAPH_RESOURCE, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
+import { SETTINGS } from '../shared/settings.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
@@ -108,7 +109,7 @@ export async function startStack(options: StackOptions) {
       cosmos = await startCosmosEmulator({
         port: 0,
         host: '127.0.0.1',
-        database: given(options.settings, 'COSMOS_DATABASE') ?? 'lms',
+        database: given(options.settings, 'COSMOS_DATABASE') ?? SETTINGS.COSMOS_DATABASE.default,
         tls,
         ...(options.dataDir ? { dataDir: join(options.dataDir, 'cosmos') } : {}),
       });
