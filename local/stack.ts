@@ -42,6 +42,11 @@ function given(settings: StackOptions['settings'], name: string): string | undef
   return value ? value : undefined;
 }
 
+/** The local identity provider stands in for Entra ID only when no auth setting is given. */
+export function embedsIdentityProvider(settings: StackOptions['settings']): boolean {
+  return !AUTH_SETTINGS.some((name) => given(settings, name));
+}
+
 /** Who is in each local tenant's directory: the default token user and a few dozen colleagues. */
 function localDirectory() {
   return Object.fromEntries(
@@ -64,7 +69,7 @@ export async function startStack(options: StackOptions) {
 
   try {
     let identityProvider: IdentityProvider | undefined;
-    if (!AUTH_SETTINGS.some((name) => given(options.settings, name))) {
+    if (embedsIdentityProvider(options.settings)) {
       identityProvider = await startIdentityProvider({
         port: options.identityProviderPort,
         tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
