@@ -700,7 +700,7 @@ export interface components {
              * @description ISO 8601 UTC timestamp with milliseconds
              */
             updatedAt: string;
-            /** @description `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. */
+            /** @description `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each). */
             secret: string;
         };
     };
