@@ -3,7 +3,7 @@
  * meet them: one line naming what to change, exit code 1, no stack trace, and nothing left behind
  * (no subscription, no rebuild of dist/ under a running stack).
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -34,16 +34,27 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-/** Runs a command as a user's shell would, with only these settings: its exit code and output. */
-function run(file: string, args: string[], settings: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      file,
-      args,
-      { cwd: appRoot, timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOCAL_DATA_DIR: dataDir, ...settings } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
+/**
+ * Runs a command as a user's shell would, with only these settings: its exit code and output. In a
+ * process group of its own, all of which is killed if it outlives the deadline (a stack that started
+ * after all), so that a broken guarantee leaves nothing running.
+ */
+function run(file: string, args: string[], settings: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(file, args, {
+    cwd: appRoot,
+    detached: true,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOCAL_DATA_DIR: dataDir, ...settings },
   });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
+  const deadline = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 60_000);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(deadline);
+      resolve({ code, ...output });
+    }),
+  );
 }
 
 /** What npm itself may say on stderr whatever runs (a warning about the user's npm config). */
@@ -70,7 +81,7 @@ describe('npm start on a port that is taken', () => {
 
   it('stops before it builds, so that dist/ is not rebuilt under the stack already running', async () => {
     const builtAt = (await stat(join(appRoot, 'dist', 'local', 'start.js'))).mtimeMs;
-    const started = await run('npm', ['start'], { PORT: String(busyPort) });
+    const started = await run('npm', ['start'], { PORT: String(busyPort), LOCAL_IDP_PORT: '0' });
     expect(started.code).toBe(1);
     expect(withoutNpmWarnings(started.stderr)).toBe(
       `Port ${busyPort}, the API's, is in use (another \`npm start\`?): set PORT to a free port, e.g. PORT=${busyPort + 10} npm start`,
