@@ -6,7 +6,8 @@ import { ragJob, startRagIndexBody } from '../shared/schemas/rag.js';
 export const ragIndexStart = endpoint({
   permission: 'rag:run',
   body: startRagIndexBody,
-  success: { status: 202, body: ragJob, headers: ['Location'] },
+  // The queue is polled at least every 2 s (host.json's maxPollingInterval): the job has seldom started sooner.
+  success: { status: 202, body: ragJob, headers: ['Location'], retryAfterSeconds: 2 },
   docs: {
     summary: 'Start a RAG index rebuild',
     description:

@@ -85,12 +85,28 @@ function discardUnreadBody(request: IncomingMessage): void {
   request.resume();
 }
 
-async function writeResponse(result: unknown, res: ServerResponse): Promise<void> {
+/** Sends the handler's answer; returns the request id it carries (X-Request-Id), for the request log. */
+async function writeResponse(result: unknown, res: ServerResponse): Promise<string | undefined> {
   const answer = await answerTo(result);
   // The app's responses are small JSON documents: one write with a Content-Length, as Azure's host sends them.
   if (answer.body) answer.headers['content-length'] = String(answer.body.length);
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
+  const requestId = answer.headers['x-request-id'];
+  return typeof requestId === 'string' ? requestId : undefined;
+}
+
+/**
+ * One line per request once its answer is sent: method, path (no query, which may hold search text),
+ * status, duration and the request id the app answered with, so that an error's `requestId` leads
+ * to its request and to the function's own lines about it.
+ */
+function logRequest(req: IncomingMessage, res: ServerResponse, path: string, requestId: () => string | undefined): void {
+  const started = performance.now();
+  res.once('finish', () => {
+    const milliseconds = Math.round(performance.now() - started);
+    console.log(`[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${res.statusCode} ${milliseconds} ms (request ${requestId() ?? '-'})`);
+  });
 }
 
 const OVERRIDE_PREFIX = 'AzureFunctionsJobHost__';
@@ -134,8 +150,10 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   const cors = corsPolicyFrom(process.env);
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (handledByCors(cors, req, res)) return;
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? `${host}:${port}`}`);
+    let requestId: string | undefined;
+    logRequest(req, res, url.pathname, () => requestId);
+    if (handledByCors(cors, req, res)) return;
     const found = router.find(req.method ?? 'GET', url.pathname);
     if (!found) {
       res.writeHead(404).end();
@@ -165,7 +183,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
       const result = await handler(request, context);
       // A body too slow was answered 408 by the host already.
       if (res.headersSent) return;
-      await writeResponse(result, res);
+      requestId = await writeResponse(result, res);
       if (body && !req.readableEnded) discardUnreadBody(req);
     } catch (error) {
       // What Azure does with a handler that throws: an empty 500, and the error in the log.

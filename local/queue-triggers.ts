@@ -10,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import functions from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
+import { SETTINGS } from '../shared/settings.js';
 import { resolveBindingExpression, triggerOf, type Binding, type Registration } from './registrations.js';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
@@ -20,7 +21,7 @@ const { InvocationContext } = functions;
  * listener renews it, so a slow handler keeps its message and a crashed host's messages come back.
  * Azure's is ten minutes; LOCAL_QUEUE_MESSAGE_LEASE (seconds) shortens it, for tests that kill a host.
  */
-const DEFAULT_MESSAGE_LEASE_SECONDS = 10 * 60;
+const DEFAULT_MESSAGE_LEASE_SECONDS = Number(SETTINGS.LOCAL_QUEUE_MESSAGE_LEASE.default);
 /** Azure's shortest polling interval; the back-off starts here when a queue is empty. */
 const MIN_POLLING_INTERVAL_MS = 100;
 /** The most messages the storage service hands out per request. */

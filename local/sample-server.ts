@@ -11,11 +11,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { appRootAbove } from '../shared/app-root.js';
+import { SETTINGS } from '../shared/settings.js';
 import { DEFAULT_API_PORT, LOCAL_HOME_TENANT_ID } from './defaults.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 import { requestAccessToken } from './token.js';
 
-const DEFAULT_SAMPLE_PORT = 3000;
+const DEFAULT_SAMPLE_PORT = Number(SETTINGS.SAMPLE_PORT.default);
 /** The signed-in user's role in the sample: enough to list and create projects. */
 const SAMPLE_ROLE = 'LMS.Manager';
 

@@ -17,6 +17,7 @@ import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
 import { DEFAULT_LOCAL_USERNAME, GRAPH_RESOURCE, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
+import { SETTINGS } from '../shared/settings.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
@@ -41,6 +42,11 @@ function given(settings: StackOptions['settings'], name: string): string | undef
   return value ? value : undefined;
 }
 
+/** The local identity provider stands in for Entra ID only when no auth setting is given. */
+export function embedsIdentityProvider(settings: StackOptions['settings']): boolean {
+  return !AUTH_SETTINGS.some((name) => given(settings, name));
+}
+
 /** Who is in each local tenant's directory: the default token user and a few dozen colleagues. */
 function localDirectory() {
   return Object.fromEntries(
@@ -63,7 +69,7 @@ export async function startStack(options: StackOptions) {
 
   try {
     let identityProvider: IdentityProvider | undefined;
-    if (!AUTH_SETTINGS.some((name) => given(options.settings, name))) {
+    if (embedsIdentityProvider(options.settings)) {
       identityProvider = await startIdentityProvider({
         port: options.identityProviderPort,
         tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
@@ -105,7 +111,7 @@ export async function startStack(options: StackOptions) {
 
     let cosmos: CosmosEmulator | undefined;
     if (!given(options.settings, COSMOS_CONNECTION) && !given(options.settings, `${COSMOS_CONNECTION}__accountEndpoint`)) {
-      const database = given(options.settings, 'COSMOS_DATABASE') ?? 'lms';
+      const database = given(options.settings, 'COSMOS_DATABASE') ?? SETTINGS.COSMOS_DATABASE.default;
       cosmos = await startCosmosEmulator({
         port: 0,
         host: '127.0.0.1',

@@ -6,16 +6,9 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { corsSettingsFromLocalSettings } from './cors.js';
-import { DEFAULT_API_PORT, DEFAULT_IDENTITY_PROVIDER_PORT, localDataDir } from './defaults.js';
-import { appRoot, startStack } from './stack.js';
-
-function port(name: string, fallback: number): number {
-  const value = process.env[name];
-  if (value === undefined || value === '') return fallback;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 0 || number > 65535) throw new Error(`${name} must be a port number, not "${value}"`);
-  return number;
-}
+import { localDataDir } from './defaults.js';
+import { ensurePortFree, portSetting, StartError, stopOnStartError } from './ports.js';
+import { appRoot, embedsIdentityProvider, startStack } from './stack.js';
 
 async function localSettings(root: string): Promise<Record<string, string>> {
   try {
@@ -23,18 +16,22 @@ async function localSettings(root: string): Promise<Record<string, string>> {
     return { ...corsSettingsFromLocalSettings(file.Host), ...file.Values };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new Error('local.settings.json is not valid JSON', { cause: error });
+    throw new StartError(`local.settings.json is not valid JSON: ${(error as Error).message}`);
   }
 }
 
-const root = appRoot();
-const stack = await startStack({
-  apiPort: port('PORT', DEFAULT_API_PORT),
-  identityProviderPort: port('LOCAL_IDP_PORT', DEFAULT_IDENTITY_PROVIDER_PORT),
-  dataDir: localDataDir(root),
-  settings: { ...(await localSettings(root)), ...process.env },
-  hostOutput: 'inherit',
-});
+/** Everything a user can set right is checked before any part starts, so that a mistake is one line, not a stack. */
+async function startOptions() {
+  const root = appRoot();
+  const apiPort = portSetting('PORT');
+  const identityProviderPort = portSetting('LOCAL_IDP_PORT');
+  const settings = { ...(await localSettings(root)), ...process.env };
+  await ensurePortFree('PORT', apiPort);
+  if (embedsIdentityProvider(settings)) await ensurePortFree('LOCAL_IDP_PORT', identityProviderPort);
+  return { apiPort, identityProviderPort, dataDir: localDataDir(root), settings, hostOutput: 'inherit' as const };
+}
+
+const stack = await startOptions().then(startStack, stopOnStartError);
 
 const width = Math.max(...[...stack.routes, ...stack.queueFunctions, ...stack.timerFunctions, ...stack.cosmosFunctions].map((fn) => fn.name.length));
 const functionLines = [

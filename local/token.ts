@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { appRootAbove } from '../shared/app-root.js';
+import { CLOCK_SKEW_SECONDS } from '../shared/auth/token-validator.js';
 import { GUID } from '../shared/guid.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 
@@ -24,7 +25,9 @@ Options:
   --app                App-only token (client credentials) instead of a user token
   --v2                 v2.0 access token instead of v1.0
   --scope <name>       Delegated scope of a user token (default: ${API_USER_SCOPE})
-  --expires-in <s>     Lifetime in seconds (default: 3600)
+  --expires-in <s>     Lifetime in seconds (default: 3600). The API allows ${CLOCK_SKEW_SECONDS / 60} minutes of clock skew:
+                       it takes a token until that long after it expires, and refuses one issued
+                       further ahead than that
   -h, --help           Show this help
 `;
 

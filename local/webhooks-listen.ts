@@ -1,63 +1,132 @@
 /**
  * `npm run -s webhooks:listen`: subscribes a receiver on this machine to every event of the running
  * API, prints each delivery as it arrives with its signature checked by the Standard Webhooks
- * library, and unsubscribes on Ctrl+C. The token comes from $TOKEN (`npm run -s token -- --role LMS.Admin`).
+ * library, and unsubscribes on Ctrl+C. The token is $TOKEN when it is exported, otherwise an
+ * LMS.Admin token of the local identity provider that `npm start` runs, as `npm run token` gets one.
+ * Every failure a user can fix is one line saying what to change, never a stack.
  */
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
+import { appRootAbove } from '../shared/app-root.js';
 import { DEFAULT_API_PORT } from './defaults.js';
-import { startWebhookReceiver, type ReceivedDelivery } from './webhook-receiver.js';
+import { localIdentityDataDir, readIdentityProviderInfo } from './identity-provider.js';
+import { parseTokenArguments, requestAccessToken } from './token.js';
+import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from './webhook-receiver.js';
 
 const DEFAULT_RECEIVER_PORT = 7073;
 
-const { values } = parseArgs({
-  options: {
-    port: { type: 'string', default: String(DEFAULT_RECEIVER_PORT) },
-    api: { type: 'string', default: `http://localhost:${process.env.PORT || DEFAULT_API_PORT}/api` },
-  },
-});
-const token = process.env.TOKEN;
-if (!token) {
-  console.error('Set TOKEN first, to an LMS.Admin token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');
-  process.exit(2);
-}
-const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+/** A failure the user can fix from its message alone. */
+class ListenError extends Error {}
 
-const port = Number(values.port);
-const url = `http://127.0.0.1:${port}/hook`;
-const subscribed = await fetch(`${values.api}/webhooks`, { method: 'POST', headers, body: JSON.stringify({ url, description: 'npm run webhooks:listen' }) });
-const subscription = (await subscribed.json()) as { id?: string; secret?: string; message?: string };
-if (!subscribed.ok || !subscription.id || !subscription.secret) {
-  console.error(`The API refused the subscription (${subscribed.status}): ${subscription.message ?? ''}`);
-  process.exit(1);
-}
-const unsubscribe = () => fetch(`${values.api}/webhooks/${subscription.id}`, { method: 'DELETE', headers }).catch(() => undefined);
-const verifier = new Webhook(subscription.secret);
-
-function show(delivery: ReceivedDelivery): void {
-  const time = new Date(delivery.receivedAt).toISOString().slice(11, 19);
+function options() {
   try {
-    const { type, data } = verifier.verify(delivery.body, delivery.headers as Record<string, string>) as {
-      type: string;
-      data: { id?: string; jobId?: string };
-    };
-    console.log(`${time}  ✓ ${type} ${data.id ?? data.jobId ?? ''}  (${String(delivery.headers['webhook-id'])}, signature verified)`);
+    const { values } = parseArgs({
+      options: {
+        port: { type: 'string', default: String(DEFAULT_RECEIVER_PORT) },
+        api: { type: 'string', default: `http://localhost:${process.env.PORT || DEFAULT_API_PORT}/api` },
+      },
+    });
+    const port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ListenError(`--port must be a port number (0 to 65535), not "${values.port}".`);
+    return { port, api: values.api.replace(/\/$/, '') };
   } catch (error) {
-    console.log(`${time}  ✗ a delivery whose signature does not verify: ${error instanceof Error ? error.message : String(error)}`);
+    throw error instanceof ListenError ? error : new ListenError(`${(error as Error).message} (options: --port <receiver port>, --api <API base URL>)`);
   }
 }
 
-const receiver = await startWebhookReceiver({ port, onDelivery: show }).catch(async (error: unknown) => {
-  await unsubscribe();
-  throw error;
-});
-console.log(`Subscribed ${subscription.id}: every event goes to ${receiver.url}. Make a change; Ctrl+C unsubscribes.`);
-
-async function stop(): Promise<void> {
-  await unsubscribe();
-  await receiver.close();
-  console.log(`\nUnsubscribed ${subscription.id}.`);
-  process.exit(0);
+async function adminToken(): Promise<string> {
+  if (process.env.TOKEN) return process.env.TOKEN;
+  const command = parseTokenArguments(['--role', 'LMS.Admin']);
+  if (command.help) throw new Error('unreachable: no --help was given');
+  try {
+    return await requestAccessToken(await readIdentityProviderInfo(localIdentityDataDir(appRootAbove(import.meta.url))), command.request);
+  } catch (error) {
+    throw new ListenError(`${(error as Error).message} Or export TOKEN, an LMS.Admin token of the API: export TOKEN=$(npm run -s token -- --role LMS.Admin)`);
+  }
 }
-process.on('SIGINT', () => void stop());
-process.on('SIGTERM', () => void stop());
+
+async function listen(port: number, onDelivery: (delivery: ReceivedDelivery) => void): Promise<WebhookReceiver> {
+  try {
+    return await startWebhookReceiver({ port, onDelivery });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+    throw new ListenError(`Port ${port} is in use: choose another with --port, e.g. npm run -s webhooks:listen -- --port ${port + 10}`);
+  }
+}
+
+/** fetch to the API; an API that cannot be reached is said in one line. */
+async function callApi(api: string, path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(`${api}${path}`, init);
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+    throw new ListenError(`Cannot reach the API at ${api} (${cause}): is \`npm start\` running? PORT or --api say where it listens.`);
+  }
+}
+
+/** Prints each delivery; one that came before the subscription's answer cannot be verified yet. */
+function printer(verifier: () => Webhook | undefined) {
+  return (delivery: ReceivedDelivery): void => {
+    const time = new Date(delivery.receivedAt).toISOString().slice(11, 19);
+    try {
+      const { type, data } = verifier()!.verify(delivery.body, delivery.headers as Record<string, string>) as {
+        type: string;
+        data: { id?: string; jobId?: string };
+      };
+      console.log(`${time}  ✓ ${type} ${data.id ?? data.jobId ?? ''}  (${String(delivery.headers['webhook-id'])}, signature verified)`);
+    } catch (error) {
+      console.log(`${time}  ✗ a delivery whose signature does not verify: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+}
+
+async function main(): Promise<void> {
+  const { port, api } = options();
+  const headers = { authorization: `Bearer ${await adminToken()}`, 'content-type': 'application/json' };
+  // Listening first: a port that is taken then leaves no subscription behind.
+  const signing: { verifier?: Webhook } = {};
+  const receiver = await listen(
+    port,
+    printer(() => signing.verifier),
+  );
+  let subscription: { id?: string; secret?: string; message?: string };
+  try {
+    const subscribed = await callApi(api, '/webhooks', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ url: receiver.url, description: 'npm run webhooks:listen' }),
+    });
+    subscription = (await subscribed.json()) as typeof subscription;
+    if (!subscribed.ok || !subscription.id || !subscription.secret) {
+      throw new ListenError(`The API refused the subscription (${subscribed.status}): ${subscription.message ?? ''}`);
+    }
+  } catch (error) {
+    await receiver.close();
+    throw error;
+  }
+  signing.verifier = new Webhook(subscription.secret);
+  const { id } = subscription;
+  console.log(`Subscribed ${id}: every event goes to ${receiver.url}. Make a change; Ctrl+C unsubscribes.`);
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    const deleted = await callApi(api, `/webhooks/${id}`, { method: 'DELETE', headers }).catch((error: Error) => error);
+    await receiver.close();
+    if (deleted instanceof Response && (deleted.ok || deleted.status === 404)) console.log(`\nUnsubscribed ${id}.`);
+    else
+      console.error(
+        `\nCould not unsubscribe ${id} (${deleted instanceof Response ? deleted.status : deleted.message}): DELETE /api/webhooks/${id} removes it.`,
+      );
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}
+
+await main().catch((error: unknown) => {
+  if (!(error instanceof ListenError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+});

@@ -1,13 +1,14 @@
 import { ConfigurationError } from './errors.js';
 import { isRole, type Role } from './roles.js';
 import { GUID } from './guid.js';
+import { SETTINGS } from './settings.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
-export const DEFAULT_RAG_QUEUE_NAME = 'rag-index-jobs';
+export const DEFAULT_RAG_QUEUE_NAME = SETTINGS.RAG_QUEUE_NAME.default;
 /** The queue that drives webhook deliveries; its trigger binds to `%WEBHOOKS_QUEUE_NAME%`. */
-export const DEFAULT_WEBHOOKS_QUEUE_NAME = 'webhook-deliveries';
+export const DEFAULT_WEBHOOKS_QUEUE_NAME = SETTINGS.WEBHOOKS_QUEUE_NAME.default;
 /** How often the sweep looks for events and deliveries whose queue message never came: every half minute. */
-export const DEFAULT_WEBHOOKS_SWEEP_SCHEDULE = '*/30 * * * * *';
+export const DEFAULT_WEBHOOKS_SWEEP_SCHEDULE = SETTINGS.WEBHOOKS_SWEEP_SCHEDULE.default;
 
 export interface AuthSettings {
   homeTenantId: string;
@@ -59,7 +60,7 @@ function readAuthSettings(env: NodeJS.ProcessEnv): AuthSettings {
   for (const tenant of allowedTenants) if (!GUID.test(tenant)) problems.push(`AUTH_ALLOWED_TENANTS has "${tenant}", which is not a GUID`);
   const defaultRole = env.AUTH_DEFAULT_ROLE?.trim() || undefined;
   if (defaultRole && !isRole(defaultRole)) problems.push(`AUTH_DEFAULT_ROLE "${defaultRole}" is not one of the app roles`);
-  const authorityHost = httpsOrigin('AUTH_AUTHORITY_HOST', env.AUTH_AUTHORITY_HOST?.trim() || 'https://login.microsoftonline.com', problems);
+  const authorityHost = httpsOrigin('AUTH_AUTHORITY_HOST', env.AUTH_AUTHORITY_HOST?.trim() || SETTINGS.AUTH_AUTHORITY_HOST.default, problems);
   if (problems.length) throw new ConfigurationError(problems);
   return {
     homeTenantId: homeTenantId.toLowerCase(),
@@ -91,7 +92,7 @@ export interface GraphSettings {
 
 function readGraphSettings(env: NodeJS.ProcessEnv): GraphSettings {
   const problems: string[] = [];
-  const value = env.GRAPH_BASE_URL?.trim() || 'https://graph.microsoft.com';
+  const value = env.GRAPH_BASE_URL?.trim() || SETTINGS.GRAPH_BASE_URL.default;
   let url: URL | undefined;
   try {
     url = new URL(value);
@@ -131,7 +132,7 @@ export interface WebhookSettings {
 }
 
 /** The contract's retry schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
-const DEFAULT_RETRY_SCHEDULE = ['5s', '5m', '30m', '2h', '5h', '10h', '10h'];
+const DEFAULT_RETRY_SCHEDULE = list(SETTINGS.WEBHOOKS_RETRY_SCHEDULE.default);
 const DURATION = /^(\d{1,9})(ms|s|m|h)$/;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
 

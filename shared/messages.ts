@@ -46,6 +46,10 @@ const catalog = {
     en: () => 'The request body must be sent with Content-Type: application/json.',
     ja: () => 'リクエスト本文は Content-Type: application/json で送信してください。',
   },
+  pingNotSubscribable: {
+    en: () => '"webhook.ping" cannot be subscribed to: it is sent on request, by POST /api/webhooks/{webhookId}/ping, to that subscription only.',
+    ja: () => '「webhook.ping」は購読できません。POST /api/webhooks/{webhookId}/ping で要求したときに、そのサブスクリプションにだけ送信されます。',
+  },
   emptyUpdate: {
     en: () => 'The request body must contain at least one field to change.',
     ja: () => 'リクエスト本文には変更するフィールドが 1 つ以上必要です。',

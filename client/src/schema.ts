@@ -758,7 +758,7 @@ export interface components {
              * @description ISO 8601 UTC timestamp with milliseconds
              */
             updatedAt: string;
-            /** @description `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. */
+            /** @description `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each). */
             secret: string;
         };
     };
@@ -792,6 +792,8 @@ export interface components {
         IdempotentReplayed: "true";
         /** @description Seconds to wait before trying again. */
         RetryAfter: string;
+        /** @description Seconds to wait before looking at `Location` for the first time: the work seldom shows progress sooner. */
+        RetryAfterAccepted: string;
         /** @description With `changeContended`: seconds to wait before trying again. */
         RetryAfterContended: string;
         /** @description `Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims. */
@@ -3098,7 +3100,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
@@ -3117,6 +3119,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
+                    "Retry-After": components["headers"]["RetryAfterAccepted"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -8,7 +8,7 @@ import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';
 
 const MAX_TOKEN_LENGTH = 16 * 1024;
-const CLOCK_SKEW_SECONDS = 300;
+export const CLOCK_SKEW_SECONDS = 300;
 const REQUIRED_SCOPE = 'access_as_user';
 const METADATA_TIMEOUT_MS = 5_000;
 

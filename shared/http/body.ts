@@ -44,13 +44,27 @@ async function readLimited(request: HttpRequest, limit: number): Promise<Uint8Ar
   return Buffer.concat(chunks);
 }
 
-/** The request body as a JSON object, or the contract's 415, 413 or 400, or a 411 for a chunked body. */
-export async function readJsonObject(request: HttpRequest): Promise<Record<string, unknown>> {
-  if (!isJsonMediaType(request.headers.get('content-type'))) throw new ApiError(415, 'unsupportedMediaType');
+/** A request that announces no content: `Content-Length: 0`, or neither it nor `Transfer-Encoding`. */
+function announcesNoContent(request: HttpRequest): boolean {
+  const length = request.headers.get('content-length');
+  return length === null ? !request.headers.has('transfer-encoding') : length.trim() === '0';
+}
+
+/**
+ * The request body as a JSON object, or the contract's 415, 413 or 400, or a 411 for a chunked body.
+ * With `mayBeOmitted` (an operation whose body has no required field), a request without content is
+ * read as `{}`, whatever its Content-Type: there is nothing to type.
+ */
+export async function readJsonObject(request: HttpRequest, options: { mayBeOmitted?: boolean } = {}): Promise<Record<string, unknown>> {
+  const json = isJsonMediaType(request.headers.get('content-type'));
+  // Without a JSON type, only a body announced as empty is read: it must be empty, else a 415.
+  if (!json && !(options.mayBeOmitted && announcesNoContent(request))) throw new ApiError(415, 'unsupportedMediaType');
   const bytes = await readLimited(request, MAX_BODY_BYTES);
   // Azure's host hands a body sent with Transfer-Encoding (no Content-Length) to the function empty:
-  // the client is told to send Content-Length, rather than that its JSON is invalid.
+  // the client is told to send Content-Length, rather than that its JSON is invalid or left out.
   if (bytes.byteLength === 0 && request.headers.has('transfer-encoding')) throw new ApiError(411, 'lengthRequired');
+  if (bytes.byteLength === 0 && options.mayBeOmitted) return {};
+  if (!json) throw new ApiError(415, 'unsupportedMediaType');
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);

@@ -14,7 +14,7 @@ import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import type { DescribedHandler, OperationDefinition } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition } from './operation.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
@@ -68,7 +68,8 @@ export async function respond(
   const language = preferredLanguage(request.headers.get('accept-language'));
   try {
     const response = await run(language);
-    return { ...response, headers: Object.assign(responseHeaders(context.invocationId), response.headers as Record<string, string> | undefined) };
+    const body = response.jsonBody !== undefined || response.body !== undefined;
+    return { ...response, headers: Object.assign(responseHeaders(context.invocationId, { body }), response.headers as Record<string, string> | undefined) };
   } catch (error) {
     return errorResponse(error, language, context);
   }
@@ -160,6 +161,7 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
   }
   if (declared.includes('Location')) headers.Location = outcome.location!;
   if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, outcome.nextCursor));
+  if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
   if (outcome.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
     const { Link: deprecationLink, ...deprecation } = deprecationHeaders(definition.deprecated);
@@ -179,6 +181,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
   definition: EndpointDefinition<P, QS, BS>,
 ): DescribedHandler {
   const honours = new Set(definition.honours);
+  const bodyOptions = { mayBeOmitted: definition.body !== undefined && bodyMayBeOmitted(definition.body) };
   const handler: HttpHandler = (request, context) =>
     respond(request, context, async (language) => {
       const principal = await authenticate(request);
@@ -188,7 +191,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       // Parsed once: the raw query string for repetitions, the path for Location.
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
-      const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request), language) : undefined) as Output<BS>;
+      const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
       const outcome = await definition.handle({
         principal,
         query,

@@ -42,7 +42,7 @@ function body(status: number, messageKey: MessageKey, language: Language, reques
 /** The one place where any thrown value becomes the contract's error body. Nothing internal leaks. */
 export function errorResponse(error: unknown, language: Language, context: InvocationContext): HttpResponseInit {
   const requestId = context.invocationId;
-  const headers = responseHeaders(requestId, language);
+  const headers = responseHeaders(requestId, { language, body: true });
 
   if (error instanceof ApiError) {
     // A 5xx the API chose to send (a dependency failed) still deserves a line in the log.

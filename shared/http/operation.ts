@@ -16,6 +16,8 @@ export interface SuccessAnswer {
   body?: z.ZodType;
   headers?: SuccessHeader[];
   mediaTypes?: string[];
+  /** For work that goes on after the answer: the seconds to wait before looking at `Location`, sent as `Retry-After`. */
+  retryAfterSeconds?: number;
 }
 
 /**
@@ -59,3 +61,11 @@ export interface OperationDefinition {
 }
 
 export type DescribedHandler = HttpHandler & { readonly definition: OperationDefinition };
+
+/**
+ * A body schema with no required field takes an empty object, so the request may leave the body out:
+ * no body means every default. One rule for every operation, not a list of exceptions.
+ */
+export function bodyMayBeOmitted(body: z.ZodType): boolean {
+  return body.safeParse({}).success;
+}

@@ -10,16 +10,20 @@ import type { Language } from './language.js';
  */
 const BROWSER_READABLE_HEADERS = ['ETag', 'Location', 'Link', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'Deprecation', 'Sunset'].join(', ');
 
-/** Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed, pages the host lets call may read the API's headers. */
-export function responseHeaders(requestId: string, language?: Language): Record<string, string> {
+/**
+ * Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed, pages
+ * the host lets call may read the API's headers. `Content-Type` only where a body follows: a 204 or
+ * a 304 has no content to type.
+ */
+export function responseHeaders(requestId: string, options: { language?: Language; body: boolean }): Record<string, string> {
   const headers: Record<string, string> = {
-    'Content-Type': 'application/json; charset=utf-8',
+    ...(options.body ? { 'Content-Type': 'application/json; charset=utf-8' } : {}),
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
     'X-Request-Id': requestId,
     'Access-Control-Expose-Headers': BROWSER_READABLE_HEADERS,
   };
-  if (language) headers['Content-Language'] = language;
+  if (options.language) headers['Content-Language'] = options.language;
   return headers;
 }
 

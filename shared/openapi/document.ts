@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { PERMISSIONS, ROLES, type Permission } from '../roles.js';
 import { ApiError, STATUS_NAMES } from '../errors.js';
-import type { HonouredHeader, OperationDefinition } from '../http/operation.js';
+import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../http/operation.js';
 import { translate, type MessageKey } from '../messages.js';
 import { errorBody, pagingParameters } from '../schemas/common.js';
 import { parseOrThrow } from '../validation.js';
@@ -61,6 +61,11 @@ const RESPONSE_HEADERS: Record<string, Json> = {
     schema: { type: 'string', enum: ['true'] },
   },
   RetryAfter: { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
+  RetryAfterAccepted: {
+    description: 'Seconds to wait before looking at `Location` for the first time: the work seldom shows progress sooner.',
+    required: true,
+    schema: { type: 'string', pattern: '^\\d+$' },
+  },
   RetryAfterContended: { description: 'With `changeContended`: seconds to wait before trying again.', schema: { type: 'string', pattern: '^\\d+$' } },
   WWWAuthenticate: {
     description:
@@ -288,6 +293,7 @@ function successResponses(described: OperationDefinition, components: Components
       headers: {
         'X-Request-Id': header('XRequestId'),
         ...Object.fromEntries(headers.map((name) => [name, header(name)])),
+        ...(described.success.retryAfterSeconds === undefined ? {} : { 'Retry-After': header('RetryAfterAccepted') }),
         ...(honours.has('Idempotency-Key') ? { 'Idempotent-Replayed': header('IdempotentReplayed') } : {}),
         ...(described.deprecated ? { Deprecation: header('Deprecation'), Sunset: header('Sunset') } : {}),
         ...(described.deprecated?.link ? { Link: header('DeprecationLink') } : {}),
@@ -330,7 +336,9 @@ function operation(registration: HttpRegistration, components: Components): Json
     ...(deprecated ? { deprecated: true } : {}),
     ...(permission ? {} : { security: [] }),
     ...(parameters.length ? { parameters } : {}),
-    ...(described.body ? { requestBody: { required: true, content: { [JSON_MEDIA_TYPE]: components.jsonContent(described.body, 'input') } } } : {}),
+    ...(described.body
+      ? { requestBody: { required: !bodyMayBeOmitted(described.body), content: { [JSON_MEDIA_TYPE]: components.jsonContent(described.body, 'input') } } }
+      : {}),
     responses: {
       ...successResponses(described, components),
       ...Object.fromEntries([...failures(described)].map(([status, keys]) => [status, failureResponse(status, keys, components)])),
@@ -371,6 +379,7 @@ ${rolesTable()}
 
 **Requests.** Give each query parameter once, with one value: a repeated parameter, or a comma list in one that takes a single value,
 is a 400 (in \`q\` a comma is text). Send a body with \`Content-Length\`: Azure's Functions host hands a chunked body to the API empty, so one is a 411.
+A body whose fields are all optional may be left out (no content, \`Content-Length: 0\`): no body means every default.
 
 **Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
 

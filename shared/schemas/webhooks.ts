@@ -31,15 +31,29 @@ export type Webhook = z.infer<typeof webhook>;
 
 /** Only the answers to a create and to a rotation show the secret. */
 export const webhookWithSecret = webhook.extend({
-  secret: z.string().describe('`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here.'),
+  secret: z
+    .string()
+    .describe(
+      '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
+        'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
+    ),
 });
 export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;
 
 /** A URL as a subscription takes it; the rules that need the network (what the host resolves to) are checked beside. */
 const url = z.string().max(MAX_WEBHOOK_URL_LENGTH);
-/** Subscribable events, each once; `webhook.ping` is sent on request, not subscribed to. */
+/** A subscribable event; `webhook.ping` is sent on request, not subscribed to, and the 400 says so rather than only that it is not one of the others. */
+const subscribableEvent = z
+  .string()
+  .check((ctx) => {
+    if (ctx.value === 'webhook.ping') ctx.issues.push({ code: 'custom', input: ctx.value, params: { messageKey: 'pingNotSubscribable' } });
+  })
+  .pipe(z.enum(CHANGE_EVENT_TYPES))
+  // The API description shows the events a body may name, as the pipe's input alone (a string) would not.
+  .meta({ enum: CHANGE_EVENT_TYPES });
+/** Subscribable events, each once. */
 const events = z
-  .array(z.enum(CHANGE_EVENT_TYPES))
+  .array(subscribableEvent)
   .min(1)
   .transform((types) => [...new Set(types)]);
 

@@ -354,6 +354,7 @@ describe('GET, PUT and DELETE /api/projects/{projectId}', () => {
     const deleted = await api('DELETE', `/projects/${created.id}`, { token: adminToken });
     expect(deleted.status).toBe(204);
     expect(deleted.body).toBe('');
+    expect(deleted.headers.get('content-type')).toBeNull();
     expect((await api('DELETE', `/projects/${created.id}`, { token: adminToken })).status).toBe(404);
     expect((await api('GET', `/projects/${created.id}`, { token: adminToken })).status).toBe(404);
   });

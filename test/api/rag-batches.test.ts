@@ -286,7 +286,7 @@ describe('a rebuild of 1,204 sources', { timeout: 120_000 }, () => {
     }
   });
 
-  it('is cancelled mid-job: the answer says so at once, the batches not started do nothing, the job ends Cancelled, and cancelling it again is a 409', async () => {
+  it('is cancelled mid-job: the answer says so at once, the batches not started do nothing, the job ends Cancelled, a second cancel is a 409', async () => {
     await emptyIndex();
     // One message at a time, so that batches wait on the queue while the first runs; the main host
     // stops for it, so that this host alone takes the queue's messages.

@@ -99,6 +99,21 @@ describe('POST /api/rag/index', () => {
     expect(job).toMatchObject({ status: 'Succeeded', counts: { sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: 0 }, error: null });
   });
 
+  it('takes a POST without a body as every default, and says in Retry-After when to look at the job', async () => {
+    // A rebuild of the whole tenant, which another file's job may hold for a while: its 409 is waited out.
+    const deadline = Date.now() + 60_000;
+    let response = await api('POST', '/rag/index', { token: await manager() });
+    while (response.status === 409 && Date.now() < deadline) {
+      await finished(response.body.activeJobId);
+      response = await api('POST', '/rag/index', { token: await manager() });
+    }
+    expect(response.status, JSON.stringify(response.body)).toBe(202);
+    expect(response.headers.get('retry-after')).toBe('2');
+    expect(response.body).toMatchObject({ status: 'Queued', mode: 'incremental', projectIds: null });
+    // Ended before the next test starts a job of this tenant.
+    expect((await finished(response.body.jobId)).status).toBe('Succeeded');
+  });
+
   it('reflects created, changed and deleted projects and tasks, writing only what changed', async () => {
     const short = await newProject();
     const long = await newProject(Array.from({ length: 60 }, (_, index) => sentence(index)).join(' '));

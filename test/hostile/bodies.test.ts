@@ -32,6 +32,8 @@ interface WriteEndpoint {
   fields: Field[];
   /** What the endpoint could change, read so that it can be compared before and after. */
   stored: () => Promise<unknown>;
+  /** Every field is optional, so an empty body is no body: every default, not a refusal. */
+  bodyMayBeOmitted?: true;
 }
 
 const admin = () => token({ roles: ['LMS.Admin'] });
@@ -121,6 +123,7 @@ const ENDPOINTS: WriteEndpoint[] = [
     path: () => '/rag/index',
     token: () => token({ tenant: OTHER_TENANT, roles: ['LMS.Manager'], username: RAG_CALLER }),
     validBody: () => ({ mode: 'incremental', projectIds: ['PRJ-1001'] }),
+    bodyMayBeOmitted: true,
     fields: [
       { name: 'mode', kind: 'enum', max: 11 },
       { name: 'projectIds', kind: 'projectIds', max: 100 },
@@ -256,7 +259,7 @@ for (const endpoint of ENDPOINTS) {
           ['a comment', `/* x */${valid}`],
           ['NaN as a value', `${valid.slice(0, -1)},"x":NaN}`],
           ['two JSON documents', `${valid}${valid}`],
-          ['an empty body', ''],
+          ...(endpoint.bodyMayBeOmitted ? [] : [['an empty body', ''] as BodyCase]),
           ['only whitespace', ' \n\t '],
           ['a JSON array', `[${valid}]`],
           ['a JSON string', JSON.stringify(valid)],

@@ -176,6 +176,13 @@ describe('endpoint()', () => {
       expect(received).toEqual([]);
     });
 
+    it('answers 411 to an operation whose body may be left out too: a chunked body is not no body', async () => {
+      const optional = z.strictObject({ mode: z.enum(['quick', 'full']).default('quick') });
+      const { handler, received } = echo({ body: optional }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      expect(((await handler(await chunkedRequest(), context())) as HttpResponseInit).status).toBe(411);
+      expect(received).toEqual([]);
+    });
+
     it('reads a chunked body that does arrive, and refuses it with 413 as soon as it passes 1 MiB', async () => {
       const { handler, received } = echo({ body }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
       const arriving = new Blob(['{"name":"Ada"}']).stream();
@@ -200,6 +207,43 @@ describe('endpoint()', () => {
     expect((await call(handler, { method: 'POST', body: '{"name":' })).status).toBe(400);
     await call(handler, { method: 'POST', body: '{"name":"  Ada  "}' });
     expect(received.map((input) => input.body)).toEqual([{ name: 'Ada' }]);
+  });
+
+  describe('a body whose every field is optional may be left out: no body means every default', () => {
+    const optional = z.strictObject({ mode: z.enum(['quick', 'full']).default('quick'), ids: z.array(z.string()).optional() });
+    const echoed = () => echo({ body: optional }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+
+    it('reads a request without content as {}, whatever its Content-Type says', async () => {
+      const { handler, received } = echoed();
+      // As `curl -X POST` sends it: no Content-Type, no Content-Length.
+      expect((await call(handler, { method: 'POST' })).status).toBe(200);
+      // As fetch() sends a POST without a body, and with a type that names nothing sent.
+      expect((await call(handler, { method: 'POST', headers: { 'content-length': '0' } })).status).toBe(200);
+      expect((await call(handler, { method: 'POST', headers: { 'content-length': '0', 'content-type': 'text/plain' } })).status).toBe(200);
+      expect(received.map((input) => input.body)).toEqual([{ mode: 'quick' }, { mode: 'quick' }, { mode: 'quick' }]);
+    });
+
+    it('reads a body that is sent as always: JSON, or 400, or 415', async () => {
+      const { handler, received } = echoed();
+      expect((await call(handler, { method: 'POST', body: '{"mode":"full"}' })).status).toBe(200);
+      expect(received.map((input) => input.body)).toEqual([{ mode: 'full' }]);
+      expect((await call(handler, { method: 'POST', body: ' ' })).jsonBody).toMatchObject({ status: 400 });
+      expect((await call(handler, { method: 'POST', body: '{"mode":"full"}', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+      const declared = { 'content-type': 'text/plain', 'content-length': '15' };
+      expect((await call(handler, { method: 'POST', body: '{"mode":"full"}', headers: declared })).status).toBe(415);
+      expect((await call(handler, { method: 'POST', body: '{"mode":"sideways"}' })).status).toBe(400);
+      expect(received).toHaveLength(1);
+    });
+
+    it('keeps a body with a required field required: none is a 415 as before, an empty JSON one a 400', async () => {
+      const { handler, received } = echo({ body: z.strictObject({ name: z.string() }) }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      expect((await call(handler, { method: 'POST' })).status).toBe(415);
+      expect((await call(handler, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': '0' } })).jsonBody).toMatchObject({
+        status: 400,
+        message: expect.stringContaining('JSON'),
+      });
+      expect(received).toEqual([]);
+    });
   });
 
   it('hands over If-Match as the versions expected only where the operation honours it', async () => {
@@ -233,6 +277,7 @@ describe('endpoint()', () => {
     const again = await call(handler, { headers: { 'if-none-match': first.headers.ETag! } });
     expect(again.status).toBe(304);
     expect(again.jsonBody).toBeUndefined();
+    expect(again.headers['Content-Type']).toBeUndefined();
   });
 
   it('adds Location and Idempotent-Replayed to a create, and Link to a list page with more to come', async () => {
@@ -252,11 +297,13 @@ describe('endpoint()', () => {
     expect((await call(last.handler)).headers.Link).toBeUndefined();
   });
 
-  it('sends a 204 without a body', async () => {
+  it('sends a 204 without a body, and so without a Content-Type', async () => {
     const { handler } = echo({ success: { status: 204 } }, () => ({}));
     const answer = await call(handler, { method: 'DELETE' });
     expect(answer.status).toBe(204);
     expect(answer.jsonBody).toBeUndefined();
+    expect(answer.headers['Content-Type']).toBeUndefined();
+    expect(answer.headers['X-Request-Id']).toBe('request-1');
   });
 
   it('announces a deprecated operation with Deprecation, Sunset and a deprecation link beside the paging link', async () => {

@@ -31,6 +31,7 @@ import {
   type TokenOptions,
 } from '../../local/identity-provider.js';
 import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../../local/token.js';
+import { CLOCK_SKEW_SECONDS } from '../../shared/auth/token-validator.js';
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';
@@ -827,6 +828,13 @@ describe('local identity provider', () => {
       expect(stdout.text()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
       const { payload } = await jwtVerify(stdout.text().trim(), createLocalJWKSet(jwks), { issuer: V1_ISSUER, audience: V1_AUDIENCE });
       expect(payload).toMatchObject({ roles: ['LMS.Admin'], upn: 'dev@contoso.test', name: 'Dev', scp: 'access_as_user' });
+    });
+
+    it("prints its help, which tells the API's allowance for clock skew, the one the validator applies", async () => {
+      const stdout = capture();
+      const exitCode = await runTokenCli(['--help'], { dataDir, stdout, stderr: capture() });
+      expect(exitCode).toBe(0);
+      expect(stdout.text()).toContain(`The API allows ${CLOCK_SKEW_SECONDS / 60} minutes of clock skew`);
     });
 
     it('reports the provider error on stderr with exit code 1', async () => {

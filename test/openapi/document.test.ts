@@ -56,6 +56,23 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('marks a request body required unless its every field is optional, and the 202 of a rebuild with Retry-After', () => {
+    const operationAt = (method: string, path: string) =>
+      description.operations.find((operation) => operation.method === method && operation.path === path)!.operation;
+    expect(operationAt('POST', '/rag/index').requestBody.required).toBe(false);
+    expect(operationAt('POST', '/rag/index').responses['202'].headers['Retry-After']).toMatchObject({ required: true, schema: { pattern: '^\\d+$' } });
+    for (const [method, path] of [
+      ['POST', '/projects'],
+      ['PUT', '/projects/{projectId}'],
+      ['POST', '/tasks'],
+      ['PUT', '/tasks/{taskId}'],
+      ['POST', '/webhooks'],
+      ['PUT', '/webhooks/{webhookId}'],
+    ] as const) {
+      expect(operationAt(method, path).requestBody.required, `${method} ${path}`).toBe(true);
+    }
+  });
+
   it('asks for the access_as_user scope, or a bearer token, except for its own two public paths', () => {
     const { security, components } = description.document;
     expect(security).toEqual([{ entra: ['api://{clientId}/access_as_user'] }, { bearer: [] }]);

@@ -73,13 +73,18 @@ describe('requests.http', () => {
 
   it('runs from top to bottom against the API, each answer a documented success', async () => {
     const answers = new Map<string, ApiResponse>();
+    const sentHeaders = new Map<string, Record<string, string>>();
+    /** The id each Idempotency-Key created: the same key again must answer the same resource, replayed. */
+    const createdByKey = new Map<string, string>();
+    let replays = 0;
     const variables = new Map(file.variables);
     variables.set('baseUrl', stack.apiBaseUrl);
     variables.set('token', await token({ tenant: OTHER_TENANT, roles: ['LMS.Admin'] }));
     const resolve = (text: string): string =>
       text.replace(/\{\{([^}]+)\}\}/g, (_match, reference: string) => {
         if (reference === '$guid') return randomUUID();
-        const [request, , part, ...rest] = reference.split('.');
+        const [request, side, part, ...rest] = reference.split('.');
+        if (side === 'request' && part === 'headers') return sentHeaders.get(request!)?.[rest.join('.').toLowerCase()] ?? '';
         const answer = answers.get(request!);
         if (answer && part === 'headers') return answer.headers.get(rest.join('.')) ?? '';
         if (answer && part === 'body') {
@@ -109,7 +114,19 @@ describe('requests.http', () => {
       }
       expect(description.problems(request.method, path, answer), request.title).toEqual([]);
       expect(answer.status, `${request.title}: ${JSON.stringify(answer.body)}`).toBeLessThan(300);
-      if (request.name) answers.set(request.name, answer);
+      const key = headers['idempotency-key'];
+      if (key !== undefined && createdByKey.has(key)) {
+        expect({ id: answer.body.id, replayed: answer.headers.get('idempotent-replayed') }, request.title).toEqual({
+          id: createdByKey.get(key),
+          replayed: 'true',
+        });
+        replays++;
+      } else if (key !== undefined) createdByKey.set(key, answer.body.id);
+      if (request.name) {
+        answers.set(request.name, answer);
+        sentHeaders.set(request.name, headers);
+      }
     }
+    expect(replays, 'requests.http shows a create replayed by its Idempotency-Key').toBe(1);
   }, 60_000);
 });

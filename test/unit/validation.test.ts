@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.js';
+import { createWebhookBody, updateWebhookBody } from '../../shared/schemas/webhooks.js';
 import { email, integerParameter, parseOrThrow, text } from '../../shared/validation.js';
 
 function problems(schema: z.ZodType, input: unknown, language: 'en' | 'ja' = 'en') {
@@ -61,5 +62,28 @@ describe('integerParameter', () => {
 
   it.each(['0', '201', '-1', 'abc', '1e9', '0x10', ' 5', '1.5', ''])('refuses %j', (value) => {
     expect(limit.safeParse({ limit: value }).success).toBe(false);
+  });
+});
+
+describe('webhook events', () => {
+  const url = 'https://203.0.113.10/hook';
+
+  it('refuse webhook.ping saying that it is sent on request, not subscribed to, in English and Japanese', () => {
+    for (const schema of [createWebhookBody, updateWebhookBody]) {
+      expect(problems(schema, { url, events: ['project.created', 'webhook.ping'] })).toEqual([
+        {
+          path: 'events.1',
+          message: '"webhook.ping" cannot be subscribed to: it is sent on request, by POST /api/webhooks/{webhookId}/ping, to that subscription only.',
+        },
+      ]);
+      expect(problems(schema, { url, events: ['webhook.ping'] }, 'ja')![0]!.message).toMatch(/^「webhook.ping」は購読できません。/);
+    }
+  });
+
+  it('name the subscribable events, without webhook.ping, for an unknown one', () => {
+    const [unknown] = problems(createWebhookBody, { url, events: ['project.exploded'] })!;
+    expect(unknown).toMatchObject({ path: 'events.0', message: expect.stringContaining('"project.created"') });
+    expect(unknown!.message).not.toContain('webhook.ping');
+    expect(createWebhookBody.parse({ url, events: ['task.created', 'task.created', 'rag.job.failed'] }).events).toEqual(['task.created', 'rag.job.failed']);
   });
 });

@@ -186,7 +186,7 @@ class WebhookWithSecret(TypedDict):
     createdAt: str
     #: ISO 8601 UTC timestamp with milliseconds
     updatedAt: str
-    #: `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here.
+    #: `whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).
     secret: str
 
 

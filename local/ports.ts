@@ -1,0 +1,50 @@
+/**
+ * The ports of `npm start`, from PORT and LOCAL_IDP_PORT, and a port that is taken told in one line
+ * naming the setting that moves it, instead of an EADDRINUSE stack.
+ */
+import { createServer } from 'node:net';
+import { SETTINGS } from '../shared/settings.js';
+
+/** A mistake the user can fix from its message alone: `npm start` prints the message, not a stack. */
+export class StartError extends Error {}
+
+export function portSetting(name: 'PORT' | 'LOCAL_IDP_PORT'): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return Number(SETTINGS[name].default);
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65535) throw new StartError(`${name} must be a port number (0 to 65535), not "${value}".`);
+  return number;
+}
+
+const WHAT: Record<'PORT' | 'LOCAL_IDP_PORT', string> = { PORT: "the API's", LOCAL_IDP_PORT: "the local identity provider's" };
+
+/** Rejects with a StartError naming `setting` when something already listens on the port (0: any free port, nothing to check). */
+export async function ensurePortFree(setting: 'PORT' | 'LOCAL_IDP_PORT', port: number, host = '127.0.0.1'): Promise<void> {
+  if (port === 0) return;
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EADDRINUSE') reject(error);
+      else {
+        const example = `${setting}=${port + 10 <= 65535 ? port + 10 : port - 10} npm start`;
+        reject(new StartError(`Port ${port}, ${WHAT[setting]}, is in use (another \`npm start\`?): set ${setting} to a free port, e.g. ${example}`));
+      }
+    });
+    server.listen(port, host, () => server.close(() => resolve()));
+  });
+}
+
+/** Ends `npm start` with the one line a StartError says; anything else is a bug, and keeps its stack. */
+export function stopOnStartError(error: unknown): never {
+  if (!(error instanceof StartError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+}
+
+/**
+ * What `npm start` runs before it builds (tools/before-start.mjs): a taken API port, most likely an
+ * `npm start` of this checkout, stops it before it rebuilds dist/ under the stack running from it.
+ */
+export async function stopIfApiPortTaken(): Promise<void> {
+  await ensurePortFree('PORT', portSetting('PORT')).catch(stopOnStartError);
+}
