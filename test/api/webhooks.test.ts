@@ -462,11 +462,13 @@ describe('subscriptions', () => {
     const mine = await receiver();
     const theirs = await receiver();
     const { id } = await subscribe(mine, { events: ['project.created'] });
-    await subscribe(theirs, { events: ['project.created'], token: neighbourAdmin });
+    // Ids are numbered per tenant: the neighbour's first subscription may have the same id as one of
+    // ours, so its subscription is made only after ours has been looked for.
     expect((await main.call('GET', `/webhooks/${id}`, { token: neighbourAdmin })).status).toBe(404);
     expect((await main.call('GET', `/webhooks/${id}/deliveries`, { token: neighbourAdmin })).status).toBe(404);
     expect((await main.call('PUT', `/webhooks/${id}`, { token: neighbourAdmin, body: { active: false } })).status).toBe(404);
     expect((await main.call('POST', `/webhooks/${id}/ping`, { token: neighbourAdmin })).status).toBe(404);
+    await subscribe(theirs, { events: ['project.created'], token: neighbourAdmin });
     const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Mine only', owner: uniqueEmail('mine') } });
     await mine.waitFor((received) => received.some(about(project.body.id)));
     await everythingHandedOver();
