@@ -1,5 +1,6 @@
 import { app, type InvocationContext } from '@azure/functions';
-import { finishJob, readBatch } from '../shared/data/rag-jobs-repository.js';
+import { readBatch } from '../shared/data/rag-batches-repository.js';
+import { finishJob } from '../shared/data/rag-jobs-repository.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
 /**

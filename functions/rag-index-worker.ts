@@ -1,7 +1,14 @@
 import { app, type InvocationContext } from '@azure/functions';
-import { recordAttemptError, recordBatchError } from '../shared/data/rag-jobs-repository.js';
+import { recordBatchError } from '../shared/data/rag-batches-repository.js';
+import { recordAttemptError } from '../shared/data/rag-jobs-repository.js';
 import { finish, plan, runBatch } from '../shared/rag/jobs.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
+
+/** The queue message's id, the same at every delivery of it. */
+function queueMessageId(context: InvocationContext): string {
+  const id = context.triggerMetadata?.id;
+  return typeof id === 'string' ? id : context.invocationId;
+}
 
 /**
  * Runs a RAG index job's work from the queue: its planning, one of its batches, or its finishing
@@ -9,12 +16,6 @@ import { ragJobMessage } from '../shared/schemas/rag.js';
  * after host.json's visibilityTimeout and, after maxDequeueCount tries, moves it to the poison queue
  * (see rag-index-poison). Work for a job that has ended does nothing.
  */
-/** The queue message's id, the same at every delivery of it. */
-function queueMessageId(context: InvocationContext): string {
-  const id = context.triggerMetadata?.id;
-  return typeof id === 'string' ? id : context.invocationId;
-}
-
 export async function ragIndexWorker(message: unknown, context: InvocationContext): Promise<void> {
   const parsed = ragJobMessage.safeParse(message);
   if (!parsed.success) {
@@ -24,7 +25,7 @@ export async function ragIndexWorker(message: unknown, context: InvocationContex
   }
   const work = parsed.data;
   try {
-    if ('batch' in work) await runBatch(work.tenantId, work.jobId, work.batch);
+    if ('batch' in work) await runBatch(work.tenantId, work.jobId, work.batch, context.invocationId);
     else if ('finish' in work) await finish(work.tenantId, work.jobId, queueMessageId(context));
     else await plan(work.tenantId, work.jobId);
   } catch (error) {

@@ -42,8 +42,8 @@ export interface ReceivedEmbeddingsRequest {
   query: string;
   /** Which header carried a key, if any; 'bearer' wins when both are sent. */
   authorization: 'bearer' | 'api-key' | 'none';
-  /** Number of inputs, when the body had a valid `input`. */
-  inputs: number | undefined;
+  /** The texts to embed, when the body had a valid `input`. */
+  inputs: string[] | undefined;
   model: string | undefined;
   status: number | 'drop';
 }
@@ -180,7 +180,7 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
         );
       }
       const embeddingsRequest = parseEmbeddingsRequest(body, { modelRequired: !azure });
-      record.inputs = embeddingsRequest.inputs.length;
+      record.inputs = embeddingsRequest.inputs;
       record.model = embeddingsRequest.model;
       counts.inputs += embeddingsRequest.inputs.length;
       sendJson(response, 200, {

@@ -1,8 +1,7 @@
 /**
- * RAG index jobs and their batches, in the tenant's partition. A job is planned into batches of at
- * most 500 sources; each batch is a document that records, once, what its run did: a batch run twice
- * counts once, and the job's counts are the sum of its batches'. Progress is counted from the
- * batches that ended, so it never goes back.
+ * RAG index jobs, in the tenant's partition: the one active job of a tenant, its planning, its
+ * finishing and its end. Its batches are in rag-batches-repository.ts; the job's counts are the sum
+ * of theirs, and progress is counted from the batches that ended, so it never goes back.
  */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
@@ -18,7 +17,6 @@ import {
   asJson,
   batchFailure,
   changeDocument,
-  FULL_SCAN_PAGE,
   fieldsOf,
   listPage,
   readDocument,
@@ -53,19 +51,6 @@ export interface Sweep {
 }
 
 export type SourceKind = 'project' | 'task';
-
-export interface RagBatchDocument extends StoredDocument {
-  type: 'ragBatch';
-  jobId: string;
-  number: number;
-  kind: SourceKind;
-  sourceIds: string[];
-  status: 'Planned' | 'Done';
-  /** Chunks of its sources the batch found to remove, recorded before it removes them: a run again after a crash finds fewer. */
-  staleFound: number;
-  counts: RagCounts | null;
-  lastError: string | null;
-}
 
 /** Exists while a job of the tenant is Queued or Running: its creation is what makes a job the only active one. */
 interface ActiveJobLock extends StoredDocument {
@@ -305,94 +290,4 @@ export async function finishJob(tenantId: string, jobId: string, outcome: Outcom
   const result = await sendBatch(documents, operations, tenantId);
   if (result[0]?.statusCode === 412) return finishJob(tenantId, jobId, outcome);
   if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Finishing RAG job ${jobId}`, result);
-}
-
-// ------------------------------------------------------------------ batches
-
-const batchId = (jobId: string, number: number) => `${jobId}-b${number}`;
-
-/** A batch of the job, made once: a second planning run finds it made and keeps it as it is. */
-export async function planBatch(tenantId: string, jobId: string, number: number, kind: SourceKind, sourceIds: string[]): Promise<RagBatchDocument> {
-  const batch: Omit<RagBatchDocument, '_etag'> = {
-    id: batchId(jobId, number),
-    tenantId,
-    type: 'ragBatch',
-    jobId,
-    number,
-    kind,
-    sourceIds,
-    status: 'Planned',
-    staleFound: 0,
-    counts: null,
-    lastError: null,
-  };
-  try {
-    const { resource } = await (await tenantData()).items.create(batch);
-    return resource as unknown as RagBatchDocument;
-  } catch (error) {
-    if (cosmosStatus(error) !== 409) throw error;
-    return (await readBatch(tenantId, jobId, number))!;
-  }
-}
-
-export function readBatch(tenantId: string, jobId: string, number: number): Promise<RagBatchDocument | undefined> {
-  return readDocument<RagBatchDocument>(tenantId, batchId(jobId, number), 'ragBatch');
-}
-
-/**
- * The batch's run ended with these counts: recorded once, whatever runs it twice (a second run finds
- * it Done, and records nothing). False when another run recorded first.
- */
-export async function completeBatch(tenantId: string, jobId: string, number: number, counts: RagCounts): Promise<boolean> {
-  const documents = await tenantData();
-  for (;;) {
-    const current = await readBatch(tenantId, jobId, number);
-    if (!current || current.status === 'Done') return false;
-    try {
-      await documents
-        .item(current.id, tenantId)
-        .replace(asJson({ ...current, status: 'Done', counts }), { accessCondition: { type: 'IfMatch', condition: current._etag } });
-      return true;
-    } catch (error) {
-      // 412: changed meanwhile (an error recorded, or another run): read again.
-      if (cosmosStatus(error) !== 412) throw error;
-    }
-  }
-}
-
-/** The chunks of its sources a batch is about to remove. */
-export async function recordStaleFound(tenantId: string, jobId: string, number: number, staleFound: number): Promise<void> {
-  await (await tenantData()).item(batchId(jobId, number), tenantId).patch([{ op: 'set', path: '/staleFound', value: staleFound }]);
-}
-
-export async function recordBatchError(tenantId: string, jobId: string, number: number, message: string): Promise<void> {
-  await (
-    await tenantData()
-  )
-    .item(batchId(jobId, number), tenantId)
-    .patch([{ op: 'set', path: '/lastError', value: message.slice(0, 1000) }])
-    .catch((error: unknown) => {
-      if (cosmosStatus(error) !== 404) throw error;
-    });
-}
-
-/** How many of the job's batches ended, and the sum of their counts. */
-export async function batchTotals(tenantId: string, jobId: string): Promise<{ done: number; counts: RagCounts }> {
-  const query = {
-    query: "SELECT c.counts FROM c WHERE c.tenantId = @tenantId AND c.type = 'ragBatch' AND c.jobId = @jobId AND c.status = 'Done'",
-    parameters: [
-      { name: '@tenantId', value: tenantId },
-      { name: '@jobId', value: jobId },
-    ],
-  };
-  const counts: RagCounts = { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 };
-  let done = 0;
-  const pages = (await tenantData()).items.query<{ counts: RagCounts }>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE });
-  while (pages.hasMoreResults()) {
-    for (const batch of (await pages.fetchNext()).resources) {
-      done += 1;
-      for (const name of Object.keys(counts) as (keyof RagCounts)[]) counts[name] += batch.counts[name];
-    }
-  }
-  return { done, counts };
 }

@@ -33,20 +33,24 @@ import {
 import {
   batchTotals,
   completeBatch,
+  holdBatch,
+  planBatch,
+  recordStaleFound,
+  releaseBatch,
+  renewHold,
+  type RagBatchDocument,
+} from '../data/rag-batches-repository.js';
+import {
   finishJob,
   finishPlanning,
   isFinished,
   markDispatched,
-  planBatch,
-  readBatch,
   readJobDocument,
   recordBatchesDone,
   recordPlanning,
-  recordStaleFound,
   recordSweep,
   startFinishing,
   startRunning,
-  type RagBatchDocument,
   type RagJobDocument,
   type SourceKind,
 } from '../data/rag-jobs-repository.js';
@@ -62,6 +66,8 @@ export const BATCH_SOURCES = 500;
 const SWEEP_PAGE = 1_000;
 /** How long a finishing run holds the job without a sign of life (one per page of the index) before another may take over. */
 const FINISHING_LEASE_MS = 60_000;
+/** How long a batch's run holds it without renewing (renewed every quarter of it): a crashed run's batch waits this long. */
+const BATCH_HOLD_MS = 20_000;
 const NOTHING: RagCounts = { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 };
 
 let embedder: Embedder | null | undefined;
@@ -114,19 +120,43 @@ export async function plan(tenantId: string, jobId: string): Promise<void> {
   if (await finishPlanning(tenantId, jobId)) await afterBatch(tenantId, jobId);
 }
 
-/** Indexes one batch of a job, unless it ran already; then looks whether the job is done. */
-export async function runBatch(tenantId: string, jobId: string, number: number): Promise<void> {
+/**
+ * Indexes one batch of a job, unless it ran already, for the run `runner` (one delivery of its
+ * message); then looks whether the job is done. While another run holds the batch, its message comes
+ * back a little later (at most when that hold would end): the batch is done by then, or still held, or
+ * its run is gone and this one takes over.
+ */
+export async function runBatch(tenantId: string, jobId: string, number: number, runner: string): Promise<void> {
   const job = await readJobDocument(tenantId, jobId);
   if (!job || isFinished(job)) return;
-  const batch = await readBatch(tenantId, jobId, number);
-  if (!batch) return;
-  if (batch.status !== 'Done') {
+  const claim = await holdBatch(tenantId, jobId, number, runner, BATCH_HOLD_MS);
+  if ('missing' in claim) return;
+  if ('busyUntil' in claim) {
+    const untilFree = Math.min(claim.busyUntil - Date.now(), BATCH_HOLD_MS / 4);
+    await enqueueRagWork({ tenantId, jobId, batch: number }, Math.max(1, Math.ceil(untilFree / 1000)));
+    return;
+  }
+  if ('held' in claim) {
     // A cancelled job's batches not started do nothing.
-    const counts = job.cancelRequestedAt ? NOTHING : await indexBatch(job, batch);
-    if (!counts) return;
+    const counts = job.cancelRequestedAt ? NOTHING : await whileHeld(claim.held, runner, () => indexBatch(job, claim.held));
+    if (!counts) return releaseBatch(tenantId, jobId, number, runner);
     await completeBatch(tenantId, jobId, number, counts);
   }
   await afterBatch(tenantId, jobId);
+}
+
+/** Runs `work` on a held batch, renewing the hold while it runs, and lets the batch go if it fails. */
+async function whileHeld<T>(batch: RagBatchDocument, runner: string, work: () => Promise<T>): Promise<T> {
+  const { tenantId, jobId, number } = batch;
+  const renewal = setInterval(() => void renewHold(tenantId, jobId, number, runner, BATCH_HOLD_MS).catch(() => undefined), BATCH_HOLD_MS / 4);
+  try {
+    return await work();
+  } catch (error) {
+    await releaseBatch(tenantId, jobId, number, runner).catch(() => undefined);
+    throw error;
+  } finally {
+    clearInterval(renewal);
+  }
 }
 
 /** Progress from the batches that ended; once all of a planned job have, its finishing goes on the queue. */

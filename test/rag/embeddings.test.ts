@@ -79,14 +79,14 @@ describe('embeddings client against the stand-in', () => {
     const vectors = await embedder(openAi(), { batchSize: 16 }).embed(inputs);
 
     expect(vectors).toEqual(inputs.map((text) => standInEmbedding(text)));
-    expect(standIn.received.map((request) => request.inputs)).toEqual([16, 16, 8]);
+    expect(standIn.received.map((request) => request.inputs?.length)).toEqual([16, 16, 8]);
     expect(standIn.counts).toEqual({ requests: 3, inputs: 40 });
     expect(standIn.received[0]).toMatchObject({ path: '/v1/embeddings', query: '', authorization: 'bearer', model: MODEL, status: 200 });
   });
 
   it('batches by 16 by default and sends nothing for no texts', async () => {
     await embedder(openAi()).embed(texts(17));
-    expect(standIn.received.map((request) => request.inputs)).toEqual([16, 1]);
+    expect(standIn.received.map((request) => request.inputs?.length)).toEqual([16, 1]);
     expect(await embedder(openAi()).embed([])).toEqual([]);
     expect(standIn.counts.requests).toBe(2);
   });
