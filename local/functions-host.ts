@@ -97,15 +97,20 @@ async function writeResponse(result: unknown, res: ServerResponse): Promise<stri
 }
 
 /**
- * One line per request once its answer is sent: method, path (no query, which may hold search text),
- * status, duration and the request id the app answered with, so that an error's `requestId` leads
+ * One line per request once its answer is sent (or the client went away): method, path (no query,
+ * which may hold search text), status, duration and the request id the app answered with, so that an error's `requestId` leads
  * to its request and to the function's own lines about it.
  */
 function logRequest(req: IncomingMessage, res: ServerResponse, path: string, requestId: () => string | undefined): void {
   const started = performance.now();
-  res.once('finish', () => {
+  const line = (outcome: string) => {
     const milliseconds = Math.round(performance.now() - started);
-    console.log(`[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${res.statusCode} ${milliseconds} ms (request ${requestId() ?? '-'})`);
+    return `[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${outcome} ${milliseconds} ms (request ${requestId() ?? '-'})`;
+  };
+  res.once('finish', () => console.log(line(String(res.statusCode))));
+  // A client that went away before its answer (mid-body, or while waiting) gets a line too.
+  res.once('close', () => {
+    if (!res.writableFinished) console.log(line('closed by the client'));
   });
 }
 

@@ -192,7 +192,8 @@ describe('smaller things', () => {
     const body = JSON.stringify({ name: 'Gone', description: 'x'.repeat(200_000) });
     cases.add();
     await abandonBody(host.url, 'POST', '/projects', { token: admin, part: body.slice(0, 100_000), declaredLength: Buffer.byteLength(body) });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The host's line for the request, once it has given up on it.
+    await expect.poll(() => host.lines.slice(before).some((line) => line.includes('POST /api/projects closed by the client')), { timeout: 10_000 }).toBe(true);
     expect(host.lines.slice(before).filter((line) => /database|outage|unavailable/i.test(line))).toEqual([]);
   });
 });

@@ -240,17 +240,22 @@ describe('queue triggers in the local host', () => {
   it('waits for the invocations under way when stopped', async () => {
     const queue = uniqueQueue('stop');
     let finished = false;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
     const { calls, handler } = recorder(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await released;
       finished = true;
     });
     const triggers = start([queueFunction('slow', queue, handler)]);
 
     await send(queue, base64('"slow"'));
     await waitFor(() => calls.length === 1);
-    await triggers.stop(5_000);
+    const finishedWhenStopped = triggers.stop(5_000).then(() => finished);
+    // Let the stop get under way before the invocation may end.
+    for (let turn = 0; turn < 20; turn++) await new Promise(setImmediate);
+    release();
 
-    expect(finished).toBe(true);
+    expect(await finishedWhenStopped).toBe(true);
     expect(await messageCount(queue)).toBe(0);
   });
 
