@@ -2,7 +2,7 @@
  * `npm run openapi`: writes openapi.json, the API's OpenAPI document, from what the function files
  * register. It loads the tsc output of every file of package.json's `main`, with the local host's
  * registration collector standing in for `@azure/functions-core` as Azure's worker supplies it, and
- * builds the document from the registrations (see document.ts). The tsc output rather than the
+ * builds the document from the registrations (see openapi-document.ts). The tsc output rather than the
  * bundle, so that the schemas the handlers hold are the very objects components.ts names. `--check`
  * writes nothing and fails when openapi.json is not what the code would write.
  */
@@ -12,7 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { appFiles } from '../local/app-files.js';
 import { registrations, triggerOf, type Registration } from '../local/registrations.js';
-import { buildOpenApiDocument, type HttpRegistration } from '../shared/openapi/document.js';
+import { buildOpenApiDocument, type HttpRegistration } from './openapi-document.js';
 import { documentFile } from '../shared/openapi/document-file.js';
 
 const target = documentFile();

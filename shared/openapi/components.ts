@@ -111,7 +111,7 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [webhookWithSecret, { name: 'WebhookWithSecret', example: { ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } }],
   [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
   [event, { name: 'Event', example: exampleEvent }],
-  // Error answers have an example for each message instead (document.ts).
+  // Error answers have an example for each message instead (tools/openapi-document.ts).
   [errorBody, { name: 'Error', example: undefined }],
   [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '1.0.0' }, paths: {} } }],
   [

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { OperationDefinition } from '../../shared/http/operation.js';
-import { buildOpenApiDocument } from '../../shared/openapi/document.js';
+import { buildOpenApiDocument } from '../../tools/openapi-document.js';
 import { project } from '../../shared/schemas/projects.js';
 
 function documentWith(definition: OperationDefinition): any {

@@ -5,13 +5,13 @@
  * here lists the API a second time; it only says how each part is written in OpenAPI.
  */
 import { z } from 'zod';
-import { PERMISSIONS, ROLES, type Permission } from '../roles.js';
-import { ApiError, STATUS_NAMES } from '../errors.js';
-import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../http/operation.js';
-import { translate, type MessageKey } from '../messages.js';
-import { errorBody, pagingParameters } from '../schemas/common.js';
-import { parseOrThrow } from '../validation.js';
-import { NAMED_SCHEMAS } from './components.js';
+import { PERMISSIONS, ROLES, type Permission } from '../shared/roles.js';
+import { ApiError, STATUS_NAMES } from '../shared/errors.js';
+import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
+import { translate, type MessageKey } from '../shared/messages.js';
+import { errorBody, pagingParameters } from '../shared/schemas/common.js';
+import { parseOrThrow } from '../shared/validation.js';
+import { NAMED_SCHEMAS } from '../shared/openapi/components.js';
 
 type Json = Record<string, unknown>;
 type Io = 'input' | 'output';
