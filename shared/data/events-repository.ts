@@ -4,7 +4,8 @@ import { notFound } from '../errors.js';
 import type { Event, ListEventsQuery } from '../schemas/events.js';
 import { payloadOf, type EventDocument } from './events.js';
 import type { Page } from './paging.js';
-import { listPage, readVisible, type DocumentKind } from './tenant-data.js';
+import { readVisible, type DocumentKind } from './tenant-data.js';
+import { listPage } from './tenant-queries.js';
 
 const events: DocumentKind<EventDocument, Event> = {
   type: 'event',

@@ -14,15 +14,13 @@ import {
   createDocument,
   fieldsOf,
   FULL_SCAN_PAGE,
-  listPage,
-  idPage,
-  readByIds,
   readDocument,
   readVisible,
   tenantData,
   type Created,
   type DocumentKind,
 } from './tenant-data.js';
+import { listPage, idPage, readByIds } from './tenant-queries.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;

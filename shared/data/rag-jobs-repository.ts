@@ -18,13 +18,13 @@ import {
   batchFailure,
   changeDocument,
   fieldsOf,
-  listPage,
   readDocument,
   readVisible,
   tenantData,
   type DocumentKind,
   type StoredDocument,
 } from './tenant-data.js';
+import { listPage } from './tenant-queries.js';
 
 export interface RagJobDocument extends Omit<RagJob, 'jobId'>, StoredDocument {
   type: 'ragJob';

@@ -7,19 +7,8 @@ import { task, type CreateTaskBody, type ListTasksQuery, type Task, type UpdateT
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
 import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
-import {
-  changeDocument,
-  createDocument,
-  fieldsOf,
-  listPage,
-  idPage,
-  readByIds,
-  readVisible,
-  REMOVE,
-  stillExists,
-  type Created,
-  type DocumentKind,
-} from './tenant-data.js';
+import { changeDocument, createDocument, fieldsOf, readVisible, REMOVE, stillExists, type Created, type DocumentKind } from './tenant-data.js';
+import { listPage, idPage, readByIds } from './tenant-queries.js';
 
 interface TaskDocument extends Task {
   tenantId: string;

@@ -4,7 +4,8 @@ import { notFound } from '../errors.js';
 import { user, type ListUsersQuery, type User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';
-import { fieldsOf, listPage, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
+import { fieldsOf, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
+import { listPage } from './tenant-queries.js';
 
 interface UserDocument extends User {
   tenantId: string;

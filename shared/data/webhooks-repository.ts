@@ -34,7 +34,6 @@ import {
   createDocument,
   fieldsOf,
   FULL_SCAN_PAGE,
-  listPage,
   oneAtATime,
   readDocument,
   readVisible,
@@ -44,6 +43,7 @@ import {
   type DocumentKind,
   type StoredDocument,
 } from './tenant-data.js';
+import { listPage } from './tenant-queries.js';
 
 /** After a rotation the old secret still signs, beside the new one, for a day. */
 const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
