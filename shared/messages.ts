@@ -272,8 +272,8 @@ const catalog = {
     ja: (p) => `Webhook の URL のホスト ${p.host} はクラウドのメタデータサービスです。`,
   },
   webhookUrlReserved: {
-    en: (p) => `The webhook URL's host ${p.host} is an unspecified or reserved address.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} は未指定または予約済みのアドレスです。`,
+    en: (p) => `The webhook URL's host ${p.host} is a special-purpose or reserved address (IANA's special-purpose registries).`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} は特殊用途または予約済みのアドレスです（IANA の特殊用途アドレスレジストリ）。`,
   },
   databaseUnavailable: {
     en: () => 'The database is unavailable or busy. Try again shortly.',

@@ -3899,7 +3899,7 @@ export interface operations {
              *     - The webhook URL's host {host} is a link-local address.
              *     - The webhook URL's host {host} is in the shared address space (100.64.0.0/10).
              *     - The webhook URL's host {host} is a multicast address.
-             *     - The webhook URL's host {host} is an unspecified or reserved address.
+             *     - The webhook URL's host {host} is a special-purpose or reserved address (IANA's special-purpose registries).
              */
             400: {
                 headers: {
@@ -4267,7 +4267,7 @@ export interface operations {
              *     - The webhook URL's host {host} is a link-local address.
              *     - The webhook URL's host {host} is in the shared address space (100.64.0.0/10).
              *     - The webhook URL's host {host} is a multicast address.
-             *     - The webhook URL's host {host} is an unspecified or reserved address.
+             *     - The webhook URL's host {host} is a special-purpose or reserved address (IANA's special-purpose registries).
              */
             400: {
                 headers: {

@@ -411,10 +411,15 @@ describe('subscriptions', () => {
       ['https://224.0.0.1/hook', /multicast/],
       ['https://127.0.0.1/hook', /loopback/],
       ['https://[::ffff:10.0.0.1]/hook', /private network/],
-      ['https://user:password@203.0.113.10/hook', /user name or password/],
-      ['http://203.0.113.10/hook', /https/],
+      ['https://198.18.0.1/hook', /special-purpose/],
+      ['https://203.0.113.10/hook', /special-purpose/],
+      ['https://[2002:a00:1::1]/hook', /special-purpose/],
+      ['https://[fec0::1]/hook', /special-purpose/],
+      ['https://[::127.0.0.1]/hook', /special-purpose/],
+      ['https://user:password@8.8.8.8/hook', /user name or password/],
+      ['http://8.8.8.8/hook', /https/],
       ['http://127.0.0.1:9/hook', /https/],
-      ['ftp://203.0.113.10/hook', /absolute URL/],
+      ['ftp://8.8.8.8/hook', /absolute URL/],
       ['not a url', /absolute URL/],
       ['https://no-such-host.invalid/hook', /does not resolve/],
     ];
@@ -423,9 +428,9 @@ describe('subscriptions', () => {
       expect(answer.status, url).toBe(400);
       expect(answer.body.message, url).toMatch(rule);
     }
-    const tooLong = await local.call('POST', '/webhooks', { token: admin, body: { url: `https://203.0.113.10/${'a'.repeat(2048)}` } });
+    const tooLong = await local.call('POST', '/webhooks', { token: admin, body: { url: `https://8.8.8.8/${'a'.repeat(2048)}` } });
     expect(tooLong.status).toBe(400);
-    const unknownEvent = await local.call('POST', '/webhooks', { token: admin, body: { url: 'https://203.0.113.10/hook', events: ['project.exploded'] } });
+    const unknownEvent = await local.call('POST', '/webhooks', { token: admin, body: { url: 'https://8.8.8.8/hook', events: ['project.exploded'] } });
     expect(unknownEvent.status).toBe(400);
     expect(unknownEvent.body.details[0].path).toBe('events.0');
     expect((await local.call('GET', '/webhooks', { token: admin })).body).toEqual([]);
@@ -445,7 +450,7 @@ describe('subscriptions', () => {
   it('are managed by LMS.Admin only, never show the secret after the create, and page', async () => {
     const manager = await provider.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Manager'] });
     expect((await main.call('GET', '/webhooks', { token: manager })).status).toBe(403);
-    expect((await main.call('POST', '/webhooks', { token: manager, body: { url: 'https://203.0.113.10/hook' } })).status).toBe(403);
+    expect((await main.call('POST', '/webhooks', { token: manager, body: { url: 'https://8.8.8.8/hook' } })).status).toBe(403);
     const to = await receiver();
     const first = await subscribe(to);
     await subscribe(to);
