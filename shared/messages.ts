@@ -224,8 +224,8 @@ const catalog = {
     ja: (p) => `配信 ${p.id} は存在しません。`,
   },
   webhookInactive: {
-    en: (p) => `Webhook subscription ${p.id} is switched off; switch it on ("active": true) to ping it.`,
-    ja: (p) => `Webhook サブスクリプション ${p.id} は無効です。ping するには有効にしてください（"active": true）。`,
+    en: (p) => `Webhook subscription ${p.id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.`,
+    ja: (p) => `Webhook サブスクリプション ${p.id} は無効です。ping や再送の前に有効にしてください（"active": true）。`,
   },
   tooManyWebhooks: {
     en: (p) => `A tenant has at most ${p.limit} webhook subscriptions. Delete one first.`,

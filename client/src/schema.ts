@@ -391,7 +391,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again now
-         * @description One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends.
+         * @description One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends. A subscription switched off gets nothing (409), as with a ping.
          *
          *     **Roles:** LMS.Admin (permission `webhooks:manage`).
          */
@@ -4815,6 +4815,20 @@ export interface operations {
                 };
             };
             /**
+             * @description Conflict:
+             *
+             *     - Webhook subscription {id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Server Error:
              *
              *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
@@ -4946,7 +4960,7 @@ export interface operations {
             /**
              * @description Conflict:
              *
-             *     - Webhook subscription {id} is switched off; switch it on ("active": true) to ping it.
+             *     - Webhook subscription {id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.
              */
             409: {
                 headers: {

@@ -395,7 +395,7 @@ export function recordAttempt(
   });
 }
 
-/** A delivery of this subscription, to be sent again now: Pending, due at once. */
+/** A delivery of this subscription, to be sent again now: Pending, due at once. A subscription switched off gets nothing: 409, as a ping. */
 export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
   const updated = await changeDocument({
     kind: deliveries,
@@ -403,8 +403,9 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
     id: deliveryId,
     expected: undefined,
     read: async () => {
-      const found = await readDelivery(principal.tenantId, deliveryId);
+      const [subscription, found] = await Promise.all([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
       if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
+      if (!subscription.active) throw conflict('webhookInactive', { id: webhookId });
       return found;
     },
     change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),

@@ -254,6 +254,25 @@ describe('delivery', () => {
     expect(other.received.filter((delivery) => payload(delivery).type === 'webhook.ping')).toEqual([]);
   });
 
+  it('a subscription switched off is neither pinged nor sent a delivery again: 409, and the delivery stays as it was', async () => {
+    const to = await receiver();
+    const { id } = await subscribe(to);
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0]?.status, { timeout: 10_000 })
+      .toBe('Succeeded');
+    expect((await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { active: false } })).status).toBe(200);
+    const before = (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body;
+
+    const retried = await main.call('POST', `/webhooks/${id}/deliveries/${pinged.body.id}/retry`, { token: admin });
+    expect(retried.status).toBe(409);
+    expect(retried.body).toMatchObject({ error: 'Conflict', status: 409, message: expect.stringMatching(/switched off/) });
+    const pingedAgain = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    expect(pingedAgain.status).toBe(409);
+    expect(pingedAgain.body).toMatchObject({ error: 'Conflict', status: 409 });
+    expect((await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body).toEqual(before);
+  });
+
   it('after a rotation, both the old and the new secret verify, each on its own', async () => {
     const to = await receiver();
     const { id, secret: old } = await subscribe(to, { events: ['project.created'] });
