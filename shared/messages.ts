@@ -231,6 +231,12 @@ const catalog = {
     en: (p) => `A tenant has at most ${p.limit} webhook subscriptions. Delete one first.`,
     ja: (p) => `テナントの Webhook サブスクリプションは最大 ${p.limit} 件です。先に 1 件削除してください。`,
   },
+  tooManySigningSecrets: {
+    en: (p) =>
+      `A subscription signs with at most ${p.limit} secrets at once, and a replaced secret keeps signing for 24 hours. Rotate again once the oldest has expired.`,
+    ja: (p) =>
+      `サブスクリプションが同時に署名に使うシークレットは最大 ${p.limit} 個で、置き換えられたシークレットは 24 時間署名を続けます。最も古いものが期限切れになってから再度ローテーションしてください。`,
+  },
   webhookUrlInvalid: {
     en: () => 'The webhook URL is not an absolute URL.',
     ja: () => 'Webhook の URL が絶対 URL ではありません。',

@@ -435,7 +435,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a subscription's secret
-         * @description Answers the new secret, once. For 24 hours every delivery carries two signatures, with the old secret and with the new, so that receivers can switch over at their own pace.
+         * @description Answers the new secret, once. Every secret it replaces keeps signing for 24 hours: each delivery carries one signature per secret still signing, so that receivers can switch over at their own pace, however many rotations happen meanwhile. Concurrent rotations lose no secret.
          *
          *     **Roles:** LMS.Admin (permission `webhooks:manage`).
          */
@@ -5096,6 +5096,20 @@ export interface operations {
              *     - Webhook subscription {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - A subscription signs with at most {limit} secrets at once, and a replaced secret keeps signing for 24 hours. Rotate again once the oldest has expired.
+             */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

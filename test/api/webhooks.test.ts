@@ -288,6 +288,35 @@ describe('delivery', () => {
   });
 });
 
+describe('secret rotation', () => {
+  it('every secret of the last 24 hours keeps signing, however many rotations, and ten concurrent rotations lose none', async () => {
+    const to = await receiver();
+    const { id, secret: original } = await subscribe(to, { events: ['project.created'] });
+    const rotations = await Promise.all(Array.from({ length: 10 }, () => main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin })));
+    expect(rotations.map((rotation) => rotation.status)).toEqual(Array.from({ length: 10 }, () => 200));
+    const secrets = [original, ...rotations.map((rotation) => rotation.body.secret as string)];
+    expect(new Set(secrets).size).toBe(11);
+
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Rotated ten times', owner: uniqueEmail('rotated') } });
+    const [delivery] = (await to.waitFor((received) => received.some(about(project.body.id)))).filter(about(project.body.id));
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(11);
+    for (const secret of secrets) expect(new Webhook(secret).verify(delivery!.body, headersOf(delivery!)), secret).toEqual(payload(delivery!));
+  });
+
+  it('refuses a rotation that would make more than 50 secrets sign at once: 409, and the secrets stay as they were', async () => {
+    const to = await receiver();
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    const statuses: number[] = [];
+    for (let rotation = 0; rotation < 50; rotation++) statuses.push((await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin })).status);
+    expect(statuses).toEqual([...Array.from({ length: 49 }, () => 200), 409]);
+    const refused = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin });
+    expect(refused.body).toMatchObject({ error: 'Conflict', status: 409, message: expect.stringMatching(/at most 50 secrets/) });
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Fifty secrets', owner: uniqueEmail('fifty') } });
+    const [delivery] = (await to.waitFor((received) => received.some(about(project.body.id)))).filter(about(project.body.id));
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(50);
+  });
+});
+
 describe('no event is lost', () => {
   it('a change made while the queue is down is delivered all the same: an event never waits on the queue', { timeout: 60_000 }, async () => {
     const queue = await switchableQueue();
