@@ -495,6 +495,28 @@ describe('subscriptions', () => {
     expect(made.find((answer) => answer.status === 409)!.body.message).toMatch(/at most 20/);
   });
 
+  it('refuse a change to a URL that breaks a rule, with the rule named, and leave the subscription as it was', async () => {
+    const to = await receiver();
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    const before = await main.call('GET', `/webhooks/${id}`, { token: admin });
+    const refused: [string, RegExp][] = [
+      ['https://10.1.2.3/hook', /private network/],
+      ['https://169.254.169.254/latest/meta-data', /metadata/],
+      ['https://198.18.0.1/hook', /special-purpose/],
+      ['https://[2002:a00:1::1]/hook', /special-purpose/],
+      ['http://8.8.8.8/hook', /https/],
+      ['https://no-such-host.invalid/hook', /does not resolve/],
+    ];
+    for (const [url, rule] of refused) {
+      const answer = await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { url, description: 'changed' } });
+      expect(answer.status, url).toBe(400);
+      expect(answer.body, url).toMatchObject({ error: 'Bad Request', status: 400, message: expect.stringMatching(rule) });
+    }
+    const after = await main.call('GET', `/webhooks/${id}`, { token: admin });
+    expect(after.body).toEqual(before.body);
+    expect(after.headers.get('etag')).toBe(before.headers.get('etag'));
+  });
+
   it('are managed by LMS.Admin only, never show the secret after the create, and page', async () => {
     const manager = await provider.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Manager'] });
     expect((await main.call('GET', '/webhooks', { token: manager })).status).toBe(403);
