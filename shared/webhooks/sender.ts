@@ -4,8 +4,8 @@
  * whole exchange (the lookup, the connection, TLS, the answer's headers and body); the body is read
  * up to a limit and dropped; a connection whose answer did not end cleanly is closed with the attempt.
  */
-import { request as httpRequest, type ClientRequest } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type AgentOptions, type ClientRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import { ApiError } from '../errors.js';
 import { translate } from '../messages.js';
@@ -14,10 +14,21 @@ import { resolveWebhookHost, webhookUrl, type ResolvedAddress } from './url-rule
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** How much of a receiver's answer is read: only its status counts, and past this the connection is closed. */
 export const ANSWER_BODY_LIMIT = 64 * 1024;
+/** How long a connection waits for the next delivery to the same receiver (under the 5 s after which Node's servers close). */
+const IDLE_CONNECTION_MS = 4_000;
 const USER_AGENT = 'LMS-Platform-Webhooks/1';
 
 /** What an attempt came to: the receiver's status, or why there was none (the receiver's fault or a refused URL). */
 export type AttemptOutcome = { status: number } | { status: undefined; error: string };
+
+/**
+ * Connections are kept for the next delivery to the same receiver: in Azure a new connection per
+ * delivery uses up the outbound SNAT ports. Each connection is made to the checked address itself (its
+ * `host`; no lookup happens), and the agents pool connections by host, port and TLS server name, so a
+ * pooled connection is reused only for the same checked address.
+ */
+const keepAlive: AgentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' };
+const agents = { 'http:': new HttpAgent(keepAlive), 'https:': new HttpsAgent(keepAlive) };
 
 const tooLate = (deadlineMs: number) => `no complete answer within ${deadlineMs / 1000} s`;
 
@@ -41,7 +52,7 @@ interface Exchange {
   deadlineMs: number;
 }
 
-function post(exchange: Exchange): Promise<AttemptOutcome> {
+function post(exchange: Exchange, mayRetryOnFreshConnection = true): Promise<AttemptOutcome> {
   const { url, address, headers, body, deadline, deadlineMs } = exchange;
   const name = url.hostname.replace(/^\[|\]$/g, '');
   const options: RequestOptions = {
@@ -59,12 +70,12 @@ function post(exchange: Exchange): Promise<AttemptOutcome> {
       'content-length': String(Buffer.byteLength(body)),
       'user-agent': USER_AGENT,
     },
-    agent: false,
+    agent: agents[url.protocol as keyof typeof agents],
   };
   return new Promise((resolve) => {
     let request: ClientRequest | undefined;
     let settled = false;
-    const settle = (outcome: AttemptOutcome, closeConnection: boolean) => {
+    const settle = (outcome: AttemptOutcome | Promise<AttemptOutcome>, closeConnection: boolean) => {
       if (settled) return;
       settled = true;
       deadline.removeEventListener('abort', onDeadline);
@@ -84,12 +95,15 @@ function post(exchange: Exchange): Promise<AttemptOutcome> {
         // Enough: the status is all that counts, and the rest is not read.
         if (read > ANSWER_BODY_LIMIT) settle({ status }, true);
       });
-      // The whole answer within the deadline.
+      // The whole answer within the deadline: the connection goes back to the pool for the next delivery.
       response.on('end', () => settle({ status }, false));
       response.on('error', (error: NodeJS.ErrnoException) => settle({ status: undefined, error: error.code ?? error.message }, true));
       response.on('close', () => settle({ status: undefined, error: 'the connection closed before the answer ended' }, true));
     });
     request.on('error', (error: NodeJS.ErrnoException) => {
+      // A kept connection the receiver closed meanwhile: once more, on a new connection, within the same deadline.
+      if (mayRetryOnFreshConnection && request?.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'))
+        return settle(post(exchange, false), true);
       settle({ status: undefined, error: error.code ?? error.message }, true);
     });
     request.end(body);

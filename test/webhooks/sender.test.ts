@@ -103,4 +103,40 @@ describe('a delivery attempt', () => {
     expect(to.written).toBeGreaterThan(ANSWER_BODY_LIMIT);
     expect(to.written).toBeLessThan(64 * 1024 * 1024);
   });
+
+  it('keeps one TLS connection for several deliveries to the same receiver', async () => {
+    const to = await startReceiver((response) => response.end('ok'), { https: true });
+    for (let delivery = 0; delivery < 5; delivery++) expect(await send(`https://127.0.0.1:${to.port}/hook`)).toEqual({ status: 200 });
+    expect(to.requests).toBe(5);
+    expect(to.connections.made).toBe(1);
+  });
+
+  it('keeps one connection when the receiver answers with a body within the limit', async () => {
+    const to = await startReceiver((response) => response.end('x'.repeat(ANSWER_BODY_LIMIT)));
+    for (let delivery = 0; delivery < 3; delivery++) expect(await send(`http://127.0.0.1:${to.port}/hook`)).toEqual({ status: 200 });
+    expect(to.connections.made).toBe(1);
+  });
+
+  it('sends once more on a new connection when the receiver dropped the kept one (its idle timeout raced the delivery)', async () => {
+    const served = new WeakSet<object>();
+    const to = await startReceiver((response) => {
+      // The second request on a connection finds it dropped, as when the receiver closed it just as it was reused.
+      if (served.has(response.socket!)) return void response.socket!.destroy();
+      served.add(response.socket!);
+      response.end();
+    });
+    expect(await send(`http://127.0.0.1:${to.port}/hook`)).toEqual({ status: 200 });
+    expect(await send(`http://127.0.0.1:${to.port}/hook`)).toEqual({ status: 200 });
+    expect(to.requests).toBe(3);
+    expect(to.connections.made).toBe(2);
+  });
+
+  it('never reuses a kept connection for another address: a receiver on the same port of another address gets its own', async () => {
+    const first = await startReceiver((response) => response.end());
+    const second = await startReceiver((response) => response.end(), { address: '127.0.0.2', port: first.port });
+    for (const address of ['127.0.0.1', '127.0.0.2', '127.0.0.1', '127.0.0.2'])
+      expect(await send(`http://${address}:${first.port}/hook`)).toEqual({ status: 200 });
+    expect([first.requests, second.requests]).toEqual([2, 2]);
+    expect([first.connections.made, second.connections.made]).toEqual([1, 1]);
+  });
 });
