@@ -77,8 +77,8 @@ afterAll(async () => {
   await provider.close();
 });
 
-async function receiver(answer?: ReceiverOptions['answer']): Promise<WebhookReceiver> {
-  const started = await startWebhookReceiver(answer ? { answer } : {});
+async function receiver(answer?: ReceiverOptions['answer'], options: Pick<ReceiverOptions, 'tls'> = {}): Promise<WebhookReceiver> {
+  const started = await startWebhookReceiver({ ...options, ...(answer ? { answer } : {}) });
   receivers.push(started);
   return started;
 }
@@ -196,6 +196,29 @@ describe('delivery', () => {
     await expect
       .poll(async () => (await main.call('GET', `/webhooks/${webhookId}/deliveries`, { token: admin })).body[0], { timeout: 10_000 })
       .toMatchObject({ status: 'Succeeded', attempts: 3, lastStatusCode: 200, lastError: null, nextAttemptAt: null, type: 'project.created' });
+  });
+
+  it('an attempt to a host that resolves to a refused address by then is refused and recorded Failed, and nothing is sent', { timeout: 60_000 }, async () => {
+    // An app of its own: the subscription is made where loopback is allowed, so https://localhost passes;
+    // its events are delivered by a host whose rules refuse loopback, as they would refuse a public
+    // name that resolves to a private address by the time of the attempt (DNS rebinding).
+    const app = { ...(await ownDatabase()), WEBHOOKS_QUEUE_NAME: `${QUEUE}-rebound`, WEBHOOKS_RETRY_SCHEDULE: '1s' };
+    const to = await receiver(undefined, { tls: stack.tls });
+    const allowing = await startHost(app);
+    const { id } = await subscribe(to, { events: ['project.created'], call: allowing.call });
+    await allowing.stop();
+    const refusing = await startHost({ ...app, WEBHOOKS_ALLOW_LOOPBACK: 'false' });
+    await refusing.call('POST', '/projects', { token: admin, body: { name: 'Rebound', owner: uniqueEmail('rebound') } });
+    await expect
+      .poll(async () => (await refusing.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0], { timeout: 30_000, interval: 500 })
+      .toMatchObject({
+        status: 'Failed',
+        attempts: 2,
+        lastStatusCode: null,
+        lastError: expect.stringMatching(/localhost is this machine \(a loopback address\)/),
+      });
+    expect(to.received).toEqual([]);
+    await refusing.stop();
   });
 
   it('a 410 turns the subscription off at once, and then it receives nothing', async () => {

@@ -68,6 +68,17 @@ async function startReceiver(
 const send = (url: string, allowLoopback = true) => attemptDelivery(url, HEADERS, '{"type":"webhook.ping"}', allowLoopback, DEADLINE_MS);
 
 describe('a delivery attempt', () => {
+  it('is refused before it connects when the host now resolves to an address the rules refuse (DNS rebinding), and nothing is sent', async () => {
+    const to = await startReceiver((response) => response.end(), { https: true });
+    // `localhost` passes where loopback is allowed; at this attempt the rules refuse what it resolves to.
+    expect(await send(`https://localhost:${to.port}/hook`, true)).toEqual({ status: 200 });
+    expect(await send(`https://localhost:${to.port}/hook`, false)).toEqual({
+      status: undefined,
+      error: "The webhook URL's host localhost is this machine (a loopback address).",
+    });
+    expect(to.requests).toBe(1);
+  });
+
   it('ends at the deadline when the receiver sends its headers and then nothing, and closes the connection', async () => {
     const to = await startReceiver((response) => {
       response.writeHead(200, { 'content-length': '1000' });
