@@ -10,7 +10,8 @@ export const webhookDeliveriesRetry = endpoint({
   docs: {
     summary: 'Send a delivery again now',
     description:
-      'One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends. A subscription switched off gets nothing (409), as with a ping.',
+      'One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends. ' +
+      'A subscription switched off gets nothing (409), as with a ping.',
     errors: { 404: ['webhookNotFound', 'deliveryNotFound'], 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {

@@ -232,10 +232,9 @@ const catalog = {
     ja: (p) => `テナントの Webhook サブスクリプションは最大 ${p.limit} 件です。先に 1 件削除してください。`,
   },
   tooManySigningSecrets: {
-    en: (p) =>
-      `A subscription signs with at most ${p.limit} secrets at once, and a replaced secret keeps signing for 24 hours. Rotate again once the oldest has expired.`,
+    en: (p) => `A subscription signs with at most ${p.limit} secrets at once (a replaced one signs for 24 hours). Rotate again once the oldest expires.`,
     ja: (p) =>
-      `サブスクリプションが同時に署名に使うシークレットは最大 ${p.limit} 個で、置き換えられたシークレットは 24 時間署名を続けます。最も古いものが期限切れになってから再度ローテーションしてください。`,
+      `署名に使うシークレットは同時に最大 ${p.limit} 個です（置き換えたものも 24 時間署名します）。最も古いものの期限が切れてから再度ローテーションしてください。`,
   },
   webhookUrlInvalid: {
     en: () => 'The webhook URL is not an absolute URL.',

@@ -5107,7 +5107,7 @@ export interface operations {
             /**
              * @description Conflict:
              *
-             *     - A subscription signs with at most {limit} secrets at once, and a replaced secret keeps signing for 24 hours. Rotate again once the oldest has expired.
+             *     - A subscription signs with at most {limit} secrets at once (a replaced one signs for 24 hours). Rotate again once the oldest expires.
              */
             409: {
                 headers: {

@@ -4,7 +4,7 @@
  * whole exchange (the lookup, the connection, TLS, the answer's headers and body); the body is read
  * up to a limit and dropped; a connection whose answer did not end cleanly is closed with the attempt.
  */
-import { Agent as HttpAgent, request as httpRequest, type AgentOptions, type ClientRequest } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type AgentOptions } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import { ApiError } from '../errors.js';
@@ -72,22 +72,10 @@ function post(exchange: Exchange, mayRetryOnFreshConnection = true): Promise<Att
     },
     agent: agents[url.protocol as keyof typeof agents],
   };
+  if (deadline.aborted) return Promise.resolve({ status: undefined, error: tooLate(deadlineMs) });
   return new Promise((resolve) => {
-    let request: ClientRequest | undefined;
     let settled = false;
-    const settle = (outcome: AttemptOutcome | Promise<AttemptOutcome>, closeConnection: boolean) => {
-      if (settled) return;
-      settled = true;
-      deadline.removeEventListener('abort', onDeadline);
-      // A connection whose answer did not end cleanly cannot carry another delivery: it goes with the attempt.
-      if (closeConnection) request?.destroy();
-      resolve(outcome);
-    };
-    const onDeadline = () => settle({ status: undefined, error: tooLate(deadlineMs) }, true);
-    if (deadline.aborted) return onDeadline();
-    deadline.addEventListener('abort', onDeadline, { once: true });
-
-    request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(options, (response) => {
+    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(options, (response) => {
       const status = response.statusCode ?? 0;
       let read = 0;
       response.on('data', (chunk: Buffer) => {
@@ -100,9 +88,19 @@ function post(exchange: Exchange, mayRetryOnFreshConnection = true): Promise<Att
       response.on('error', (error: NodeJS.ErrnoException) => settle({ status: undefined, error: error.code ?? error.message }, true));
       response.on('close', () => settle({ status: undefined, error: 'the connection closed before the answer ended' }, true));
     });
+    const onDeadline = () => settle({ status: undefined, error: tooLate(deadlineMs) }, true);
+    function settle(outcome: AttemptOutcome | Promise<AttemptOutcome>, closeConnection: boolean): void {
+      if (settled) return;
+      settled = true;
+      deadline.removeEventListener('abort', onDeadline);
+      // A connection whose answer did not end cleanly cannot carry another delivery: it goes with the attempt.
+      if (closeConnection) request.destroy();
+      resolve(outcome);
+    }
+    deadline.addEventListener('abort', onDeadline, { once: true });
     request.on('error', (error: NodeJS.ErrnoException) => {
       // A kept connection the receiver closed meanwhile: once more, on a new connection, within the same deadline.
-      if (mayRetryOnFreshConnection && request?.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'))
+      if (mayRetryOnFreshConnection && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'))
         return settle(post(exchange, false), true);
       settle({ status: undefined, error: error.code ?? error.message }, true);
     });
