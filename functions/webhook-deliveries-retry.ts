@@ -9,8 +9,10 @@ export const webhookDeliveriesRetry = endpoint({
   success: { status: 202, body: delivery },
   docs: {
     summary: 'Send a delivery again now',
-    description: 'One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends.',
-    errors: { 404: ['webhookNotFound', 'deliveryNotFound'] },
+    description:
+      'One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends. ' +
+      'A subscription switched off gets nothing (409), as with a ping.',
+    errors: { 404: ['webhookNotFound', 'deliveryNotFound'], 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {
     return { body: deliveryResource(await retryDelivery(principal, params.webhookId, params.deliveryId)) };

@@ -11,9 +11,9 @@ export const webhooksRotateSecret = endpoint({
   docs: {
     summary: "Rotate a subscription's secret",
     description:
-      'Answers the new secret, once. For 24 hours every delivery carries two signatures, with the old secret and with the new, so that ' +
-      'receivers can switch over at their own pace.',
-    errors: { 404: ['webhookNotFound'] },
+      'Answers the new secret, once. Every secret it replaces keeps signing for 24 hours: each delivery carries one signature per secret ' +
+      'still signing, so that receivers can switch over at their own pace, however many rotations happen meanwhile. Concurrent rotations lose no secret.',
+    errors: { 404: ['webhookNotFound'], 409: ['tooManySigningSecrets'] },
   },
   async handle({ principal, params }) {
     return { body: await rotateSecret(principal, params.webhookId, newSecret()) };

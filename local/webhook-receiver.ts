@@ -3,7 +3,8 @@
  * its `answer` gives (200 by default). The local listener (`npm run webhooks:listen`), the tests and
  * the bench receive with it.
  */
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface ReceivedDelivery {
@@ -26,12 +27,14 @@ export interface ReceiverOptions {
   answer?: (delivery: ReceivedDelivery, index: number) => number | Promise<number>;
   /** Told of every delivery as it arrives. */
   onDelivery?: (delivery: ReceivedDelivery) => void;
+  /** Serve https at `https://localhost:<port>/hook` with this key pair, instead of plain http. */
+  tls?: { cert: string; key: string };
 }
 
 export async function startWebhookReceiver(options: ReceiverOptions = {}): Promise<WebhookReceiver> {
   const received: ReceivedDelivery[] = [];
   const waiting = new Set<() => void>();
-  const server = createServer((request, response) => {
+  const handle = (request: IncomingMessage, response: ServerResponse) => {
     let body = '';
     request.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
     request.on('end', () => {
@@ -43,7 +46,8 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
         if (!response.destroyed) response.writeHead(status).end();
       });
     });
-  });
+  };
+  const server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
   await new Promise<void>((resolve, reject) => {
     // A port that is taken rejects (EADDRINUSE) instead of crashing the process.
     server.once('error', reject);
@@ -54,7 +58,7 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: options.tls ? `https://localhost:${port}/hook` : `http://127.0.0.1:${port}/hook`,
     received,
     waitFor(enough, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {

@@ -144,6 +144,9 @@ function readWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
     return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
   });
   const allowLoopback = env.WEBHOOKS_ALLOW_LOOPBACK?.trim().toLowerCase() === 'true';
+  // Azure sets WEBSITE_INSTANCE_ID on every instance: there, loopback would be the instance itself.
+  if (allowLoopback && env.WEBSITE_INSTANCE_ID?.trim())
+    throw new ConfigurationError(["WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)"]);
   return { retrySchedule, allowLoopback };
 }
 
@@ -203,4 +206,4 @@ export const graphSettings = memoized(readGraphSettings);
 export const queueSettings = memoized(readQueueSettings);
 export const cursorSigningKey = memoized(readCursorSigningKey);
 export const webhookSettings = memoized(readWebhookSettings);
-export { readAuthSettings, readCosmosSettings, readGraphSettings };
+export { readAuthSettings, readCosmosSettings, readGraphSettings, readWebhookSettings };

@@ -224,12 +224,17 @@ const catalog = {
     ja: (p) => `配信 ${p.id} は存在しません。`,
   },
   webhookInactive: {
-    en: (p) => `Webhook subscription ${p.id} is switched off; switch it on ("active": true) to ping it.`,
-    ja: (p) => `Webhook サブスクリプション ${p.id} は無効です。ping するには有効にしてください（"active": true）。`,
+    en: (p) => `Webhook subscription ${p.id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.`,
+    ja: (p) => `Webhook サブスクリプション ${p.id} は無効です。ping や再送の前に有効にしてください（"active": true）。`,
   },
   tooManyWebhooks: {
     en: (p) => `A tenant has at most ${p.limit} webhook subscriptions. Delete one first.`,
     ja: (p) => `テナントの Webhook サブスクリプションは最大 ${p.limit} 件です。先に 1 件削除してください。`,
+  },
+  tooManySigningSecrets: {
+    en: (p) => `A subscription signs with at most ${p.limit} secrets at once (a replaced one signs for 24 hours). Rotate again once the oldest expires.`,
+    ja: (p) =>
+      `署名に使うシークレットは同時に最大 ${p.limit} 個です（置き換えたものも 24 時間署名します）。最も古いものの期限が切れてから再度ローテーションしてください。`,
   },
   webhookUrlInvalid: {
     en: () => 'The webhook URL is not an absolute URL.',
@@ -272,8 +277,8 @@ const catalog = {
     ja: (p) => `Webhook の URL のホスト ${p.host} はクラウドのメタデータサービスです。`,
   },
   webhookUrlReserved: {
-    en: (p) => `The webhook URL's host ${p.host} is an unspecified or reserved address.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} は未指定または予約済みのアドレスです。`,
+    en: (p) => `The webhook URL's host ${p.host} is a special-purpose or reserved address (IANA's special-purpose registries).`,
+    ja: (p) => `Webhook の URL のホスト ${p.host} は特殊用途または予約済みのアドレスです（IANA の特殊用途アドレスレジストリ）。`,
   },
   databaseUnavailable: {
     en: () => 'The database is unavailable or busy. Try again shortly.',

@@ -79,7 +79,8 @@ export const SETTINGS = {
   WEBHOOKS_ALLOW_LOOPBACK: {
     azure: 'never',
     default: 'false',
-    description: '`true` lets subscriptions use plain http to this machine: `npm start` sets it; a configuration error in Azure',
+    description:
+      '`true` lets subscriptions use plain http to this machine: `npm start` sets it; where `WEBSITE_INSTANCE_ID` is set (Azure) it is a configuration error',
   },
   EMBEDDINGS_ENDPOINT: {
     azure: 'optional',

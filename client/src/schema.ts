@@ -391,7 +391,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again now
-         * @description One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends.
+         * @description One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends. A subscription switched off gets nothing (409), as with a ping.
          *
          *     **Roles:** LMS.Admin (permission `webhooks:manage`).
          */
@@ -435,7 +435,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a subscription's secret
-         * @description Answers the new secret, once. For 24 hours every delivery carries two signatures, with the old secret and with the new, so that receivers can switch over at their own pace.
+         * @description Answers the new secret, once. Every secret it replaces keeps signing for 24 hours: each delivery carries one signature per secret still signing, so that receivers can switch over at their own pace, however many rotations happen meanwhile. Concurrent rotations lose no secret.
          *
          *     **Roles:** LMS.Admin (permission `webhooks:manage`).
          */
@@ -3899,7 +3899,7 @@ export interface operations {
              *     - The webhook URL's host {host} is a link-local address.
              *     - The webhook URL's host {host} is in the shared address space (100.64.0.0/10).
              *     - The webhook URL's host {host} is a multicast address.
-             *     - The webhook URL's host {host} is an unspecified or reserved address.
+             *     - The webhook URL's host {host} is a special-purpose or reserved address (IANA's special-purpose registries).
              */
             400: {
                 headers: {
@@ -4267,7 +4267,7 @@ export interface operations {
              *     - The webhook URL's host {host} is a link-local address.
              *     - The webhook URL's host {host} is in the shared address space (100.64.0.0/10).
              *     - The webhook URL's host {host} is a multicast address.
-             *     - The webhook URL's host {host} is an unspecified or reserved address.
+             *     - The webhook URL's host {host} is a special-purpose or reserved address (IANA's special-purpose registries).
              */
             400: {
                 headers: {
@@ -4815,6 +4815,20 @@ export interface operations {
                 };
             };
             /**
+             * @description Conflict:
+             *
+             *     - Webhook subscription {id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Server Error:
              *
              *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
@@ -4946,7 +4960,7 @@ export interface operations {
             /**
              * @description Conflict:
              *
-             *     - Webhook subscription {id} is switched off; switch it on ("active": true) to ping it.
+             *     - Webhook subscription {id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.
              */
             409: {
                 headers: {
@@ -5082,6 +5096,20 @@ export interface operations {
              *     - Webhook subscription {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict:
+             *
+             *     - A subscription signs with at most {limit} secrets at once (a replaced one signs for 24 hours). Rotate again once the oldest expires.
+             */
+            409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

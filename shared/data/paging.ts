@@ -24,10 +24,14 @@ function mac(continuation: string, digest: string): Buffer {
   return createHmac('sha256', cursorSigningKey()).update(digest).update('\n').update(continuation).digest();
 }
 
-export function encodeCursor(scope: string, continuation: string): string {
-  const s = scopeDigest(scope);
-  const body: CursorBody = { v: 2, c: continuation, s, m: mac(continuation, s).toString('base64url') };
+/** The one spelling of a cursor: the server's JSON of its fields, in base64url without padding. */
+function spelling(continuation: string, digest: string): string {
+  const body: CursorBody = { v: 2, c: continuation, s: digest, m: mac(continuation, digest).toString('base64url') };
   return Buffer.from(JSON.stringify(body)).toString('base64url');
+}
+
+export function encodeCursor(scope: string, continuation: string): string {
+  return spelling(continuation, scopeDigest(scope));
 }
 
 export function decodeCursor(scope: string, cursor: string): string {
@@ -38,8 +42,11 @@ export function decodeCursor(scope: string, cursor: string): string {
     throw badRequest('invalidCursor');
   }
   if (body?.v !== 2 || typeof body.c !== 'string' || typeof body.s !== 'string' || typeof body.m !== 'string') throw badRequest('invalidCursor');
-  const expected = mac(body.c, body.s);
-  const given = Buffer.from(body.m, 'base64url');
+  // Base64 decoding and JSON parsing forgive many spellings of the same bytes (padding, '+' and '/',
+  // stray characters, spare bits, other JSON): only the server's own is accepted, so a page has one
+  // cursor. Comparing whole spellings in constant time checks the MAC too.
+  const expected = Buffer.from(spelling(body.c, body.s));
+  const given = Buffer.from(cursor);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badRequest('invalidCursor');
   if (body.s !== scopeDigest(scope)) throw badRequest('cursorForOtherQuery');
   return body.c;

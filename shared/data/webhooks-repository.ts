@@ -45,13 +45,24 @@ import {
 } from './tenant-data.js';
 import { listPage } from './tenant-queries.js';
 
-/** After a rotation the old secret still signs, beside the new one, for a day. */
+/** After a rotation the secret it replaced still signs, beside the new one, for a day. */
 const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+/** Secrets signing at once, the current one included: bounds the signature header and the document. */
+export const MAX_SIGNING_SECRETS = 50;
+
+/** A secret a rotation replaced, and until when it still signs. */
+interface RetiredSecret {
+  secret: string;
+  until: string;
+}
 
 export interface WebhookDocument extends Webhook, StoredDocument {
   type: 'webhook';
   secret: string;
-  previousSecret: { secret: string; until: string } | null;
+  /** Every secret replaced in the last day, newest first: each signs until its `until`. */
+  retiredSecrets?: RetiredSecret[];
+  /** The one replaced secret that subscriptions rotated before `retiredSecrets` kept. */
+  previousSecret?: RetiredSecret | null;
   /** Which of the tenant's slots the subscription holds. */
   slot: number;
   /** Deliveries that ended Failed since the last that succeeded. */
@@ -92,10 +103,15 @@ const deliveries: DocumentKind<DeliveryDocument, Delivery> = {
 
 const slotId = (slot: number) => `webhook-slot-${slot}`;
 
-/** The secrets an attempt signs with: the current one, and the one it replaced while the overlap lasts. */
+/** The replaced secrets that still sign, newest first. */
+function liveRetiredSecrets(subscription: WebhookDocument, now: number): RetiredSecret[] {
+  const retired = [...(subscription.retiredSecrets ?? []), ...(subscription.previousSecret ? [subscription.previousSecret] : [])];
+  return retired.filter(({ until }) => Date.parse(until) > now);
+}
+
+/** The secrets an attempt signs with: the current one, and every one it replaced within the last day. */
 export function signingSecrets(subscription: WebhookDocument, now = Date.now()): string[] {
-  const previous = subscription.previousSecret;
-  return previous && Date.parse(previous.until) > now ? [subscription.secret, previous.secret] : [subscription.secret];
+  return [subscription.secret, ...liveRetiredSecrets(subscription, now).map(({ secret }) => secret)];
 }
 
 /** Every subscription of the tenant: at most 20, so one query. */
@@ -149,7 +165,7 @@ export function createWebhook(
           createdAt: now,
           updatedAt: now,
           secret,
-          previousSecret: null,
+          retiredSecrets: [],
           slot,
           failedInARow: 0,
         };
@@ -202,19 +218,25 @@ export async function deleteWebhook(principal: Principal, id: string, expected: 
   });
 }
 
-/** A new secret; the old one keeps signing beside it for a day. */
+/**
+ * A new secret; every one it replaces keeps signing beside it for a day, however many rotations
+ * follow. Each rotation changes the subscription as last stored (a write guarded by its etag, tried
+ * again when another got in first), so concurrent rotations lose no secret.
+ */
 export async function rotateSecret(principal: Principal, id: string, secret: string): Promise<WebhookWithSecret> {
   const rotated = await changeDocument({
     kind: webhooks,
     tenantId: principal.tenantId,
     id,
     expected: undefined,
-    change: (current) => ({
-      ...current,
-      secret,
-      previousSecret: { secret: current.secret, until: new Date(Date.now() + ROTATION_OVERLAP_MS).toISOString() },
-      updatedAt: new Date().toISOString(),
-    }),
+    change: (current) => {
+      const now = Date.now();
+      const stillSigning = liveRetiredSecrets(current, now);
+      // After this rotation: the new secret, the one it replaces, and those still signing.
+      if (stillSigning.length + 2 > MAX_SIGNING_SECRETS) throw conflict('tooManySigningSecrets', { limit: MAX_SIGNING_SECRETS });
+      const replaced = { secret: current.secret, until: new Date(now + ROTATION_OVERLAP_MS).toISOString() };
+      return { ...current, secret, retiredSecrets: [replaced, ...stillSigning], previousSecret: null, updatedAt: new Date(now).toISOString() };
+    },
   });
   return withSecret({ ...rotated!, secret });
 }
@@ -395,7 +417,7 @@ export function recordAttempt(
   });
 }
 
-/** A delivery of this subscription, to be sent again now: Pending, due at once. */
+/** A delivery of this subscription, to be sent again now: Pending, due at once. A subscription switched off gets nothing: 409, as a ping. */
 export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
   const updated = await changeDocument({
     kind: deliveries,
@@ -403,8 +425,9 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
     id: deliveryId,
     expected: undefined,
     read: async () => {
-      const found = await readDelivery(principal.tenantId, deliveryId);
+      const [subscription, found] = await Promise.all([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
       if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
+      if (!subscription.active) throw conflict('webhookInactive', { id: webhookId });
       return found;
     },
     change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),

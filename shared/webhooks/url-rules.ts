@@ -64,14 +64,28 @@ const REFUSED_RANGES: [MessageKey, BlockList][] = [
       ['ff00::', 8, 'ipv6'],
     ]),
   ],
+  // Every other special-purpose range of the IANA IPv4 and IPv6 registries: documentation, benchmarking,
+  // protocol assignments, AS112, AMT, the 6to4 relay, reserved; and the IPv6 ones inside global unicast
+  // (IETF protocol assignments with Teredo, documentation, 6to4, AS112). Outside 2000::/3, see below.
   [
     'webhookUrlReserved',
     blockList([
       ['0.0.0.0', 8, 'ipv4'],
+      ['192.0.0.0', 24, 'ipv4'],
+      ['192.0.2.0', 24, 'ipv4'],
+      ['192.31.196.0', 24, 'ipv4'],
+      ['192.52.193.0', 24, 'ipv4'],
+      ['192.88.99.0', 24, 'ipv4'],
+      ['192.175.48.0', 24, 'ipv4'],
+      ['198.18.0.0', 15, 'ipv4'],
+      ['198.51.100.0', 24, 'ipv4'],
+      ['203.0.113.0', 24, 'ipv4'],
       ['240.0.0.0', 4, 'ipv4'],
-      ['::', 128, 'ipv6'],
-      ['64:ff9b::', 96, 'ipv6'],
+      ['2001::', 23, 'ipv6'],
       ['2001:db8::', 32, 'ipv6'],
+      ['2002::', 16, 'ipv6'],
+      ['2620:4f:8000::', 48, 'ipv6'],
+      ['3fff::', 20, 'ipv6'],
     ]),
   ],
 ];
@@ -88,21 +102,24 @@ export const URL_RULES: MessageKey[] = [
 /** Host names that are metadata services whatever they resolve to. */
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.azure.com', 'metadata']);
 
-/** An IPv4 address written inside IPv6 (`::ffff:10.0.0.1`) is judged as the IPv4 address it is. */
-function asWritten({ address, family }: ResolvedAddress): ResolvedAddress {
-  const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
-  return mapped ? { address: mapped, family: 4 } : { address, family };
-}
+/**
+ * IPv6 beyond global unicast (2000::/3) is special-purpose or reserved: unspecified, IPv4-compatible,
+ * SIIT, NAT64 (64:ff9b::/96 and 64:ff9b:1::/48), discard, site-local, segment routing. An IPv4-mapped
+ * address (`::ffff:10.0.0.1`, or `::ffff:a00:1`) is the IPv4 address itself on a dual-stack socket: the
+ * block lists above judge it by their IPv4 ranges, so it is not refused here as IPv6.
+ */
+const GLOBAL_UNICAST = blockList([['2000::', 3, 'ipv6']]);
+const IPV4_MAPPED = blockList([['::ffff:0:0', 96, 'ipv6']]);
 
 /** The rule an address breaks, or undefined. Loopback is allowed only when the local stack says so. */
-export function refusedAddress(resolved: ResolvedAddress, allowLoopback: boolean): MessageKey | undefined {
-  const { address, family } = asWritten(resolved);
+export function refusedAddress({ address, family }: ResolvedAddress, allowLoopback: boolean): MessageKey | undefined {
   const type = family === 4 ? 'ipv4' : 'ipv6';
   for (const [rule, ranges] of REFUSED_RANGES) {
     if (!ranges.check(address, type)) continue;
     if (rule === 'webhookUrlLoopback' && allowLoopback) return undefined;
     return rule;
   }
+  if (family === 6 && !GLOBAL_UNICAST.check(address, 'ipv6') && !IPV4_MAPPED.check(address, 'ipv6')) return 'webhookUrlReserved';
   return undefined;
 }
 

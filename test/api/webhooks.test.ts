@@ -77,8 +77,8 @@ afterAll(async () => {
   await provider.close();
 });
 
-async function receiver(answer?: ReceiverOptions['answer']): Promise<WebhookReceiver> {
-  const started = await startWebhookReceiver(answer ? { answer } : {});
+async function receiver(answer?: ReceiverOptions['answer'], options: Pick<ReceiverOptions, 'tls'> = {}): Promise<WebhookReceiver> {
+  const started = await startWebhookReceiver({ ...options, ...(answer ? { answer } : {}) });
   receivers.push(started);
   return started;
 }
@@ -98,13 +98,15 @@ async function subscribe(to: WebhookReceiver, options: { events?: string[]; call
  * made now reaches a receiver subscribed for it now. The relay takes the change feed a page at a time
  * and a page only once the one before is done, so once the marker has arrived, every earlier change
  * has had its first attempt. Call it once the events a test waits for have arrived: what would be sent
- * twice, or to a receiver that must get nothing, would have been sent by then.
+ * twice, or to a receiver that must get nothing, would have been sent by then. Answers the marker
+ * project's id: a receiver subscribed to every project.created may get the marker too.
  */
-async function everythingHandedOver(call = main.call): Promise<void> {
+async function everythingHandedOver(call = main.call): Promise<string> {
   const marker = await receiver();
   await subscribe(marker, { events: ['project.created'], call });
   const project = await call('POST', '/projects', { token: admin, body: { name: 'Marker', owner: uniqueEmail('marker') } });
   await marker.waitFor((received) => received.some(about(project.body.id)));
+  return project.body.id as string;
 }
 
 const payload = (delivery: ReceivedDelivery) => JSON.parse(delivery.body) as { type: string; timestamp: string; data: Record<string, unknown> };
@@ -178,8 +180,9 @@ describe('events', () => {
     await main.call('PUT', `/projects/${project.body.id}`, { token: admin, body: { name: 'Picky, renamed' } });
     await creates.waitFor((received) => received.some(about(project.body.id)));
     await updates.waitFor((received) => received.some(about(project.body.id)));
-    await everythingHandedOver();
-    expect(creates.received.map((delivery) => payload(delivery).type)).toEqual(['project.created']);
+    const marker = await everythingHandedOver();
+    // The marker's own project.created reaches `creates` too, side by side with the marker's receiver.
+    expect(creates.received.filter((delivery) => !about(marker)(delivery)).map((delivery) => payload(delivery).type)).toEqual(['project.created']);
     expect(updates.received.map((delivery) => payload(delivery).type)).toEqual(['project.updated']);
     expect([...creates.received, ...updates.received].some(about(early.body.id))).toBe(false);
   });
@@ -196,6 +199,29 @@ describe('delivery', () => {
     await expect
       .poll(async () => (await main.call('GET', `/webhooks/${webhookId}/deliveries`, { token: admin })).body[0], { timeout: 10_000 })
       .toMatchObject({ status: 'Succeeded', attempts: 3, lastStatusCode: 200, lastError: null, nextAttemptAt: null, type: 'project.created' });
+  });
+
+  it('an attempt to a host that resolves to a refused address by then is refused and recorded Failed, and nothing is sent', { timeout: 60_000 }, async () => {
+    // An app of its own: the subscription is made where loopback is allowed, so https://localhost passes;
+    // its events are delivered by a host whose rules refuse loopback, as they would refuse a public
+    // name that resolves to a private address by the time of the attempt (DNS rebinding).
+    const app = { ...(await ownDatabase()), WEBHOOKS_QUEUE_NAME: `${QUEUE}-rebound`, WEBHOOKS_RETRY_SCHEDULE: '1s' };
+    const to = await receiver(undefined, { tls: stack.tls });
+    const allowing = await startHost(app);
+    const { id } = await subscribe(to, { events: ['project.created'], call: allowing.call });
+    await allowing.stop();
+    const refusing = await startHost({ ...app, WEBHOOKS_ALLOW_LOOPBACK: 'false' });
+    await refusing.call('POST', '/projects', { token: admin, body: { name: 'Rebound', owner: uniqueEmail('rebound') } });
+    await expect
+      .poll(async () => (await refusing.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0], { timeout: 30_000, interval: 500 })
+      .toMatchObject({
+        status: 'Failed',
+        attempts: 2,
+        lastStatusCode: null,
+        lastError: expect.stringMatching(/localhost is this machine \(a loopback address\)/),
+      });
+    expect(to.received).toEqual([]);
+    await refusing.stop();
   });
 
   it('a 410 turns the subscription off at once, and then it receives nothing', async () => {
@@ -254,6 +280,25 @@ describe('delivery', () => {
     expect(other.received.filter((delivery) => payload(delivery).type === 'webhook.ping')).toEqual([]);
   });
 
+  it('a subscription switched off is neither pinged nor sent a delivery again: 409, and the delivery stays as it was', async () => {
+    const to = await receiver();
+    const { id } = await subscribe(to);
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0]?.status, { timeout: 10_000 })
+      .toBe('Succeeded');
+    expect((await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { active: false } })).status).toBe(200);
+    const before = (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body;
+
+    const retried = await main.call('POST', `/webhooks/${id}/deliveries/${pinged.body.id}/retry`, { token: admin });
+    expect(retried.status).toBe(409);
+    expect(retried.body).toMatchObject({ error: 'Conflict', status: 409, message: expect.stringMatching(/switched off/) });
+    const pingedAgain = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    expect(pingedAgain.status).toBe(409);
+    expect(pingedAgain.body).toMatchObject({ error: 'Conflict', status: 409 });
+    expect((await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body).toEqual(before);
+  });
+
   it('after a rotation, both the old and the new secret verify, each on its own', async () => {
     const to = await receiver();
     const { id, secret: old } = await subscribe(to, { events: ['project.created'] });
@@ -266,6 +311,35 @@ describe('delivery', () => {
     const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)));
     expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(2);
     for (const secret of [old, rotated.body.secret as string]) expect(new Webhook(secret).verify(delivery!.body, headersOf(delivery!))).toBeTruthy();
+  });
+});
+
+describe('secret rotation', () => {
+  it('every secret of the last 24 hours keeps signing, however many rotations, and ten concurrent rotations lose none', async () => {
+    const to = await receiver();
+    const { id, secret: original } = await subscribe(to, { events: ['project.created'] });
+    const rotations = await Promise.all(Array.from({ length: 10 }, () => main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin })));
+    expect(rotations.map((rotation) => rotation.status)).toEqual(Array.from({ length: 10 }, () => 200));
+    const secrets = [original, ...rotations.map((rotation) => rotation.body.secret as string)];
+    expect(new Set(secrets).size).toBe(11);
+
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Rotated ten times', owner: uniqueEmail('rotated') } });
+    const [delivery] = (await to.waitFor((received) => received.some(about(project.body.id)))).filter(about(project.body.id));
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(11);
+    for (const secret of secrets) expect(new Webhook(secret).verify(delivery!.body, headersOf(delivery!)), secret).toEqual(payload(delivery!));
+  });
+
+  it('refuses a rotation that would make more than 50 secrets sign at once: 409, and the secrets stay as they were', async () => {
+    const to = await receiver();
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    const statuses: number[] = [];
+    for (let rotation = 0; rotation < 50; rotation++) statuses.push((await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin })).status);
+    expect(statuses).toEqual([...Array.from({ length: 49 }, () => 200), 409]);
+    const refused = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin });
+    expect(refused.body).toMatchObject({ error: 'Conflict', status: 409, message: expect.stringMatching(/at most 50 secrets/) });
+    const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Fifty secrets', owner: uniqueEmail('fifty') } });
+    const [delivery] = (await to.waitFor((received) => received.some(about(project.body.id)))).filter(about(project.body.id));
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(50);
   });
 });
 
@@ -411,10 +485,15 @@ describe('subscriptions', () => {
       ['https://224.0.0.1/hook', /multicast/],
       ['https://127.0.0.1/hook', /loopback/],
       ['https://[::ffff:10.0.0.1]/hook', /private network/],
-      ['https://user:password@203.0.113.10/hook', /user name or password/],
-      ['http://203.0.113.10/hook', /https/],
+      ['https://198.18.0.1/hook', /special-purpose/],
+      ['https://203.0.113.10/hook', /special-purpose/],
+      ['https://[2002:a00:1::1]/hook', /special-purpose/],
+      ['https://[fec0::1]/hook', /special-purpose/],
+      ['https://[::127.0.0.1]/hook', /special-purpose/],
+      ['https://user:password@8.8.8.8/hook', /user name or password/],
+      ['http://8.8.8.8/hook', /https/],
       ['http://127.0.0.1:9/hook', /https/],
-      ['ftp://203.0.113.10/hook', /absolute URL/],
+      ['ftp://8.8.8.8/hook', /absolute URL/],
       ['not a url', /absolute URL/],
       ['https://no-such-host.invalid/hook', /does not resolve/],
     ];
@@ -423,9 +502,9 @@ describe('subscriptions', () => {
       expect(answer.status, url).toBe(400);
       expect(answer.body.message, url).toMatch(rule);
     }
-    const tooLong = await local.call('POST', '/webhooks', { token: admin, body: { url: `https://203.0.113.10/${'a'.repeat(2048)}` } });
+    const tooLong = await local.call('POST', '/webhooks', { token: admin, body: { url: `https://8.8.8.8/${'a'.repeat(2048)}` } });
     expect(tooLong.status).toBe(400);
-    const unknownEvent = await local.call('POST', '/webhooks', { token: admin, body: { url: 'https://203.0.113.10/hook', events: ['project.exploded'] } });
+    const unknownEvent = await local.call('POST', '/webhooks', { token: admin, body: { url: 'https://8.8.8.8/hook', events: ['project.exploded'] } });
     expect(unknownEvent.status).toBe(400);
     expect(unknownEvent.body.details[0].path).toBe('events.0');
     expect((await local.call('GET', '/webhooks', { token: admin })).body).toEqual([]);
@@ -442,10 +521,32 @@ describe('subscriptions', () => {
     expect(made.find((answer) => answer.status === 409)!.body.message).toMatch(/at most 20/);
   });
 
+  it('refuse a change to a URL that breaks a rule, with the rule named, and leave the subscription as it was', async () => {
+    const to = await receiver();
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    const before = await main.call('GET', `/webhooks/${id}`, { token: admin });
+    const refused: [string, RegExp][] = [
+      ['https://10.1.2.3/hook', /private network/],
+      ['https://169.254.169.254/latest/meta-data', /metadata/],
+      ['https://198.18.0.1/hook', /special-purpose/],
+      ['https://[2002:a00:1::1]/hook', /special-purpose/],
+      ['http://8.8.8.8/hook', /https/],
+      ['https://no-such-host.invalid/hook', /does not resolve/],
+    ];
+    for (const [url, rule] of refused) {
+      const answer = await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { url, description: 'changed' } });
+      expect(answer.status, url).toBe(400);
+      expect(answer.body, url).toMatchObject({ error: 'Bad Request', status: 400, message: expect.stringMatching(rule) });
+    }
+    const after = await main.call('GET', `/webhooks/${id}`, { token: admin });
+    expect(after.body).toEqual(before.body);
+    expect(after.headers.get('etag')).toBe(before.headers.get('etag'));
+  });
+
   it('are managed by LMS.Admin only, never show the secret after the create, and page', async () => {
     const manager = await provider.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Manager'] });
     expect((await main.call('GET', '/webhooks', { token: manager })).status).toBe(403);
-    expect((await main.call('POST', '/webhooks', { token: manager, body: { url: 'https://203.0.113.10/hook' } })).status).toBe(403);
+    expect((await main.call('POST', '/webhooks', { token: manager, body: { url: 'https://8.8.8.8/hook' } })).status).toBe(403);
     const to = await receiver();
     const first = await subscribe(to);
     await subscribe(to);

@@ -314,6 +314,15 @@ for (const list of LISTS) {
         );
         cases.add();
       }
+      // The same bytes spelled otherwise: one character appended (base64 decoding may ignore it), padding, a line break.
+      for (const respelled of [`${real}A`, `${real}Q`, `${real}=`, `${real}%0A`]) {
+        expectClientError(
+          await call('GET', url(list, `${list.paged()}&cursor=${respelled}`), { token: bearer }),
+          400,
+          `${list.label}: the cursor ${respelled}`,
+        );
+        cases.add();
+      }
     });
 
     hostileTest('a cursor used with other filters, with another list, or by another tenant (400)', async (cases) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readAuthSettings, readCosmosSettings, readGraphSettings } from '../../shared/config.js';
+import { readAuthSettings, readCosmosSettings, readGraphSettings, readWebhookSettings } from '../../shared/config.js';
 import { ConfigurationError } from '../../shared/errors.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
@@ -103,5 +103,24 @@ describe('Graph settings', () => {
       resource: 'https://graph.microsoft.com',
     });
     expect(() => readGraphSettings({ GRAPH_BASE_URL: 'not a url' })).toThrow(ConfigurationError);
+  });
+});
+
+describe('webhook settings', () => {
+  it('allow plain http to loopback on a developer machine, and refuse it in Azure (WEBSITE_INSTANCE_ID set) as a configuration error', () => {
+    expect(readWebhookSettings({ WEBHOOKS_ALLOW_LOOPBACK: 'true' }).allowLoopback).toBe(true);
+    expect(readWebhookSettings({ WEBSITE_INSTANCE_ID: 'a1b2c3' }).allowLoopback).toBe(false);
+    expect(readWebhookSettings({ WEBHOOKS_ALLOW_LOOPBACK: 'false', WEBSITE_INSTANCE_ID: 'a1b2c3' }).allowLoopback).toBe(false);
+    for (const value of ['true', ' TRUE ']) {
+      try {
+        readWebhookSettings({ WEBHOOKS_ALLOW_LOOPBACK: value, WEBSITE_INSTANCE_ID: 'a1b2c3' });
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigurationError);
+        expect((error as ConfigurationError).problems).toEqual([
+          "WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)",
+        ]);
+      }
+    }
   });
 });

@@ -66,7 +66,7 @@ describe('integerParameter', () => {
 });
 
 describe('webhook events', () => {
-  const url = 'https://203.0.113.10/hook';
+  const url = 'https://8.8.8.8/hook';
 
   it('refuse webhook.ping saying that it is sent on request, not subscribed to, in English and Japanese', () => {
     for (const schema of [createWebhookBody, updateWebhookBody]) {
