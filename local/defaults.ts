@@ -19,3 +19,6 @@ export const LOCAL_DATA_DIR = SETTINGS.LOCAL_DATA_DIR.default;
 export function localDataDir(root: string): string {
   return resolve(root, process.env.LOCAL_DATA_DIR || LOCAL_DATA_DIR);
 }
+
+/** A GUID as Entra ID writes them: lower-case hex in 8-4-4-4-12 groups. */
+export const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

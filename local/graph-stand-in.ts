@@ -15,20 +15,9 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  customFetch,
-  decodeJwt,
-  errors as joseErrors,
-  jwtVerify,
-  type FetchImplementation,
-  type JSONWebKeySet,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-} from 'jose';
-import { GUID } from '../shared/guid.js';
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, type FetchImplementation, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { close, listen, sendJson } from './embedded-http.js';
+import { checkEntraToken, TokenCheckFailed } from './entra-token.js';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
@@ -77,6 +66,7 @@ export const GRAPH_MAX_PAGE_SIZE = 999;
 /** Delegated or application permissions that allow listing users. */
 export const USERS_READ_PERMISSIONS = ['User.Read.All', 'User.ReadWrite.All', 'Directory.Read.All', 'Directory.ReadWrite.All'];
 const ME_READ_PERMISSIONS = ['User.Read', 'User.ReadWrite', 'User.ReadBasic.All', ...USERS_READ_PERMISSIONS];
+const GRAPH_CONTENT_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
 const GRAPH_AUDIENCES = [GRAPH_RESOURCE, `${GRAPH_RESOURCE}/`, GRAPH_APP_ID];
 // Graph tolerates this much clock difference in token lifetimes.
 const CLOCK_SKEW_SECONDS = 300;
@@ -157,20 +147,14 @@ export async function startGraphStandIn(options: GraphStandInOptions): Promise<G
       const caller = await verifier.verify(request.headers.authorization);
       const directory = directories.get(caller.tenantId) ?? [];
       const body = endpoint === 'users' ? listUsers(url, caller, directory, baseUrl) : me(url, caller, directory, baseUrl);
-      sendJson(response, 200, body, graphHeaders(request));
+      sendGraphJson(response, 200, body, graphHeaders(request));
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       sendGraphError(response, error, request);
     }
   }
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
+  const port = await listen(server, options.port ?? 0, host, 'Graph stand-in');
   baseUrl = `http://${host}:${port}`;
 
   return {
@@ -180,13 +164,7 @@ export async function startGraphStandIn(options: GraphStandInOptions): Promise<G
     setFailure(next) {
       failure = next;
     },
-    close() {
-      return new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        // Keep-alive connections would otherwise hold close() open.
-        server.closeAllConnections();
-      });
-    },
+    close: () => close(server),
   };
 }
 
@@ -379,7 +357,6 @@ function skipTokenOffset(skipToken: string): number {
 function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']) {
   const localKeys = 'jwks' in identityProvider ? createLocalJWKSet(identityProvider.jwks) : undefined;
   const remote = 'authorityHost' in identityProvider ? identityProvider : undefined;
-  const authorityHost = remote?.authorityHost;
   const remoteKeys = new Map<string, JWTVerifyGetKey>();
 
   // Signing keys are the same for every tenant, but Entra publishes them per tenant.
@@ -393,34 +370,31 @@ function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']
     return keys;
   }
 
+  const MESSAGES: Record<string, string> = {
+    malformed: 'IDX14100: JWT is not well formed.',
+    tenant: "Access token validation failure. The token has no valid 'tid' claim.",
+    lifetime: 'Lifetime validation failed, the token is expired.',
+    audience: 'Access token validation failure. Invalid audience.',
+    issuer: 'Access token validation failure. Invalid issuer.',
+  };
+
   async function verify(authorization: string | undefined): Promise<Caller> {
     const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
     if (!token) throw invalidToken('Access token is empty.');
-    let tenantId: string;
     try {
-      const { tid } = decodeJwt(token);
-      tenantId = typeof tid === 'string' ? tid.toLowerCase() : '';
-    } catch {
-      throw invalidToken('IDX14100: JWT is not well formed.');
-    }
-    if (!GUID.test(tenantId)) throw invalidToken("Access token validation failure. The token has no valid 'tid' claim.");
-
-    let claims: JWTPayload;
-    try {
-      ({ payload: claims } = await jwtVerify(token, keysFor(tenantId), { algorithms: ['RS256'], clockTolerance: CLOCK_SKEW_SECONDS }));
+      const { claims, tenantId } = await checkEntraToken(token, {
+        keys: keysFor,
+        authorityHost: remote?.authorityHost ?? '',
+        audiences: GRAPH_AUDIENCES,
+        clockToleranceSeconds: CLOCK_SKEW_SECONDS,
+      });
+      const delegated = typeof claims.scp === 'string';
+      const roles = Array.isArray(claims.roles) ? claims.roles.map(String) : [];
+      return { tenantId, claims, delegated, permissions: delegated ? String(claims.scp).split(' ') : roles };
     } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) throw invalidToken('Lifetime validation failed, the token is expired.');
-      throw invalidToken('Access token validation failure.');
+      if (!(error instanceof TokenCheckFailed)) throw error;
+      throw invalidToken(MESSAGES[error.problem] ?? 'Access token validation failure.');
     }
-    if (typeof claims.aud !== 'string' || !GRAPH_AUDIENCES.includes(claims.aud.toLowerCase())) {
-      throw invalidToken('Access token validation failure. Invalid audience.');
-    }
-    const issuers = [`https://sts.windows.net/${tenantId}/`, ...(authorityHost ? [`${authorityHost}/${tenantId}/v2.0`] : [])];
-    if (!issuers.includes(String(claims.iss))) throw invalidToken('Access token validation failure. Invalid issuer.');
-
-    const delegated = typeof claims.scp === 'string';
-    const roles = Array.isArray(claims.roles) ? claims.roles.map(String) : [];
-    return { tenantId, claims, delegated, permissions: delegated ? String(claims.scp).split(' ') : roles };
   }
 
   return { verify };
@@ -468,7 +442,7 @@ function graphHeaders(request: IncomingMessage): Record<string, string> {
 
 function sendGraphError(response: ServerResponse, error: GraphError, request: IncomingMessage): void {
   const headers = graphHeaders(request);
-  sendJson(
+  sendGraphJson(
     response,
     error.status,
     {
@@ -486,13 +460,6 @@ function sendGraphError(response: ServerResponse, error: GraphError, request: In
   );
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
-  const payload = JSON.stringify(body);
-  response.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8',
-    'Content-Length': Buffer.byteLength(payload),
-    'Cache-Control': 'no-cache',
-  });
-  response.end(payload);
+function sendGraphJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+  sendJson(response, status, body, { ...headers, 'Cache-Control': 'no-cache' }, GRAPH_CONTENT_TYPE);
 }

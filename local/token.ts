@@ -7,10 +7,9 @@ import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import { GUID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { appRootAbove } from '../shared/app-root.js';
 import { CLOCK_SKEW_SECONDS } from '../shared/auth/token-validator.js';
-import { GUID } from '../shared/guid.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 
 export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]

@@ -4,7 +4,7 @@
  * the bench receive with it.
  */
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { close, listen } from './embedded-http.js';
 
 export interface ReceivedDelivery {
   headers: IncomingHttpHeaders;
@@ -44,15 +44,7 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
       });
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    // A port that is taken rejects (EADDRINUSE) instead of crashing the process.
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? 0, '127.0.0.1', 'webhook receiver');
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
@@ -72,10 +64,6 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
         check();
       });
     },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => close(server),
   };
 }
