@@ -4,15 +4,10 @@
  * occurrence is counted from the end of the last), `runOnStartup` honoured, and the handler given
  * the Timer object the Node worker gives it.
  */
-import { randomUUID } from 'node:crypto';
-import functions, { type Timer } from '@azure/functions';
+import type { Timer } from '@azure/functions';
 import { Cron } from 'croner';
 import { NCRONTAB } from './ncrontab.js';
-import type { LogFunction } from './queue-triggers.js';
-import { resolveBindingExpression, triggerOf, type Binding, type Registration } from './registrations.js';
-
-// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { InvocationContext } = functions;
+import { invocationContext, resolveBindingExpression, triggerOf, type Binding, type LogFunction, type Registration } from './registrations.js';
 
 /** An occurrence this much late counts as past due, as the worker reports it. */
 const PAST_DUE_MS = 1_000;
@@ -33,7 +28,6 @@ function startTimer(name: string, trigger: Binding, schedule: string, handler: R
   let running: Promise<void> | undefined;
   let last: number | undefined;
   const invoke = async (due: number): Promise<void> => {
-    const invocationId = randomUUID();
     const started = Date.now();
     const timer: Timer = {
       isPastDue: started - due > PAST_DUE_MS,
@@ -44,12 +38,8 @@ function startTimer(name: string, trigger: Binding, schedule: string, handler: R
         lastUpdated: new Date(started).toISOString(),
       },
     };
-    const context = new InvocationContext({
-      invocationId,
-      functionName: name,
-      options: { trigger, extraInputs: [], extraOutputs: [] },
-      logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
-    });
+    const context = invocationContext(name, trigger, log);
+    const { invocationId } = context;
     try {
       await handler(timer, context);
       log(name, 'debug', `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);
