@@ -3,7 +3,7 @@
  *
  * It speaks Graph v1.0's protocol over plain HTTP on loopback: `GET /v1.0/users` with `$select`, `$top`,
  * `$filter` (startswith on displayName, mail or userPrincipalName, joined with `or`) and paging through an
- * absolute `@odata.nextLink` with a `$skiptoken`; and `GET /v1.0/me`. Errors have Graph's shape
+ * absolute `@odata.nextLink` with a `$skiptoken`, the one Graph call the API makes. Errors have Graph's shape
  * `{ error: { code, message, innerError: { date, request-id, client-request-id } } }`.
  *
  * Requests need a bearer token for Graph from the local identity provider (what its On-Behalf-Of grant issues):
@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { createLocalJWKSet, createRemoteJWKSet, customFetch, type FetchImplementation, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, type FetchImplementation, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { close, listen, sendJson } from './embedded-http.js';
 import { checkEntraToken, TokenCheckFailed } from './entra-token.js';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
@@ -55,7 +55,7 @@ export interface GraphStandIn {
   baseUrl: string;
   port: number;
   /** Requests received, in all and per endpoint, rejected ones included. */
-  counts: { requests: number; users: number; me: number };
+  counts: { requests: number; users: number };
   /** From now on every request fails this way (until called with undefined), to test Graph being unavailable. */
   setFailure(failure: GraphFailure | undefined): void;
   close(): Promise<void>;
@@ -65,7 +65,6 @@ export const GRAPH_DEFAULT_PAGE_SIZE = 100;
 export const GRAPH_MAX_PAGE_SIZE = 999;
 /** Delegated or application permissions that allow listing users. */
 export const USERS_READ_PERMISSIONS = ['User.Read.All', 'User.ReadWrite.All', 'Directory.Read.All', 'Directory.ReadWrite.All'];
-const ME_READ_PERMISSIONS = ['User.Read', 'User.ReadWrite', 'User.ReadBasic.All', ...USERS_READ_PERMISSIONS];
 const GRAPH_CONTENT_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
 const GRAPH_AUDIENCES = [GRAPH_RESOURCE, `${GRAPH_RESOURCE}/`, GRAPH_APP_ID];
 // Graph tolerates this much clock difference in token lifetimes.
@@ -101,17 +100,11 @@ const FAILURES: Record<Exclude<GraphFailure, 'drop'>, { code: string; message: s
   },
 };
 
-type Endpoint = 'users' | 'me';
-const ENDPOINTS = new Map<string, Endpoint>([
-  ['/v1.0/users', 'users'],
-  ['/v1.0/me', 'me'],
-]);
-
 export async function startGraphStandIn(options: GraphStandInOptions): Promise<GraphStandIn> {
   const host = options.host ?? '127.0.0.1';
   const directories = new Map(Object.entries(options.users ?? {}).map(([tenantId, users]) => [tenantId.toLowerCase(), users]));
   const verifier = tokenVerifier(options.identityProvider);
-  const counts = { requests: 0, users: 0, me: 0 };
+  const counts = { requests: 0, users: 0 };
   let failure: GraphFailure | undefined;
   let baseUrl = '';
 
@@ -135,19 +128,17 @@ export async function startGraphStandIn(options: GraphStandInOptions): Promise<G
         throw new GraphError(failure, FAILURES[failure].code, FAILURES[failure].message, { 'Retry-After': '1' });
       }
       const url = new URL(request.url ?? '/', baseUrl);
-      const endpoint = ENDPOINTS.get(url.pathname.toLowerCase().replace(/\/$/, ''));
-      if (!endpoint) {
+      if (url.pathname.toLowerCase().replace(/\/$/, '') !== '/v1.0/users') {
         const segment = url.pathname.split('/').filter(Boolean).pop() ?? '';
         throw new GraphError(400, 'BadRequest', `Resource not found for the segment '${segment}'.`);
       }
-      counts[endpoint] += 1;
+      counts.users += 1;
       if (request.method !== 'GET') {
         throw new GraphError(405, 'Request_BadRequest', 'Specified HTTP method is not allowed for the request target.', { Allow: 'GET' });
       }
       const caller = await verifier.verify(request.headers.authorization);
       const directory = directories.get(caller.tenantId) ?? [];
-      const body = endpoint === 'users' ? listUsers(url, caller, directory, baseUrl) : me(url, caller, directory, baseUrl);
-      sendGraphJson(response, 200, body, graphHeaders(request));
+      sendGraphJson(response, 200, listUsers(url, caller, directory, baseUrl), graphHeaders(request));
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       sendGraphError(response, error, request);
@@ -200,10 +191,8 @@ export function generateDirectoryUsers(tenantId: string, count: number, options:
 
 interface Caller {
   tenantId: string;
-  claims: JWTPayload;
   /** Delegated scopes (scp), or application roles of an app-only token. */
   permissions: string[];
-  delegated: boolean;
 }
 
 function listUsers(url: URL, caller: Caller, directory: GraphUser[], baseUrl: string): Record<string, unknown> {
@@ -222,30 +211,6 @@ function listUsers(url: URL, caller: Caller, directory: GraphUser[], baseUrl: st
     '@odata.context': `${baseUrl}/v1.0/$metadata#users${select ? `(${select.join(',')})` : ''}`,
     value: page.map((user) => project(user, select)),
     ...(nextOffset < matching.length ? { '@odata.nextLink': nextLink(url, baseUrl, nextOffset) } : {}),
-  };
-}
-
-function me(url: URL, caller: Caller, directory: GraphUser[], baseUrl: string): Record<string, unknown> {
-  if (!caller.delegated) throw new GraphError(400, 'BadRequest', '/me request is only valid with delegated authentication flow.');
-  requirePermission(caller, ME_READ_PERMISSIONS);
-  rejectUnsupportedOptions(url.searchParams, ['$select']);
-  const select = selectedProperties(url.searchParams.get('$select'));
-  // The signed-in user always exists in the real directory; here they may not have been listed.
-  const oid = String(caller.claims.oid);
-  const user = directory.find((candidate) => candidate.id === oid) ?? userFromToken(caller.claims);
-  return {
-    '@odata.context': `${baseUrl}/v1.0/$metadata#users${select ? `(${select.join(',')})` : ''}/$entity`,
-    ...project(user, select),
-  };
-}
-
-function userFromToken(claims: JWTPayload): GraphUser {
-  const userPrincipalName = [claims.upn, claims.preferred_username].find((claim) => typeof claim === 'string') ?? '';
-  return {
-    id: String(claims.oid),
-    displayName: typeof claims.name === 'string' ? claims.name : null,
-    userPrincipalName,
-    mail: userPrincipalName || null,
   };
 }
 
@@ -388,9 +353,8 @@ function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']
         audiences: GRAPH_AUDIENCES,
         clockToleranceSeconds: CLOCK_SKEW_SECONDS,
       });
-      const delegated = typeof claims.scp === 'string';
       const roles = Array.isArray(claims.roles) ? claims.roles.map(String) : [];
-      return { tenantId, claims, delegated, permissions: delegated ? String(claims.scp).split(' ') : roles };
+      return { tenantId, permissions: typeof claims.scp === 'string' ? claims.scp.split(' ') : roles };
     } catch (error) {
       if (!(error instanceof TokenCheckFailed)) throw error;
       throw invalidToken(MESSAGES[error.problem] ?? 'Access token validation failure.');
