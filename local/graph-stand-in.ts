@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import { createLocalJWKSet, createRemoteJWKSet, customFetch, type FetchImplementation, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTVerifyGetKey } from 'jose';
 import { close, listen, sendJson } from './embedded-http.js';
 import { checkEntraToken, TokenCheckFailed } from './entra-token.js';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
@@ -43,9 +43,9 @@ export interface GraphStandInOptions {
   host?: string;
   /**
    * Whose tokens are accepted: the local identity provider, whose keys are fetched from it over HTTPS trusting
-   * caCertPem (an IdentityProvider or the tests' stack info fits), or its key set as is.
+   * caCertPem (an IdentityProvider or the tests' stack info fits).
    */
-  identityProvider: { authorityHost: string; caCertPem: string } | { jwks: JSONWebKeySet };
+  identityProvider: { authorityHost: string; caCertPem: string };
   /** Directory users by tenant id; a tenant without an entry has an empty directory. */
   users?: Record<string, GraphUser[]>;
 }
@@ -320,17 +320,15 @@ function skipTokenOffset(skipToken: string): number {
 // ---------------------------------------------------------------- tokens
 
 function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']) {
-  const localKeys = 'jwks' in identityProvider ? createLocalJWKSet(identityProvider.jwks) : undefined;
-  const remote = 'authorityHost' in identityProvider ? identityProvider : undefined;
-  const remoteKeys = new Map<string, JWTVerifyGetKey>();
+  const keySets = new Map<string, JWTVerifyGetKey>();
 
   // Signing keys are the same for every tenant, but Entra publishes them per tenant.
   function keysFor(tenantId: string): JWTVerifyGetKey {
-    if (!remote) return localKeys!;
-    let keys = remoteKeys.get(tenantId);
+    let keys = keySets.get(tenantId);
     if (!keys) {
-      keys = createRemoteJWKSet(new URL(`${remote.authorityHost}/${tenantId}/discovery/keys`), { [customFetch]: fetchTrusting(remote.caCertPem) });
-      remoteKeys.set(tenantId, keys);
+      const url = new URL(`${identityProvider.authorityHost}/${tenantId}/discovery/keys`);
+      keys = createRemoteJWKSet(url, { [customFetch]: fetchTrusting(identityProvider.caCertPem) });
+      keySets.set(tenantId, keys);
     }
     return keys;
   }
@@ -349,7 +347,7 @@ function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']
     try {
       const { claims, tenantId } = await checkEntraToken(token, {
         keys: keysFor,
-        authorityHost: remote?.authorityHost ?? '',
+        authorityHost: identityProvider.authorityHost,
         audiences: GRAPH_AUDIENCES,
         clockToleranceSeconds: CLOCK_SKEW_SECONDS,
       });
