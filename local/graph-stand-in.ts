@@ -15,6 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
+import { buffer } from 'node:stream/consumers';
 import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTVerifyGetKey } from 'jose';
 import { close, listen, sendJson } from './embedded-http.js';
 import { checkEntraToken, TokenCheckFailed } from './entra-token.js';
@@ -367,10 +368,7 @@ function fetchTrusting(caCertPem: string): FetchImplementation {
   return (url, options) =>
     new Promise((resolve, reject) => {
       const request = https.get(url, { ca: caCertPem, signal: options.signal, headers: Object.fromEntries(options.headers) }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 502 })));
-        response.on('error', reject);
+        buffer(response).then((body) => resolve(new Response(body, { status: response.statusCode ?? 502 })), reject);
       });
       request.on('error', reject);
     });

@@ -5,6 +5,7 @@
 import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import https from 'node:https';
+import { text } from 'node:stream/consumers';
 import { pathToFileURL } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { GUID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
@@ -178,12 +179,7 @@ function postForm(url: URL, form: URLSearchParams, ca: string): Promise<{ status
         timeout: REQUEST_TIMEOUT_MS,
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
       },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('error', reject);
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-      },
+      (response) => void text(response).then((answer) => resolve({ status: response.statusCode ?? 0, text: answer }), reject),
     );
     request.on('timeout', () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     request.on('error', reject);
