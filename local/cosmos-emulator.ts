@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { CosmosClient } from '@azure/cosmos';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { ContainerFeed, feedRequest, isChangeFeedRequest, type ChangedDocument } from './cosmos-change-feed.js';
-import { speedUpEmulatorQueries } from './cosmos-query-speedup.js';
+import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
 import { DocumentStore, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
@@ -191,7 +191,7 @@ function changesOf(
 }
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
-  speedUpEmulatorQueries();
+  installQueryShortcuts();
   const partitionKeyPaths = Object.fromEntries(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths]));
   // First, as it may refuse a damaged journal.
   const store = options.dataDir

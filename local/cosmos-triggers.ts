@@ -16,12 +16,15 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container, type FeedRange } from '@azure/cosmos';
 import { DefaultAzureCredential } from '@azure/identity';
-import functions from '@azure/functions';
-import type { LogFunction } from './queue-triggers.js';
-import { resolveBindingExpression, triggerOf, type Binding, type Registration, type RetryOptions } from './registrations.js';
-
-// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { InvocationContext } = functions;
+import {
+  invocationContext,
+  resolveBindingExpression,
+  triggerOf,
+  type Binding,
+  type LogFunction,
+  type Registration,
+  type RetryOptions,
+} from './registrations.js';
 
 /** The extension's defaults, in milliseconds, where the binding names none. */
 const DEFAULTS = { feedPollDelay: 5_000, leaseAcquireInterval: 13_000, leaseExpirationInterval: 60_000, leaseRenewInterval: 17_000 };
@@ -280,15 +283,9 @@ class CosmosTriggerListener {
   async #invoke(documents: unknown[], ended: AbortSignal): Promise<'done' | 'skipped' | 'stopped'> {
     const { name, trigger, handler, retry, log } = this.#options;
     for (let retryCount = 0; ; retryCount++) {
-      const invocationId = randomUUID();
       const started = Date.now();
-      const context = new InvocationContext({
-        invocationId,
-        functionName: name,
-        options: { trigger, extraInputs: [], extraOutputs: [] },
-        ...(retry ? { retryContext: { retryCount, maxRetryCount: retry.maxRetryCount } } : {}),
-        logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
-      });
+      const context = invocationContext(name, trigger, log, retry ? { retryContext: { retryCount, maxRetryCount: retry.maxRetryCount } } : {});
+      const { invocationId } = context;
       try {
         await handler(documents, context);
         log(name, 'information', `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);

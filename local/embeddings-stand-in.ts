@@ -13,8 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { close, listen, readBody, sendJson as sendJsonAnswer } from './embedded-http.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 /** A status answered with the service's error body, or 'drop': the connection is closed without an answer. */
@@ -196,13 +196,7 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
     }
   }
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
+  const port = await listen(server, options.port ?? 0, host, 'embeddings stand-in');
   const origin = `http://${host}:${port}`;
 
   return {
@@ -217,13 +211,7 @@ export async function startEmbeddingsStandIn(options: EmbeddingsStandInOptions):
     setLatency(milliseconds) {
       latencyMs = milliseconds;
     },
-    close() {
-      return new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        // Keep-alive connections would otherwise hold close() open.
-        server.closeAllConnections();
-      });
-    },
+    close: () => close(server),
   };
 }
 
@@ -314,17 +302,7 @@ function retryAfterHeaders(seconds: number, azure: boolean): Record<string, stri
   return headers;
 }
 
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
-}
-
+// OpenAI names no charset.
 function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const payload = JSON.stringify(body);
-  response.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) });
-  response.end(payload);
+  sendJsonAnswer(response, status, body, headers, 'application/json');
 }

@@ -22,7 +22,7 @@ import { corsPolicyFrom, handledByCors } from './cors.js';
 import { answerTo } from './http-answers.js';
 import { httpInvocation, joinedAsAzure } from './http-invocation.js';
 import { enabled, registrations, triggerOf } from './registrations.js';
-import { compileRoute, createRouter } from './routes.js';
+import { createRouter } from './routes.js';
 import { enforceMinimumBodyRate, limitSlowClients, SLOW_CLIENT_CHECK_INTERVAL_MS } from './slow-clients.js';
 
 interface HostJson {
@@ -148,7 +148,8 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
     if (!trigger) return [];
     const { name } = registration.metadata;
     const template = [prefix, trigger.route ?? name].filter(Boolean).join('/');
-    return [compileRoute(template, trigger.methods ?? ['GET', 'POST'], { name, handler: registration.callback as HttpHandler, trigger })];
+    const methods = (trigger.methods ?? ['GET', 'POST']).map((method) => method.toUpperCase());
+    return [{ template, methods, target: { name, handler: registration.callback as HttpHandler, trigger } }];
   });
   const router = createRouter(httpFunctions);
   // The Function App's CORS setting, applied before routing as the host's CORS middleware is.

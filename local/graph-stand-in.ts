@@ -3,7 +3,7 @@
  *
  * It speaks Graph v1.0's protocol over plain HTTP on loopback: `GET /v1.0/users` with `$select`, `$top`,
  * `$filter` (startswith on displayName, mail or userPrincipalName, joined with `or`) and paging through an
- * absolute `@odata.nextLink` with a `$skiptoken`; and `GET /v1.0/me`. Errors have Graph's shape
+ * absolute `@odata.nextLink` with a `$skiptoken`, the one Graph call the API makes. Errors have Graph's shape
  * `{ error: { code, message, innerError: { date, request-id, client-request-id } } }`.
  *
  * Requests need a bearer token for Graph from the local identity provider (what its On-Behalf-Of grant issues):
@@ -15,20 +15,10 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  customFetch,
-  decodeJwt,
-  errors as joseErrors,
-  jwtVerify,
-  type FetchImplementation,
-  type JSONWebKeySet,
-  type JWTPayload,
-  type JWTVerifyGetKey,
-} from 'jose';
-import { GUID } from '../shared/guid.js';
+import { buffer } from 'node:stream/consumers';
+import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTVerifyGetKey } from 'jose';
+import { close, listen, sendJson } from './embedded-http.js';
+import { checkEntraToken, TokenCheckFailed } from './entra-token.js';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
@@ -54,9 +44,9 @@ export interface GraphStandInOptions {
   host?: string;
   /**
    * Whose tokens are accepted: the local identity provider, whose keys are fetched from it over HTTPS trusting
-   * caCertPem (an IdentityProvider or the tests' stack info fits), or its key set as is.
+   * caCertPem (an IdentityProvider or the tests' stack info fits).
    */
-  identityProvider: { authorityHost: string; caCertPem: string } | { jwks: JSONWebKeySet };
+  identityProvider: { authorityHost: string; caCertPem: string };
   /** Directory users by tenant id; a tenant without an entry has an empty directory. */
   users?: Record<string, GraphUser[]>;
 }
@@ -66,7 +56,7 @@ export interface GraphStandIn {
   baseUrl: string;
   port: number;
   /** Requests received, in all and per endpoint, rejected ones included. */
-  counts: { requests: number; users: number; me: number };
+  counts: { requests: number; users: number };
   /** From now on every request fails this way (until called with undefined), to test Graph being unavailable. */
   setFailure(failure: GraphFailure | undefined): void;
   close(): Promise<void>;
@@ -76,7 +66,7 @@ export const GRAPH_DEFAULT_PAGE_SIZE = 100;
 export const GRAPH_MAX_PAGE_SIZE = 999;
 /** Delegated or application permissions that allow listing users. */
 export const USERS_READ_PERMISSIONS = ['User.Read.All', 'User.ReadWrite.All', 'Directory.Read.All', 'Directory.ReadWrite.All'];
-const ME_READ_PERMISSIONS = ['User.Read', 'User.ReadWrite', 'User.ReadBasic.All', ...USERS_READ_PERMISSIONS];
+const GRAPH_CONTENT_TYPE = 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8';
 const GRAPH_AUDIENCES = [GRAPH_RESOURCE, `${GRAPH_RESOURCE}/`, GRAPH_APP_ID];
 // Graph tolerates this much clock difference in token lifetimes.
 const CLOCK_SKEW_SECONDS = 300;
@@ -111,17 +101,11 @@ const FAILURES: Record<Exclude<GraphFailure, 'drop'>, { code: string; message: s
   },
 };
 
-type Endpoint = 'users' | 'me';
-const ENDPOINTS = new Map<string, Endpoint>([
-  ['/v1.0/users', 'users'],
-  ['/v1.0/me', 'me'],
-]);
-
 export async function startGraphStandIn(options: GraphStandInOptions): Promise<GraphStandIn> {
   const host = options.host ?? '127.0.0.1';
   const directories = new Map(Object.entries(options.users ?? {}).map(([tenantId, users]) => [tenantId.toLowerCase(), users]));
   const verifier = tokenVerifier(options.identityProvider);
-  const counts = { requests: 0, users: 0, me: 0 };
+  const counts = { requests: 0, users: 0 };
   let failure: GraphFailure | undefined;
   let baseUrl = '';
 
@@ -145,32 +129,24 @@ export async function startGraphStandIn(options: GraphStandInOptions): Promise<G
         throw new GraphError(failure, FAILURES[failure].code, FAILURES[failure].message, { 'Retry-After': '1' });
       }
       const url = new URL(request.url ?? '/', baseUrl);
-      const endpoint = ENDPOINTS.get(url.pathname.toLowerCase().replace(/\/$/, ''));
-      if (!endpoint) {
+      if (url.pathname.toLowerCase().replace(/\/$/, '') !== '/v1.0/users') {
         const segment = url.pathname.split('/').filter(Boolean).pop() ?? '';
         throw new GraphError(400, 'BadRequest', `Resource not found for the segment '${segment}'.`);
       }
-      counts[endpoint] += 1;
+      counts.users += 1;
       if (request.method !== 'GET') {
         throw new GraphError(405, 'Request_BadRequest', 'Specified HTTP method is not allowed for the request target.', { Allow: 'GET' });
       }
       const caller = await verifier.verify(request.headers.authorization);
       const directory = directories.get(caller.tenantId) ?? [];
-      const body = endpoint === 'users' ? listUsers(url, caller, directory, baseUrl) : me(url, caller, directory, baseUrl);
-      sendJson(response, 200, body, graphHeaders(request));
+      sendGraphJson(response, 200, listUsers(url, caller, directory, baseUrl), graphHeaders(request));
     } catch (error) {
       if (!(error instanceof GraphError)) throw error;
       sendGraphError(response, error, request);
     }
   }
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
+  const port = await listen(server, options.port ?? 0, host, 'Graph stand-in');
   baseUrl = `http://${host}:${port}`;
 
   return {
@@ -180,13 +156,7 @@ export async function startGraphStandIn(options: GraphStandInOptions): Promise<G
     setFailure(next) {
       failure = next;
     },
-    close() {
-      return new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        // Keep-alive connections would otherwise hold close() open.
-        server.closeAllConnections();
-      });
-    },
+    close: () => close(server),
   };
 }
 
@@ -222,10 +192,8 @@ export function generateDirectoryUsers(tenantId: string, count: number, options:
 
 interface Caller {
   tenantId: string;
-  claims: JWTPayload;
   /** Delegated scopes (scp), or application roles of an app-only token. */
   permissions: string[];
-  delegated: boolean;
 }
 
 function listUsers(url: URL, caller: Caller, directory: GraphUser[], baseUrl: string): Record<string, unknown> {
@@ -244,30 +212,6 @@ function listUsers(url: URL, caller: Caller, directory: GraphUser[], baseUrl: st
     '@odata.context': `${baseUrl}/v1.0/$metadata#users${select ? `(${select.join(',')})` : ''}`,
     value: page.map((user) => project(user, select)),
     ...(nextOffset < matching.length ? { '@odata.nextLink': nextLink(url, baseUrl, nextOffset) } : {}),
-  };
-}
-
-function me(url: URL, caller: Caller, directory: GraphUser[], baseUrl: string): Record<string, unknown> {
-  if (!caller.delegated) throw new GraphError(400, 'BadRequest', '/me request is only valid with delegated authentication flow.');
-  requirePermission(caller, ME_READ_PERMISSIONS);
-  rejectUnsupportedOptions(url.searchParams, ['$select']);
-  const select = selectedProperties(url.searchParams.get('$select'));
-  // The signed-in user always exists in the real directory; here they may not have been listed.
-  const oid = String(caller.claims.oid);
-  const user = directory.find((candidate) => candidate.id === oid) ?? userFromToken(caller.claims);
-  return {
-    '@odata.context': `${baseUrl}/v1.0/$metadata#users${select ? `(${select.join(',')})` : ''}/$entity`,
-    ...project(user, select),
-  };
-}
-
-function userFromToken(claims: JWTPayload): GraphUser {
-  const userPrincipalName = [claims.upn, claims.preferred_username].find((claim) => typeof claim === 'string') ?? '';
-  return {
-    id: String(claims.oid),
-    displayName: typeof claims.name === 'string' ? claims.name : null,
-    userPrincipalName,
-    mail: userPrincipalName || null,
   };
 }
 
@@ -377,50 +321,43 @@ function skipTokenOffset(skipToken: string): number {
 // ---------------------------------------------------------------- tokens
 
 function tokenVerifier(identityProvider: GraphStandInOptions['identityProvider']) {
-  const localKeys = 'jwks' in identityProvider ? createLocalJWKSet(identityProvider.jwks) : undefined;
-  const remote = 'authorityHost' in identityProvider ? identityProvider : undefined;
-  const authorityHost = remote?.authorityHost;
-  const remoteKeys = new Map<string, JWTVerifyGetKey>();
+  const keySets = new Map<string, JWTVerifyGetKey>();
 
   // Signing keys are the same for every tenant, but Entra publishes them per tenant.
   function keysFor(tenantId: string): JWTVerifyGetKey {
-    if (!remote) return localKeys!;
-    let keys = remoteKeys.get(tenantId);
+    let keys = keySets.get(tenantId);
     if (!keys) {
-      keys = createRemoteJWKSet(new URL(`${remote.authorityHost}/${tenantId}/discovery/keys`), { [customFetch]: fetchTrusting(remote.caCertPem) });
-      remoteKeys.set(tenantId, keys);
+      const url = new URL(`${identityProvider.authorityHost}/${tenantId}/discovery/keys`);
+      keys = createRemoteJWKSet(url, { [customFetch]: fetchTrusting(identityProvider.caCertPem) });
+      keySets.set(tenantId, keys);
     }
     return keys;
   }
 
+  const MESSAGES: Record<string, string> = {
+    malformed: 'IDX14100: JWT is not well formed.',
+    tenant: "Access token validation failure. The token has no valid 'tid' claim.",
+    lifetime: 'Lifetime validation failed, the token is expired.',
+    audience: 'Access token validation failure. Invalid audience.',
+    issuer: 'Access token validation failure. Invalid issuer.',
+  };
+
   async function verify(authorization: string | undefined): Promise<Caller> {
     const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
     if (!token) throw invalidToken('Access token is empty.');
-    let tenantId: string;
     try {
-      const { tid } = decodeJwt(token);
-      tenantId = typeof tid === 'string' ? tid.toLowerCase() : '';
-    } catch {
-      throw invalidToken('IDX14100: JWT is not well formed.');
-    }
-    if (!GUID.test(tenantId)) throw invalidToken("Access token validation failure. The token has no valid 'tid' claim.");
-
-    let claims: JWTPayload;
-    try {
-      ({ payload: claims } = await jwtVerify(token, keysFor(tenantId), { algorithms: ['RS256'], clockTolerance: CLOCK_SKEW_SECONDS }));
+      const { claims, tenantId } = await checkEntraToken(token, {
+        keys: keysFor,
+        authorityHost: identityProvider.authorityHost,
+        audiences: GRAPH_AUDIENCES,
+        clockToleranceSeconds: CLOCK_SKEW_SECONDS,
+      });
+      const roles = Array.isArray(claims.roles) ? claims.roles.map(String) : [];
+      return { tenantId, permissions: typeof claims.scp === 'string' ? claims.scp.split(' ') : roles };
     } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) throw invalidToken('Lifetime validation failed, the token is expired.');
-      throw invalidToken('Access token validation failure.');
+      if (!(error instanceof TokenCheckFailed)) throw error;
+      throw invalidToken(MESSAGES[error.problem] ?? 'Access token validation failure.');
     }
-    if (typeof claims.aud !== 'string' || !GRAPH_AUDIENCES.includes(claims.aud.toLowerCase())) {
-      throw invalidToken('Access token validation failure. Invalid audience.');
-    }
-    const issuers = [`https://sts.windows.net/${tenantId}/`, ...(authorityHost ? [`${authorityHost}/${tenantId}/v2.0`] : [])];
-    if (!issuers.includes(String(claims.iss))) throw invalidToken('Access token validation failure. Invalid issuer.');
-
-    const delegated = typeof claims.scp === 'string';
-    const roles = Array.isArray(claims.roles) ? claims.roles.map(String) : [];
-    return { tenantId, claims, delegated, permissions: delegated ? String(claims.scp).split(' ') : roles };
   }
 
   return { verify };
@@ -431,10 +368,7 @@ function fetchTrusting(caCertPem: string): FetchImplementation {
   return (url, options) =>
     new Promise((resolve, reject) => {
       const request = https.get(url, { ca: caCertPem, signal: options.signal, headers: Object.fromEntries(options.headers) }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 502 })));
-        response.on('error', reject);
+        buffer(response).then((body) => resolve(new Response(body, { status: response.statusCode ?? 502 })), reject);
       });
       request.on('error', reject);
     });
@@ -468,7 +402,7 @@ function graphHeaders(request: IncomingMessage): Record<string, string> {
 
 function sendGraphError(response: ServerResponse, error: GraphError, request: IncomingMessage): void {
   const headers = graphHeaders(request);
-  sendJson(
+  sendGraphJson(
     response,
     error.status,
     {
@@ -486,13 +420,6 @@ function sendGraphError(response: ServerResponse, error: GraphError, request: In
   );
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
-  const payload = JSON.stringify(body);
-  response.writeHead(status, {
-    ...headers,
-    'Content-Type': 'application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8',
-    'Content-Length': Buffer.byteLength(payload),
-    'Cache-Control': 'no-cache',
-  });
-  response.end(payload);
+function sendGraphJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+  sendJson(response, status, body, { ...headers, 'Cache-Control': 'no-cache' }, GRAPH_CONTENT_TYPE);
 }

@@ -8,12 +8,11 @@
  * way Azure makes them (the headers are checked once, as there). The query, too, is given as Azure's
  * host gives it, while the URL keeps the raw query string.
  */
-import { randomUUID } from 'node:crypto';
 import functions, { type HttpRequest, type InvocationContext } from '@azure/functions';
-import type { LogFunction } from './queue-triggers.js';
+import { invocationContext, type LogFunction } from './registrations.js';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { HttpRequest: HttpRequestClass, InvocationContext: InvocationContextClass } = functions;
+const { HttpRequest: HttpRequestClass } = functions;
 
 export interface HttpInvocationInput {
   functionName: string;
@@ -57,11 +56,5 @@ export function httpInvocation(input: HttpInvocationInput): [HttpRequest, Invoca
       ? // A body still arriving: a fetch Request streaming it, as the library's HTTP stream mode builds.
         new HttpRequestClass({ nativeRequest: new Request(input.url, { method, headers, body, duplex: 'half' }), params, query } as never)
       : new HttpRequestClass({ url: input.url.href, method, headers, params, query, ...(body ? { body: { bytes: body } } : {}) });
-  const context = new InvocationContextClass({
-    invocationId: randomUUID(),
-    functionName,
-    options: { trigger: { ...input.trigger, name: 'request' } as never, extraInputs: [], extraOutputs: [] },
-    logHandler: (level, ...args) => log(functionName, level, args.map(String).join(' ')),
-  });
-  return [request, context];
+  return [request, invocationContext(functionName, { ...input.trigger, name: 'request' }, log)];
 }

@@ -30,11 +30,12 @@
  * Any non-empty client secret and password are accepted, and any scope name the API or Graph could expose;
  * Graph's `.default` grants GRAPH_CONSENTED_SCOPES.
  *
- * This module is the provider's HTTPS server, routing Entra's paths per tenant to the parts in
- * identity-provider/: openid-metadata.ts, token-endpoint.ts (with client-authentication.ts and
- * on-behalf-of.ts), claims.ts and signing.ts for the tokens, entra-error.ts for the errors it answers. It is
- * the one module the rest of the project imports: it also exports the constants and types callers use and
- * provider-info.ts's file that `npm run token` reads.
+ * oauth2-mock-server keeps the signing key, publishes it and signs every token (identity-provider/signing.ts).
+ * Its own endpoints do not fit Entra's: one issuer at fixed paths with a generic discovery document, where
+ * Entra has an issuer and paths per tenant and version and answers with AADSTS errors. So this module is the
+ * HTTPS server on Entra's paths, serving the OpenID metadata and the key set itself and the token endpoint
+ * through identity-provider/: token-endpoint.ts and on-behalf-of.ts for the grants, claims.ts for Entra's
+ * claim shapes, entra-error.ts for its errors. It is the one module the rest of the project imports.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,14 +43,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import type { JWK } from 'jose';
+import { createLocalJWKSet, type JWK } from 'jose';
+import { close, listen, readBody, sendJson } from './embedded-http.js';
+import { v1Issuer, v2Issuer } from './entra-token.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 import { signAccessToken, type TokenOptions } from './identity-provider/claims.js';
-import { EntraError, entraErrorBody } from './identity-provider/entra-error.js';
-import { CACHEABLE, headerValue, listen, NOT_CACHEABLE, readBody, sendJson } from './identity-provider/http.js';
+import { EntraError, entraErrorBody, malformedRequest } from './identity-provider/entra-error.js';
 import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
-import { openIdConfiguration, publicSigningJwk } from './identity-provider/openid-metadata.js';
-import { loadOrCreateSigningKey } from './identity-provider/signing.js';
+import { loadOrCreateSigner } from './identity-provider/signing.js';
 import { handleTokenRequest } from './identity-provider/token-endpoint.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
 
@@ -105,6 +106,10 @@ const ENDPOINTS = new Map<string, Endpoint>([
   ['oauth2/v2.0/token', { kind: 'token', method: 'POST' }],
 ]);
 
+const MAX_REQUEST_BODY_BYTES = 64 * 1024;
+const CACHEABLE = { 'Cache-Control': 'max-age=86400, private' };
+const NOT_CACHEABLE = { 'Cache-Control': 'no-store, no-cache', Pragma: 'no-cache' };
+
 export async function startIdentityProvider(options: IdentityProviderOptions): Promise<IdentityProvider> {
   const tenants = new Set(options.tenants.map((tenant) => tenant.toLowerCase()));
   const clientId = options.clientId.toLowerCase();
@@ -112,11 +117,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   const temporaryDir = options.tls || options.dataDir ? undefined : await mkdtemp(path.join(os.tmpdir(), 'local-identity-provider-'));
   try {
     const tls = options.tls ?? (await loadOrCreateTlsCertificate(options.dataDir ?? temporaryDir!));
-    const signingKey = await loadOrCreateSigningKey(options.dataDir);
+    const signer = await loadOrCreateSigner(options.dataDir);
+    const keys = createLocalJWKSet({ keys: [signer.publicJwk] });
 
     const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
     let authorityHost = '';
-    const issueToken = (tokenOptions: TokenOptions) => signAccessToken(tokenOptions, { authorityHost, clientId, signingKey });
+    const issueToken = (tokenOptions: TokenOptions) => signAccessToken(tokenOptions, { authorityHost, clientId, signer });
 
     const server = keepIdleConnectionsOpen(
       https.createServer({ cert: tls.cert, key: tls.key }, (request, response) => {
@@ -153,35 +159,27 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
           sendJson(response, 405, { error: 'method_not_allowed', error_description: `Use ${endpoint.method}.` }, { Allow: endpoint.method });
           return;
         }
-        switch (endpoint.kind) {
-          case 'metadata':
-            sendJson(response, 200, openIdConfiguration(authorityHost, tenantId, endpoint.version), CACHEABLE);
-            return;
-          case 'jwks':
-            sendJson(response, 200, { keys: [publicSigningJwk(signingKey, authorityHost, tenantId, endpoint.version)] }, CACHEABLE);
-            return;
-          case 'token': {
-            const form = new URLSearchParams(await readBody(request));
-            if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
-            const tokenResponse = await handleTokenRequest(form, request.headers.authorization, {
-              tenantId,
-              clientId,
-              authorityHost,
-              signingKey,
-              issueToken,
-            });
-            sendJson(response, 200, tokenResponse, NOT_CACHEABLE);
-            return;
-          }
+        if (endpoint.kind === 'metadata') {
+          sendJson(response, 200, openIdConfiguration(authorityHost, tenantId, endpoint.version), CACHEABLE);
+        } else if (endpoint.kind === 'jwks') {
+          // Like Entra, the v2 key set names the issuer the key signs for.
+          const key = endpoint.version === 2 ? { ...signer.publicJwk, issuer: v2Issuer(authorityHost, tenantId) } : signer.publicJwk;
+          sendJson(response, 200, { keys: [key] }, CACHEABLE);
+        } else {
+          const tooLarge = () => malformedRequest('The request body is too large.');
+          const form = new URLSearchParams(await readBody(request, MAX_REQUEST_BODY_BYTES, tooLarge));
+          if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
+          const context = { tenantId, clientId, authorityHost, signer, keys, issueToken };
+          sendJson(response, 200, await handleTokenRequest(form, request.headers.authorization, context), NOT_CACHEABLE);
         }
       } catch (error) {
         if (!(error instanceof EntraError)) throw error;
-        const correlationId = headerValue(request.headers['client-request-id']) ?? randomUUID();
+        const correlationId = [request.headers['client-request-id']].flat()[0] ?? randomUUID();
         sendJson(response, error.status, entraErrorBody(error, correlationId), NOT_CACHEABLE);
       }
     }
 
-    const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+    const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', 'identity provider');
     authorityHost = `https://localhost:${port}`;
 
     return {
@@ -189,16 +187,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       port,
       caCertPem: tls.cert,
       caCertPath: tls.certPath,
-      signingKid: signingKey.kid,
-      privateJwk: signingKey.privateJwk,
+      signingKid: signer.kid,
+      privateJwk: signer.privateJwk,
       counts,
       issueToken,
       async close() {
-        await new Promise<void>((resolve, reject) => {
-          server.close((error) => (error ? reject(error) : resolve()));
-          // Keep-alive connections would otherwise hold close() open.
-          server.closeAllConnections();
-        });
+        await close(server);
         if (temporaryDir) await rm(temporaryDir, { recursive: true, force: true });
       },
     };
@@ -206,4 +200,50 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     if (temporaryDir) await rm(temporaryDir, { recursive: true, force: true });
     throw error;
   }
+}
+
+/** Entra's OpenID configuration of a tenant, v1 or v2, with the members Entra's have. */
+function openIdConfiguration(authorityHost: string, tenantId: string, version: 1 | 2): Record<string, unknown> {
+  const base = `${authorityHost}/${tenantId}`;
+  const list = (names: string) => names.split(' ');
+  const common = {
+    token_endpoint_auth_methods_supported: list('client_secret_post private_key_jwt client_secret_basic'),
+    response_modes_supported: list('query fragment form_post'),
+    subject_types_supported: ['pairwise'],
+    id_token_signing_alg_values_supported: ['RS256'],
+    http_logout_supported: true,
+    frontchannel_logout_supported: true,
+    tenant_region_scope: 'NA',
+    cloud_instance_name: 'microsoftonline.com',
+    cloud_graph_host_name: 'graph.windows.net',
+    msgraph_host: 'graph.microsoft.com',
+    rbac_url: 'https://pas.windows.net',
+  };
+  const claims = 'sub iss cloud_instance_name cloud_instance_host_name cloud_graph_host_name msgraph_host aud exp iat auth_time acr nonce';
+  if (version === 2) {
+    return {
+      ...common,
+      token_endpoint: `${base}/oauth2/v2.0/token`,
+      jwks_uri: `${base}/discovery/v2.0/keys`,
+      response_types_supported: ['code', 'id_token', 'code id_token', 'id_token token'],
+      scopes_supported: list('openid profile email offline_access'),
+      issuer: v2Issuer(authorityHost, tenantId),
+      request_uri_parameter_supported: false,
+      authorization_endpoint: `${base}/oauth2/v2.0/authorize`,
+      end_session_endpoint: `${base}/oauth2/v2.0/logout`,
+      claims_supported: list(`${claims} preferred_username name tid ver at_hash c_hash email`),
+    };
+  }
+  return {
+    ...common,
+    token_endpoint: `${base}/oauth2/token`,
+    jwks_uri: `${base}/discovery/keys`,
+    response_types_supported: ['code', 'id_token', 'code id_token', 'token id_token', 'token'],
+    scopes_supported: ['openid'],
+    issuer: v1Issuer(tenantId),
+    microsoft_multi_refresh_token: true,
+    authorization_endpoint: `${base}/oauth2/authorize`,
+    end_session_endpoint: `${base}/oauth2/logout`,
+    claims_supported: list(`${claims} amr email given_name family_name nickname`),
+  };
 }

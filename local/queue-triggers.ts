@@ -5,16 +5,11 @@
  * The handler gets what the Node worker gives it: the message parsed as JSON when it is JSON, else the
  * string, and an InvocationContext whose triggerMetadata carries the message's properties.
  */
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import functions from '@azure/functions';
 import { DefaultAzureCredential } from '@azure/identity';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
 import { SETTINGS } from '../shared/settings.js';
-import { resolveBindingExpression, triggerOf, type Binding, type Registration } from './registrations.js';
-
-// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { InvocationContext } = functions;
+import { invocationContext, resolveBindingExpression, triggerOf, type Binding, type LogFunction, type Registration } from './registrations.js';
 
 /**
  * How long a received message stays invisible while its handler runs, renewed at half time as Azure's
@@ -29,8 +24,6 @@ const MAX_BATCH_SIZE = 32;
 const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // Azure's queue name rules: 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit.
 const QUEUE_NAME = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
-
-export type LogFunction = (functionName: string, level: string, message: string) => void;
 
 /** host.json's `extensions.queues`, with Azure's defaults. */
 export interface QueueExtensionSettings {
@@ -224,11 +217,12 @@ class QueueListener {
       const text = this.decode(message.messageText);
       // Retrying cannot fix the encoding, so Azure moves such a message to the poison queue at once.
       if (text === undefined) return await this.moveToPoison(message, 'Message is not valid base64 (see host.json messageEncoding).');
-      const invocationId = randomUUID();
+      const context = this.context(message, text);
+      const { invocationId } = context;
       const started = Date.now();
       const lease = this.keepLease(message);
       try {
-        await this.options.handler(queueItem(text), this.context(invocationId, message, text));
+        await this.options.handler(queueItem(text), context);
       } catch (error) {
         await lease.end();
         log(name, 'error', `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${Date.now() - started}ms)\n${errorText(error)}`);
@@ -282,12 +276,9 @@ class QueueListener {
     return STRICT_BASE64.test(base64) ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
   }
 
-  private context(invocationId: string, message: ReceivedMessageItem, text: string) {
+  private context(message: ReceivedMessageItem, text: string) {
     const { name, trigger, log } = this.options;
-    return new InvocationContext({
-      invocationId,
-      functionName: name,
-      options: { trigger: trigger, extraInputs: [], extraOutputs: [] },
+    return invocationContext(name, trigger, log, {
       triggerMetadata: {
         id: message.messageId,
         queueTrigger: text,
@@ -297,7 +288,6 @@ class QueueListener {
         nextVisibleTime: message.nextVisibleOn.toISOString(),
         popReceipt: message.popReceipt,
       },
-      logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
     });
   }
 

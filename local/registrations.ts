@@ -3,7 +3,14 @@
  * `@azure/functions-core`, the module the Functions host supplies. The local host supplies its own
  * (local/functions-core, on NODE_PATH), and reads the registrations back from it.
  */
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
+import functions, { type InvocationContextInit } from '@azure/functions';
+
+// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
+const { InvocationContext } = functions;
+
+export type LogFunction = (functionName: string, level: string, message: string) => void;
 
 export interface Registration {
   metadata: {
@@ -82,4 +89,15 @@ export function enabled(all: Registration[], environment: Record<string, string 
       .map(([name]) => name.slice('AzureWebJobs.'.length, -'.Disabled'.length).toLowerCase()),
   );
   return all.filter((registration) => !disabled.has(registration.metadata.name.toLowerCase()));
+}
+
+/** The InvocationContext the Node worker hands a function: its trigger binding, its log lines to `log`, and what its trigger adds. */
+export function invocationContext(name: string, trigger: object, log: LogFunction, init: Partial<InvocationContextInit> = {}) {
+  return new InvocationContext({
+    invocationId: randomUUID(),
+    functionName: name,
+    options: { trigger: trigger as never, extraInputs: [], extraOutputs: [] },
+    logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
+    ...init,
+  });
 }

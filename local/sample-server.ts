@@ -13,12 +13,14 @@ import { pathToFileURL } from 'node:url';
 import { appRootAbove } from '../shared/app-root.js';
 import { SETTINGS } from '../shared/settings.js';
 import { DEFAULT_API_PORT, LOCAL_HOME_TENANT_ID } from './defaults.js';
+import { close, listen, sendJson } from './embedded-http.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 import { requestAccessToken } from './token.js';
 
 const DEFAULT_SAMPLE_PORT = Number(SETTINGS.SAMPLE_PORT.default);
 /** The signed-in user's role in the sample: enough to list and create projects. */
 const SAMPLE_ROLE = 'LMS.Manager';
+const NO_STORE = { 'Cache-Control': 'no-store' };
 
 const SAMPLE_FILES: Record<string, { file: string; contentType: string }> = {
   '/': { file: 'index.html', contentType: 'text/html; charset=utf-8' },
@@ -44,7 +46,7 @@ export async function startSampleServer(options: SampleServerOptions) {
       response.end(await readFile(join(sampleDir, sampleFile.file)));
     } else if (request.method === 'GET' && path === '/config.json') {
       // What a deployed page's static config.json holds: where the API is. `tokenUrl` says there is no Office to ask.
-      sendJson(response, 200, { apiBaseUrl: options.apiBaseUrl, tokenUrl: 'token' });
+      sendJson(response, 200, { apiBaseUrl: options.apiBaseUrl, tokenUrl: 'token' }, NO_STORE);
     } else if (request.method === 'POST' && path === '/token') {
       const accessToken = await requestAccessToken(options.identityProvider, {
         tenantId: LOCAL_HOME_TENANT_ID,
@@ -54,26 +56,17 @@ export async function startSampleServer(options: SampleServerOptions) {
         scope: API_USER_SCOPE,
         version: 1,
       });
-      sendJson(response, 200, { access_token: accessToken });
+      sendJson(response, 200, { access_token: accessToken }, NO_STORE);
     } else {
-      sendJson(response, 404, { message: `Nothing at ${request.method} ${path}` });
+      sendJson(response, 404, { message: `Nothing at ${request.method} ${path}` }, NO_STORE);
     }
   }
 
   const server = createServer((request, response) => {
-    answer(request, response).catch((error: unknown) => sendJson(response, 502, { message: (error as Error).message }));
+    answer(request, response).catch((error: unknown) => sendJson(response, 502, { message: (error as Error).message }, NO_STORE));
   });
-  await new Promise<void>((resolveListen) => server.listen(options.port, options.host, resolveListen));
-  const address = server.address();
-  return {
-    port: typeof address === 'object' && address ? address.port : options.port,
-    close: () => new Promise<void>((resolveClose) => server.close(() => resolveClose())),
-  };
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' });
-  response.end(JSON.stringify(body));
+  const port = await listen(server, options.port, options.host, 'sample server');
+  return { port, close: () => close(server) };
 }
 
 /** Whether the API's CORS setting lets a page of `origin` call it: the preflight a browser sends first. */

@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
 import { appRootAbove } from '../shared/app-root.js';
-import { COSMOS_CONNECTION, DEFAULT_RAG_QUEUE_NAME, DEFAULT_WEBHOOKS_QUEUE_NAME, DEFAULT_WEBHOOKS_SWEEP_SCHEDULE } from '../shared/config.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
@@ -20,6 +19,8 @@ import { DEFAULT_LOCAL_USERNAME, GRAPH_RESOURCE, startIdentityProvider, writeIde
 import { SETTINGS } from '../shared/settings.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
+// The database setting the app and its change feed trigger share, as the settings name it.
+const COSMOS_CONNECTION = 'COSMOS_CONNECTION' satisfies keyof typeof SETTINGS;
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
 
 export interface StackOptions {
@@ -134,12 +135,12 @@ export async function startStack(options: StackOptions) {
       hostEnvironment.AzureWebJobsStorage = azurite.connectionString;
       embedded.push(`Azurite queue ${azurite.queueEndpoint}`);
     }
-    if (!given(options.settings, 'RAG_QUEUE_NAME')) hostEnvironment.RAG_QUEUE_NAME = DEFAULT_RAG_QUEUE_NAME;
+    if (!given(options.settings, 'RAG_QUEUE_NAME')) hostEnvironment.RAG_QUEUE_NAME = SETTINGS.RAG_QUEUE_NAME.default;
     if (!given(options.settings, 'CURSOR_SIGNING_KEY')) hostEnvironment.CURSOR_SIGNING_KEY = await cursorSigningKey(options.dataDir);
     // Receivers on a developer's machine listen on loopback, over plain http.
     hostEnvironment.WEBHOOKS_ALLOW_LOOPBACK ??= 'true';
-    hostEnvironment.WEBHOOKS_QUEUE_NAME ??= DEFAULT_WEBHOOKS_QUEUE_NAME;
-    hostEnvironment.WEBHOOKS_SWEEP_SCHEDULE ??= DEFAULT_WEBHOOKS_SWEEP_SCHEDULE;
+    hostEnvironment.WEBHOOKS_QUEUE_NAME ??= SETTINGS.WEBHOOKS_QUEUE_NAME.default;
+    hostEnvironment.WEBHOOKS_SWEEP_SCHEDULE ??= SETTINGS.WEBHOOKS_SWEEP_SCHEDULE.default;
 
     const host = await startHostProcess({
       port: options.apiPort,

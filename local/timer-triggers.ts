@@ -4,19 +4,13 @@
  * occurrence is counted from the end of the last), `runOnStartup` honoured, and the handler given
  * the Timer object the Node worker gives it.
  */
-import { randomUUID } from 'node:crypto';
-import functions, { type Timer } from '@azure/functions';
-import { parseSchedule, type Schedule } from './ncrontab.js';
-import type { LogFunction } from './queue-triggers.js';
-import { resolveBindingExpression, triggerOf, type Binding, type Registration } from './registrations.js';
-
-// The library's classes are not visible to ESM's named-import detection, so they come from the default export.
-const { InvocationContext } = functions;
+import type { Timer } from '@azure/functions';
+import { Cron } from 'croner';
+import { NCRONTAB } from './ncrontab.js';
+import { invocationContext, resolveBindingExpression, triggerOf, type Binding, type LogFunction, type Registration } from './registrations.js';
 
 /** An occurrence this much late counts as past due, as the worker reports it. */
 const PAST_DUE_MS = 1_000;
-/** Node's timers hold at most this many milliseconds (about 24.8 days); a longer wait would fire at once. */
-const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 export interface TimerFunction {
   name: string;
@@ -29,70 +23,42 @@ export interface TimerTriggers {
   stop(graceMs: number): Promise<void>;
 }
 
-class TimerRunner {
-  private timeout: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
-  private last: number | undefined;
-
-  constructor(
-    private readonly name: string,
-    private readonly trigger: Binding,
-    private readonly schedule: Schedule,
-    private readonly handler: Registration['callback'],
-    private readonly log: LogFunction,
-  ) {
-    if (trigger.runOnStartup) this.running = this.invoke(Date.now());
-    else this.plan();
-  }
-
-  private plan(due = this.schedule.next(Date.now())): void {
-    if (this.stopped) return;
-    const wait = due - Date.now();
-    this.timeout = setTimeout(
-      () => {
-        if (wait > LONGEST_TIMER_MS) this.plan(due);
-        else this.running = this.invoke(due);
-      },
-      Math.min(wait, LONGEST_TIMER_MS),
-    );
-  }
-
-  private async invoke(due: number): Promise<void> {
-    const invocationId = randomUUID();
+/** One timer function on croner's schedule; `protect` skips the occurrences that come while an invocation runs, as Azure's host does. */
+function startTimer(name: string, trigger: Binding, schedule: string, handler: Registration['callback'], log: LogFunction) {
+  let running: Promise<void> | undefined;
+  let last: number | undefined;
+  const invoke = async (due: number): Promise<void> => {
     const started = Date.now();
     const timer: Timer = {
       isPastDue: started - due > PAST_DUE_MS,
       schedule: { adjustForDST: true },
       scheduleStatus: {
-        last: new Date(this.last ?? 0).toISOString(),
-        next: new Date(this.schedule.next(started)).toISOString(),
+        last: new Date(last ?? 0).toISOString(),
+        next: (cron.nextRun() ?? new Date(0)).toISOString(),
         lastUpdated: new Date(started).toISOString(),
       },
     };
-    const context = new InvocationContext({
-      invocationId,
-      functionName: this.name,
-      options: { trigger: this.trigger, extraInputs: [], extraOutputs: [] },
-      logHandler: (level, ...args) => this.log(this.name, level, args.map(String).join(' ')),
-    });
+    const context = invocationContext(name, trigger, log);
+    const { invocationId } = context;
     try {
-      await this.handler(timer, context);
-      this.log(this.name, 'debug', `Executed 'Functions.${this.name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);
+      await handler(timer, context);
+      log(name, 'debug', `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);
     } catch (error) {
-      this.log(this.name, 'error', `Executed 'Functions.${this.name}' (Failed, Id=${invocationId}): ${error instanceof Error ? error.message : String(error)}`);
+      log(name, 'error', `Executed 'Functions.${name}' (Failed, Id=${invocationId}): ${error instanceof Error ? error.message : String(error)}`);
     }
-    this.last = started;
-    this.running = undefined;
-    this.plan();
-  }
-
-  async stop(graceMs: number): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timeout);
-    const running = this.running;
-    if (running) await Promise.race([running, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
-  }
+    last = started;
+  };
+  const cron = new Cron(schedule, { ...NCRONTAB, protect: true, paused: Boolean(trigger.runOnStartup) }, (job: Cron) => {
+    running = invoke(job.currentRun()?.getTime() ?? Date.now());
+    return running;
+  });
+  if (trigger.runOnStartup) running = invoke(Date.now()).then(() => void cron.resume());
+  return {
+    async stop(graceMs: number): Promise<void> {
+      cron.stop();
+      if (running) await Promise.race([running, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+    },
+  };
 }
 
 /** Starts every registration whose trigger is a timer; one whose schedule cannot be read is logged and left out, as Azure does. */
@@ -101,7 +67,7 @@ export function startTimerTriggers(options: {
   environment: Record<string, string | undefined>;
   log: LogFunction;
 }): TimerTriggers {
-  const runners: TimerRunner[] = [];
+  const runners: ReturnType<typeof startTimer>[] = [];
   const timerFunctions: TimerFunction[] = [];
   for (const registration of options.registrations) {
     const trigger = triggerOf(registration, 'timerTrigger');
@@ -109,7 +75,7 @@ export function startTimerTriggers(options: {
     const { name } = registration.metadata;
     try {
       const schedule = resolveBindingExpression(trigger.schedule ?? '', options.environment);
-      runners.push(new TimerRunner(name, trigger, parseSchedule(schedule), registration.callback, options.log));
+      runners.push(startTimer(name, trigger, schedule, registration.callback, options.log));
       timerFunctions.push({ name, schedule });
     } catch (error) {
       options.log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { close, listen } from './embedded-http.js';
 
 export interface ReceivedDelivery {
   headers: IncomingHttpHeaders;
@@ -48,15 +48,7 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
     });
   };
   const server = options.tls ? createHttpsServer(options.tls, handle) : createServer(handle);
-  await new Promise<void>((resolve, reject) => {
-    // A port that is taken rejects (EADDRINUSE) instead of crashing the process.
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? 0, '127.0.0.1', 'webhook receiver');
   return {
     url: options.tls ? `https://localhost:${port}/hook` : `http://127.0.0.1:${port}/hook`,
     received,
@@ -76,10 +68,6 @@ export async function startWebhookReceiver(options: ReceiverOptions = {}): Promi
         check();
       });
     },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => close(server),
   };
 }

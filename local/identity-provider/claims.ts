@@ -7,8 +7,8 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { JWTPayload } from 'jose';
-import { v1Issuer, v2Issuer } from './openid-metadata.js';
-import { signJwt, type SigningKey } from './signing.js';
+import { v1Issuer, v2Issuer } from '../entra-token.js';
+import type { Signer } from './signing.js';
 
 export const DEFAULT_LOCAL_USERNAME = 'dev@contoso.test';
 /** The delegated scope the API exposes. */
@@ -45,7 +45,7 @@ export interface TokenOptions {
 interface SigningContext {
   authorityHost: string;
   clientId: string;
-  signingKey: SigningKey;
+  signer: Signer;
 }
 
 export async function signAccessToken(options: TokenOptions, context: SigningContext): Promise<string> {
@@ -69,7 +69,7 @@ export async function signAccessToken(options: TokenOptions, context: SigningCon
   };
   const subject = options.kind === 'app' ? appClaims(options, version, tenantId, clientAppId) : userClaims(options, version, tenantId, clientAppId);
 
-  return signJwt({ ...common, ...subject, ...options.extraClaims }, context.signingKey);
+  return context.signer.sign({ ...common, ...subject, ...options.extraClaims });
 }
 
 function appClaims(options: TokenOptions, version: 1 | 2, tenantId: string, clientAppId: string): JWTPayload {

@@ -18,6 +18,10 @@ export class EntraError extends Error {
   }
 }
 
+/** Entra's words for a form it cannot read. */
+export const malformedRequest = (detail: string): EntraError =>
+  new EntraError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. - ${detail}`);
+
 export function entraErrorBody(error: EntraError, correlationId: string): Record<string, unknown> {
   const traceId = randomUUID();
   const timestamp = new Date()

@@ -5,21 +5,20 @@
  * client_info=1 the v2 id token and client_info msal-node makes the account of. Also the LOCAL DEVELOPMENT
  * EXTENSION users whose names make it fail with Entra's consent or multi-factor errors.
  */
-import { decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import { checkEntraToken, TokenCheckFailed, v2Issuer } from '../entra-token.js';
 import { DEFAULT_TOKEN_LIFETIME_SECONDS, opaqueId, pairwiseSubject } from './claims.js';
-import { authenticateClient, type ClientCredentials } from './client-authentication.js';
-import { EntraError, entraTime } from './entra-error.js';
-import { v1Issuer, v2Issuer } from './openid-metadata.js';
-import { signJwt } from './signing.js';
+import { EntraError, entraTime, malformedRequest } from './entra-error.js';
 import {
   apiAudiences,
+  authenticateClient,
   invalidScope,
   requestedScopes,
   requiredParameter,
   unknownResource,
+  type ClientCredentials,
   type TokenEndpointContext,
   type TokenResponse,
-} from './token-request.js';
+} from './token-endpoint.js';
 
 /** The audience of the Microsoft Graph tokens On-Behalf-Of issues. */
 export const GRAPH_RESOURCE = 'https://graph.microsoft.com';
@@ -48,12 +47,7 @@ interface AssertedUser {
 export async function onBehalfOf(form: URLSearchParams, client: ClientCredentials, lifetime: number, context: TokenEndpointContext): Promise<TokenResponse> {
   const clientAuthentication = authenticateClient(client, context);
   if (requiredParameter(form, 'requested_token_use') !== 'on_behalf_of') {
-    throw new EntraError(
-      400,
-      'invalid_request',
-      9002313,
-      "Invalid request. Request is malformed or invalid. - The 'requested_token_use' parameter must be 'on_behalf_of'.",
-    );
+    throw malformedRequest("The 'requested_token_use' parameter must be 'on_behalf_of'.");
   }
   const scopeParameter = requiredParameter(form, 'scope');
   const user = await verifyUserAssertion(requiredParameter(form, 'assertion'), client.id, context);
@@ -89,63 +83,47 @@ export async function onBehalfOf(form: URLSearchParams, client: ClientCredential
 
 /** The user of an assertion, once it is known to be a user's access token to the API from this provider and tenant. */
 async function verifyUserAssertion(assertion: string, presentingClientId: string, context: TokenEndpointContext): Promise<AssertedUser> {
-  const malformed = () => new EntraError(400, 'invalid_grant', 50027, 'JWT token is invalid or malformed.');
   // Entra's code for an assertion that is invalid for any other reason.
   const invalid = (description: string) => new EntraError(400, 'invalid_grant', 50013, description);
-
-  let header: ProtectedHeaderParameters;
-  let claims: JWTPayload;
+  // The assertion must be for the API, and the API must be the client presenting it.
+  const audiences = presentingClientId.toLowerCase() === context.clientId ? apiAudiences(context.clientId) : [];
+  let claims;
   try {
-    header = decodeProtectedHeader(assertion);
-    claims = decodeJwt(assertion);
-  } catch {
-    throw malformed();
-  }
-  const thumbprint = header.x5t ?? header.kid ?? '';
-  if (header.kid !== context.signingKey.kid) {
-    throw invalid(`Assertion failed signature validation. [Reason - The key was not found., Thumbprint of key used by client: '${thumbprint}']`);
-  }
-  try {
-    await jwtVerify(assertion, context.signingKey.publicKey, { algorithms: ['RS256'] });
+    ({ claims } = await checkEntraToken(assertion, { keys: () => context.keys, authorityHost: context.authorityHost, audiences, tenantId: context.tenantId }));
   } catch (error) {
-    if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
-      throw invalid(
-        `Assertion failed signature validation. [Reason - The provided signature value did not match the expected ` +
-          `signature value., Thumbprint of key used by client: '${thumbprint}']`,
-      );
-    }
-    if (error instanceof joseErrors.JWTClaimValidationFailed || error instanceof joseErrors.JWTExpired) {
-      if (error.claim === 'exp' || error.claim === 'nbf') {
+    if (!(error instanceof TokenCheckFailed)) throw error;
+    const thumbprint = error.header.x5t ?? error.header.kid ?? '';
+    switch (error.problem) {
+      case 'malformed':
+        throw new EntraError(400, 'invalid_grant', 50027, 'JWT token is invalid or malformed.');
+      case 'key':
+      case 'signature': {
+        const reason = error.problem === 'key' ? 'The key was not found.' : 'The provided signature value did not match the expected signature value.';
+        throw invalid(`Assertion failed signature validation. [Reason - ${reason}, Thumbprint of key used by client: '${thumbprint}']`);
+      }
+      case 'lifetime':
         throw new EntraError(
           400,
           'invalid_grant',
           500133,
-          `Assertion is not within its valid time range. Ensure that the access token is not expired before using ` +
-            `it for user assertion, or request a new token. Current time: ${entraTime(Date.now())}, expiry time of ` +
-            `assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
+          `Assertion is not within its valid time range. Ensure that the access token is not expired before using it for user assertion, or ` +
+            `request a new token. Current time: ${entraTime(Date.now())}, expiry time of assertion ${entraTime((error.claims.exp ?? 0) * 1000)}.`,
         );
-      }
+      case 'tenant':
+      case 'issuer':
+        throw invalid(`Assertion is invalid: its issuer '${String(error.claims.iss)}' is not an issuer of tenant '${context.tenantId}'.`);
+      case 'audience':
+        throw new EntraError(
+          400,
+          'invalid_grant',
+          500131,
+          `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion ` +
+            `was '${String(error.claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application ` +
+            `Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token ` +
+            `for the expected audience (the application that made the OBO request) and this application should use ` +
+            `that token as the assertion.`,
+        );
     }
-    throw malformed();
-  }
-
-  const issuers = [v1Issuer(context.tenantId), v2Issuer(context.authorityHost, context.tenantId)];
-  if (claims.tid !== context.tenantId || !issuers.includes(String(claims.iss))) {
-    throw invalid(`Assertion is invalid: its issuer '${String(claims.iss)}' is not '${issuers.join("' or '")}', the issuers of tenant '${context.tenantId}'.`);
-  }
-  // The assertion must be for the API, and the API must be the client presenting it.
-  const audience = typeof claims.aud === 'string' ? claims.aud.toLowerCase() : undefined;
-  if (presentingClientId.toLowerCase() !== context.clientId || !audience || !apiAudiences(context.clientId).includes(audience)) {
-    throw new EntraError(
-      400,
-      'invalid_grant',
-      500131,
-      `Assertion audience does not match the Client app presenting the assertion. The audience in the assertion ` +
-        `was '${String(claims.aud)}' and the expected audience is '${presentingClientId}' or one of the Application ` +
-        `Uris of this application with App ID '${presentingClientId}'. The downstream client must request a token ` +
-        `for the expected audience (the application that made the OBO request) and this application should use ` +
-        `that token as the assertion.`,
-    );
   }
   // An app-only token has no user to act for; Entra answers such assertions with its InvalidAssertion code too.
   if (typeof claims.scp !== 'string' || claims.idtyp === 'app') {
@@ -201,24 +179,21 @@ function simulatedOnBehalfOfFailure(username: string, clientId: string): EntraEr
 /** Entra's v2 id token of the user for the client, which msal-node turns into the result's account. */
 async function signIdToken(user: AssertedUser, clientAppId: string, context: TokenEndpointContext): Promise<string> {
   const issuedAt = Math.floor(Date.now() / 1000);
-  return signJwt(
-    {
-      aud: clientAppId,
-      iss: v2Issuer(context.authorityHost, context.tenantId),
-      iat: issuedAt,
-      nbf: issuedAt,
-      exp: issuedAt + DEFAULT_TOKEN_LIFETIME_SECONDS,
-      aio: opaqueId(48),
-      name: user.name ?? user.username.split('@')[0],
-      oid: user.oid,
-      preferred_username: user.username,
-      sub: pairwiseSubject(context.tenantId, user.oid, clientAppId),
-      tid: context.tenantId,
-      uti: opaqueId(16),
-      ver: '2.0',
-    },
-    context.signingKey,
-  );
+  return context.signer.sign({
+    aud: clientAppId,
+    iss: v2Issuer(context.authorityHost, context.tenantId),
+    iat: issuedAt,
+    nbf: issuedAt,
+    exp: issuedAt + DEFAULT_TOKEN_LIFETIME_SECONDS,
+    aio: opaqueId(48),
+    name: user.name ?? user.username.split('@')[0],
+    oid: user.oid,
+    preferred_username: user.username,
+    sub: pairwiseSubject(context.tenantId, user.oid, clientAppId),
+    tid: context.tenantId,
+    uti: opaqueId(16),
+    ver: '2.0',
+  });
 }
 
 /** What Entra answers to client_info=1: the account's home object and tenant ids. */

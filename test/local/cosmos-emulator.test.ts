@@ -34,9 +34,12 @@ describe('the embedded Cosmos DB', () => {
   });
   afterEach(async () => {
     for (const emulator of running.splice(0)) await emulator.close();
-    for (const child of children.splice(0)) child.kill('SIGKILL');
+    for (const child of children.splice(0)) killGroup(child);
   });
   afterAll(() => rm(folder, { recursive: true, force: true }));
+  const killGroup = (child: ChildProcess) => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+  };
 
   const start = async (dataDir: string) => {
     const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir });
@@ -64,6 +67,8 @@ describe('the embedded Cosmos DB', () => {
     const child = spawn(command[0]!, command.slice(1), {
       env: { ...process.env, EMULATOR_TLS: JSON.stringify(tls), EMULATOR_DATA_DIR: dataDir, EMULATOR_COMPACT_AFTER: String(compactAfterBytes ?? '') },
       stdio: ['ignore', 'pipe', 'inherit'],
+      // A group of its own, killed whole: strace killed alone would leave the emulator it traces running.
+      detached: true,
     });
     children.push(child);
     const endpoint = await new Promise<string>((resolve, reject) => {
@@ -76,7 +81,7 @@ describe('the embedded Cosmos DB', () => {
       container: client.database('lms').container('tenant-data'),
       async kill(): Promise<void> {
         const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGKILL');
+        killGroup(child);
         await exited;
         client.dispose();
         agent.destroy();

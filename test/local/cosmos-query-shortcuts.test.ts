@@ -145,3 +145,20 @@ describe('the embedded Cosmos DB query shortcuts', () => {
     expect(() => documents.query(params, paging)).toThrow(badRequest);
   });
 });
+
+describe('the query engine as patched at install (patches/@zeit+cosmosdb-query+*.patch)', () => {
+  const { default: query } = require('@zeit/cosmosdb-query') as { default: (sql: string) => { code: string } };
+  const { stripUndefined } = require('@zeit/cosmosdb-query/lib/helpers.js') as { stripUndefined: (value: unknown) => unknown };
+
+  it('pushes each row onto one array instead of copying the array per row', () => {
+    for (const sql of ['SELECT * FROM c', 'SELECT c.id, t FROM c JOIN t IN c.tags', 'SELECT VALUE c.id FROM c.items c']) {
+      const { code } = query(sql);
+      expect(code, sql).toContain('$.push(');
+      expect(code, sql).not.toContain('[...$');
+    }
+  });
+
+  it('still leaves undefined out of arrays and objects, as JSON does', () => {
+    expect(stripUndefined([1, undefined, { a: undefined, b: [undefined, 2] }])).toEqual([1, { b: [2] }]);
+  });
+});

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { compileRoute, createRouter } from '../../local/routes.js';
+import { createRouter } from '../../local/routes.js';
 
 describe('local host routing', () => {
   const router = createRouter([
-    compileRoute('api/{*path}', ['GET', 'POST', 'PUT', 'DELETE'], 'fallback'),
-    compileRoute('api/projects/{projectId}', ['GET'], 'get'),
-    compileRoute('api/projects', ['GET'], 'list'),
-    compileRoute('api/projects', ['POST'], 'create'),
-    compileRoute('api/users/me', ['GET'], 'me'),
-    compileRoute('api/users/{id}', ['GET'], 'user'),
-    compileRoute('api/items/{id:int}', ['GET'], 'item'),
+    { template: 'api/{*path}', methods: ['GET', 'POST', 'PUT', 'DELETE'], target: 'fallback' },
+    { template: 'api/projects/{projectId}', methods: ['GET'], target: 'get' },
+    { template: 'api/projects', methods: ['GET'], target: 'list' },
+    { template: 'api/projects', methods: ['POST'], target: 'create' },
+    { template: 'api/users/me', methods: ['GET'], target: 'me' },
+    { template: 'api/users/{id}', methods: ['GET'], target: 'user' },
+    { template: 'api/items/{id:int}', methods: ['GET'], target: 'item' },
   ]);
 
   it('matches literal, parameter and method', () => {
@@ -33,14 +33,26 @@ describe('local host routing', () => {
     expect(router.find('GET', '/api/projects/%E3%83%86')?.params).toEqual({ projectId: 'テ' });
   });
 
-  it('applies constraints, and leaves undecodable segments to the catch-all', () => {
+  it('applies constraints', () => {
     expect(router.find('GET', '/api/items/42')?.route.target).toBe('item');
     expect(router.find('GET', '/api/items/abc')?.route.target).toBe('fallback');
-    expect(router.find('GET', '/api/projects/%E0%A4%A')?.route.target).toBe('fallback');
+  });
+
+  it('hands a parameter over as sent when it cannot be decoded, or holds `;` or thousands of characters', () => {
+    expect(router.find('GET', '/api/projects/%E0%A4%A')).toMatchObject({ route: { target: 'get' }, params: { projectId: '%E0%A4%A' } });
+    expect(router.find('GET', '/api/projects/PRJ-1;x=1')?.params).toEqual({ projectId: 'PRJ-1;x=1' });
+    expect(router.find('GET', `/api/projects/${'x'.repeat(5000)}`)?.params.projectId).toHaveLength(5000);
+  });
+
+  it('answers HEAD only from routes that name it', () => {
+    expect(router.find('HEAD', '/api/projects')).toBeUndefined();
   });
 
   it('matches a path only as long as the template, with an optional last parameter left out or given', () => {
-    const strict = createRouter([compileRoute('api/projects/{projectId}', ['GET'], 'get'), compileRoute('api/docs/{name?}', ['GET'], 'docs')]);
+    const strict = createRouter([
+      { template: 'api/projects/{projectId}', methods: ['GET'], target: 'get' },
+      { template: 'api/docs/{name?}', methods: ['GET'], target: 'docs' },
+    ]);
     expect(strict.find('GET', '/api/projects')).toBeUndefined();
     expect(strict.find('GET', '/api/projects/PRJ-1/tasks')).toBeUndefined();
     expect(strict.find('GET', '/api/docs')).toMatchObject({ route: { target: 'docs' }, params: {} });

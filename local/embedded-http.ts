@@ -1,0 +1,55 @@
+/**
+ * What the embedded servers (identity provider, Graph and embeddings stand-ins, sample server) share:
+ * listening with a taken port told in plain words, closing with their keep-alive connections, request
+ * bodies, and the one way they send a JSON answer.
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Listens on `port` (0: a free one) and resolves with the port; a port in use rejects with a message naming `what`. */
+export function listen(server: Server, port: number, host: string, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EADDRINUSE') return reject(error);
+      reject(Object.assign(new Error(`The ${what} cannot listen on ${host}:${port}: the port is in use.`, { cause: error }), { code: error.code }));
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** Stops the server, closing its keep-alive connections, which would otherwise hold close() open. */
+export function close(server: Server): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.close((error) => (error ? reject(error) : resolve()));
+    server.closeAllConnections();
+  });
+}
+
+/** The body as text; past `limitBytes`, `tooLarge()` is thrown instead. */
+export async function readBody(request: IncomingMessage, limitBytes = Infinity, tooLarge = () => new Error('The request body is too large.')): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limitBytes) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** A JSON answer in one write, with its length, and the content type the service names it with. */
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+  contentType = 'application/json; charset=utf-8',
+): void {
+  const payload = JSON.stringify(body);
+  response.writeHead(status, { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) });
+  response.end(payload);
+}
