@@ -101,7 +101,7 @@ describe('embeddings client against the stand-in', () => {
         path: '/openai/deployments/embeddings-small/embeddings',
         query: '?api-version=2024-10-21',
         authorization: 'bearer',
-        inputs: 3,
+        inputs,
         model: undefined,
         status: 200,
       },
