@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { z } from 'zod';
-import { getWebhook, listDeliveries } from '../shared/data/webhooks-repository.js';
+import { listDeliveries } from '../shared/data/deliveries-repository.js';
+import { getWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { delivery, listDeliveriesQuery, webhookIdParameter } from '../shared/schemas/webhooks.js';
 

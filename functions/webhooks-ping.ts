@@ -1,5 +1,5 @@
 import { app } from '@azure/functions';
-import { deliveryResource, ping } from '../shared/data/webhooks-repository.js';
+import { deliveryResource, ping } from '../shared/data/deliveries-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { delivery, webhookIdParameter } from '../shared/schemas/webhooks.js';
 

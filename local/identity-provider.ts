@@ -34,7 +34,7 @@
  * Its own endpoints do not fit Entra's: one issuer at fixed paths with a generic discovery document, where
  * Entra has an issuer and paths per tenant and version and answers with AADSTS errors. So this module is the
  * HTTPS server on Entra's paths, serving the OpenID metadata and the key set itself and the token endpoint
- * through identity-provider/: token-endpoint.ts and on-behalf-of.ts for the grants, claims.ts for Entra's
+ * through identity-provider/: token-request.ts for the form, grants.ts and on-behalf-of.ts for the grants, claims.ts for Entra's
  * claim shapes, entra-error.ts for its errors. It is the one module the rest of the project imports.
  */
 import { randomUUID } from 'node:crypto';
@@ -51,7 +51,7 @@ import { signAccessToken, type TokenOptions } from './identity-provider/claims.j
 import { EntraError, entraErrorBody, malformedRequest } from './identity-provider/entra-error.js';
 import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
 import { loadOrCreateSigner } from './identity-provider/signing.js';
-import { handleTokenRequest } from './identity-provider/token-endpoint.js';
+import { handleTokenRequest } from './identity-provider/grants.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
 
 export type { TlsCertificate };

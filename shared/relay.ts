@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import type { EventDocument } from './data/events.js';
 import type { RagJobDocument } from './data/rag-jobs-repository.js';
-import type { DeliveryDocument } from './data/webhooks-repository.js';
+import type { DeliveryDocument } from './data/deliveries-repository.js';
 import { dispatch } from './rag/jobs.js';
 import { EVENT_TYPES } from './schemas/events.js';
 import { settleAll } from './settle-all.js';

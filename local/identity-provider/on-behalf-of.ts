@@ -18,7 +18,7 @@ import {
   type ClientCredentials,
   type TokenEndpointContext,
   type TokenResponse,
-} from './token-endpoint.js';
+} from './token-request.js';
 
 /** The audience of the Microsoft Graph tokens On-Behalf-Of issues. */
 export const GRAPH_RESOURCE = 'https://graph.microsoft.com';

@@ -10,20 +10,16 @@ import pLimit from 'p-limit';
 import { webhookSettings } from '../config.js';
 import { payloadOf, readEvent, type EventDocument } from '../data/events.js';
 import {
-  allWebhooks,
   bringBack,
   claimAttempt,
   deliveriesOf,
   makeDeliveries,
   overdueDeliveries,
   readDelivery,
-  readWebhook,
   recordAttempt,
-  recordDeliveryEnd,
-  signingSecrets,
   type DeliveryDocument,
-  type WebhookDocument,
-} from '../data/webhooks-repository.js';
+} from '../data/deliveries-repository.js';
+import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets, type WebhookDocument } from '../data/webhooks-repository.js';
 import { afterAttempt } from '../domain/webhooks.js';
 import { enqueueWebhookWork } from '../queues.js';
 import { settleAll } from '../settle-all.js';

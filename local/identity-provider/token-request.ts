@@ -1,17 +1,14 @@
 /**
  * The token endpoint's form, as Entra reads it: the client's credentials (client_secret_post,
  * client_secret_basic or private_key_jwt), the LOCAL DEVELOPMENT EXTENSION fields (roles,
- * token_version, name, oid, expires_in), the scope parameter as the one resource it names, and the
- * grant: client_credentials (an app token for the API's `.default`) and password (a user token with the
- * API scopes asked for) are answered here, jwt-bearer goes to on-behalf-of.ts, any other grant is
- * Entra's unsupported_grant_type.
+ * token_version, name, oid, expires_in) and the scope parameter as the one resource it names. The
+ * grants that answer it are in grants.ts and on-behalf-of.ts.
  */
 import { decodeJwt, decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from 'jose';
 import { GUID } from '../defaults.js';
 import { v2Issuer } from '../entra-token.js';
-import { API_USER_SCOPE, DEFAULT_TOKEN_LIFETIME_SECONDS, type TokenOptions } from './claims.js';
+import type { TokenOptions } from './claims.js';
 import { EntraError, entraTime, malformedRequest } from './entra-error.js';
-import { ON_BEHALF_OF_GRANT_TYPE, onBehalfOf } from './on-behalf-of.js';
 import type { Signer } from './signing.js';
 
 const OPENID_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);
@@ -46,51 +43,6 @@ export interface ClientCredentials {
   assertion?: { type: string | null; jwt: string };
 }
 
-export async function handleTokenRequest(
-  form: URLSearchParams,
-  authorizationHeader: string | undefined,
-  context: TokenEndpointContext,
-): Promise<TokenResponse> {
-  const grantType = requiredParameter(form, 'grant_type');
-  const client = clientCredentials(form, authorizationHeader);
-  const extension = localExtension(form);
-  const lifetime = extension.expiresInSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
-  const shared = { ...extension, tenantId: context.tenantId, clientAppId: client.id, expiresInSeconds: lifetime };
-  if (grantType === ON_BEHALF_OF_GRANT_TYPE) return onBehalfOf(form, client, lifetime, context);
-  if (grantType !== 'client_credentials' && grantType !== 'password') {
-    throw new EntraError(400, 'unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grantType}'.`);
-  }
-
-  let tokenOptions: TokenOptions;
-  let grantedScope: string;
-  if (grantType === 'client_credentials') {
-    const clientAuthentication = authenticateClient(client, context);
-    const scope = requiredParameter(form, 'scope');
-    const requested = requestedApiScopes(scope, context);
-    if (requested.names.length !== 1 || requested.names[0] !== '.default') {
-      throw new EntraError(
-        400,
-        'invalid_scope',
-        1002012,
-        `The provided value for scope ${scope} is not valid. Client credential flows must have a scope value with ` +
-          `/.default suffixed to the resource identifier (application ID URI).`,
-      );
-    }
-    tokenOptions = { ...shared, kind: 'app', audience: audienceFor(requested.resource, extension.version), clientAuthentication };
-    grantedScope = `${requested.resource}/.default`;
-  } else {
-    const username = requiredParameter(form, 'username');
-    requiredParameter(form, 'password');
-    const requested = requestedApiScopes(requiredParameter(form, 'scope'), context);
-    // '.default' asks for every scope consented to, and the API exposes just one.
-    const scopes = requested.names.includes('.default') ? [API_USER_SCOPE] : requested.names;
-    tokenOptions = { ...shared, kind: 'user', username, scopes, audience: audienceFor(requested.resource, extension.version) };
-    grantedScope = scopes.map((name) => `${requested.resource}/${name}`).join(' ');
-  }
-  const accessToken = await context.issueToken(tokenOptions);
-  return { token_type: 'Bearer', scope: grantedScope, expires_in: lifetime, ext_expires_in: lifetime, access_token: accessToken };
-}
-
 export function requiredParameter(form: URLSearchParams, name: string): string {
   const value = form.get(name);
   if (!value) throw new EntraError(400, 'invalid_request', 900144, `The request body must contain the following parameter: '${name}'.`);
@@ -98,13 +50,13 @@ export function requiredParameter(form: URLSearchParams, name: string): string {
 }
 
 /** Entra puts the resource as requested (app ID URI or client id) in the aud of v1 tokens; v2 always has the client id. */
-function audienceFor(resource: string, version: 1 | 2 | undefined): string | undefined {
+export function audienceFor(resource: string, version: 1 | 2 | undefined): string | undefined {
   return (version ?? 1) === 1 ? resource : undefined;
 }
 
 export const apiAudiences = (clientId: string): string[] => [`api://${clientId}`, clientId];
 
-function requestedApiScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
+export function requestedApiScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
   const requested = requestedScopes(scopeParameter);
   if (!apiAudiences(context.clientId).includes(requested.resource.toLowerCase())) throw unknownResource(requested.resource, context.tenantId);
   return requested;
@@ -154,7 +106,7 @@ export function unknownResource(resource: string, tenantId: string): EntraError 
 
 type LocalExtension = Pick<TokenOptions, 'roles' | 'version' | 'name' | 'oid' | 'expiresInSeconds'>;
 
-function localExtension(form: URLSearchParams): LocalExtension {
+export function localExtension(form: URLSearchParams): LocalExtension {
   const extension: LocalExtension = {};
   const roles = form.get('roles');
   if (roles) extension.roles = roles.split(/[\s,]+/).filter(Boolean);
@@ -179,7 +131,7 @@ function localExtension(form: URLSearchParams): LocalExtension {
 }
 
 /** Client id and credential from the form (client_secret_post, private_key_jwt) or the Authorization header (client_secret_basic). */
-function clientCredentials(form: URLSearchParams, authorizationHeader: string | undefined): ClientCredentials {
+export function clientCredentials(form: URLSearchParams, authorizationHeader: string | undefined): ClientCredentials {
   const basic = /^Basic\s+(.+)$/i.exec(authorizationHeader ?? '');
   const decoded = basic ? Buffer.from(basic[1]!, 'base64').toString('utf8') : '';
   const separator = decoded.indexOf(':');

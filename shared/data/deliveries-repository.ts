@@ -1,0 +1,253 @@
+/**
+ * Webhook deliveries, in the tenant's partition. A delivery is one event for one subscription; its
+ * id is made of both, so that handing an event over twice delivers it once. Each attempt is claimed
+ * and recorded under the delivery's etag, so a message delivered twice attempts once.
+ */
+import type { OperationInput } from '@azure/cosmos';
+import type { Principal } from '../auth/principal.js';
+import type { AfterAttempt } from '../domain/webhooks.js';
+import { conflict, notFound } from '../errors.js';
+import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
+import { MAX_OPERATIONS, sendBatch } from './batches.js';
+import { cosmosStatus } from './cosmos.js';
+import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from './events.js';
+import type { Page } from './paging.js';
+import {
+  asJson,
+  batchFailure,
+  changeDocument,
+  fieldsOf,
+  readDocument,
+  readVisible,
+  tenantData,
+  type DocumentKind,
+  type StoredDocument,
+} from './tenant-data.js';
+import { listPage } from './tenant-queries.js';
+import { webhooks, type WebhookDocument } from './webhooks-repository.js';
+
+export interface DeliveryDocument extends Omit<Delivery, 'type'>, StoredDocument {
+  type: 'delivery';
+  eventType: Delivery['type'];
+  webhookId: string;
+  updatedAt: string;
+  /** When a sweep last brought it back, overdue, through the change feed. */
+  recoveredAt?: string;
+  ttl: number;
+}
+
+const deliveryFields = fieldsOf(delivery);
+const deliveries: DocumentKind<DeliveryDocument, Delivery> = {
+  type: 'delivery',
+  // The document's own `type` says what it is; the delivery's is its event's.
+  resourceOf: (document) => deliveryFields({ ...document, type: document.eventType }),
+  missing: (id) => notFound('deliveryNotFound', { id: id.slice(0, 100) }),
+};
+
+export const deliveryIdOf = (eventId: string, webhookId: string) => `dlv_${eventId}_${webhookId}`;
+
+/** A delivery not yet attempted, due after `claimMs`: the one who makes it holds its first attempt till then. */
+function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>, webhookId: string, claimMs = 0): Omit<DeliveryDocument, '_etag'> {
+  const now = new Date().toISOString();
+  return {
+    id: deliveryIdOf(event.id, webhookId),
+    tenantId: event.tenantId,
+    type: 'delivery',
+    webhookId,
+    eventId: event.id,
+    eventType: event.eventType,
+    status: 'Pending',
+    attempts: 0,
+    lastStatusCode: null,
+    lastError: null,
+    nextAttemptAt: new Date(Date.now() + claimMs).toISOString(),
+    createdAt: now,
+    updatedAt: now,
+    ttl: EVENT_RETENTION_SECONDS,
+  };
+}
+
+/** Whether a subscription receives an event: active, asked for it, and there when it happened (a ping: the one pinged). */
+export function receives(subscription: WebhookDocument, event: EventDocument): boolean {
+  if (!subscription.active) return false;
+  if (event.webhookId) return subscription.id === event.webhookId;
+  return subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp;
+}
+
+/** A delivery about to be made: its document, and the subscription it goes to. */
+export interface DeliveryToMake {
+  document: Omit<DeliveryDocument, '_etag'>;
+  subscription: WebhookDocument;
+}
+
+/** The deliveries of an event, one per subscription it is for, held by their maker for `claimMs`. */
+export function deliveriesOf(event: EventDocument, subscriptions: readonly WebhookDocument[], claimMs: number): DeliveryToMake[] {
+  return subscriptions
+    .filter((subscription) => receives(subscription, event))
+    .map((subscription) => ({ document: newDelivery(event, subscription.id, claimMs), subscription }));
+}
+
+/**
+ * Makes deliveries of one tenant, all in one transactional batch where none exists yet (the usual
+ * case); else each on its own, a delivery already made being read back as it is. A delivery's id is
+ * its event's and its subscription's, so making the deliveries of an event twice makes them once.
+ * Answers each delivery as stored, and whether this call made it (and so holds its first attempt).
+ */
+export async function makeDeliveries(tenantId: string, toMake: readonly DeliveryToMake[]): Promise<{ delivery: DeliveryDocument; made: boolean }[]> {
+  const documents = await tenantData();
+  if (toMake.length === 0) return [];
+  if (toMake.length <= MAX_OPERATIONS) {
+    const result = await sendBatch(
+      documents,
+      toMake.map(({ document }): OperationInput => ({ operationType: 'Create', resourceBody: asJson(document) })),
+      tenantId,
+    );
+    if (result.every((operation) => operation.statusCode === 201))
+      return result.map((operation) => ({ delivery: operation.resourceBody as unknown as DeliveryDocument, made: true }));
+    if (!result.some((operation) => operation.statusCode === 409)) throw batchFailure(`Making the deliveries of tenant ${tenantId}`, result);
+  }
+  return Promise.all(
+    toMake.map(async ({ document }) => {
+      try {
+        const { resource } = await documents.items.create(document);
+        return { delivery: resource as unknown as DeliveryDocument, made: true };
+      } catch (error) {
+        if (cosmosStatus(error) !== 409) throw error;
+        return { delivery: (await readDelivery(tenantId, document.id))!, made: false };
+      }
+    }),
+  );
+}
+
+/** A ping: its event and its one delivery, due at once, written together; the change feed hands the delivery to its attempt. */
+export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
+  const subscription = await readVisible(webhooks, principal.tenantId, id);
+  if (!subscription.active) throw conflict('webhookInactive', { id });
+  const event = eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
+  const document = newDelivery(event, id);
+  const result = await sendBatch(
+    await tenantData(),
+    [
+      { operationType: 'Create', resourceBody: asJson(event) },
+      { operationType: 'Create', resourceBody: asJson(document) },
+    ],
+    principal.tenantId,
+  );
+  if (result[1]?.statusCode !== 201) throw batchFailure('Storing a ping', result);
+  return result[1].resourceBody as unknown as DeliveryDocument;
+}
+
+export function readDelivery(tenantId: string, id: string): Promise<DeliveryDocument | undefined> {
+  return readDocument<DeliveryDocument>(tenantId, id, deliveries.type);
+}
+
+export const deliveryResource = (document: DeliveryDocument): Delivery => deliveries.resourceOf(document);
+
+export function listDeliveries(principal: Principal, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
+  return listPage({
+    kind: deliveries,
+    tenantId: principal.tenantId,
+    filters: { webhookId: ['c.webhookId = @webhookId', webhookId] },
+    orderBy: 'c.createdAt DESC',
+    limit: query.limit,
+    cursor: query.cursor,
+  });
+}
+
+/** Replaces a delivery as it was read; undefined when another writer changed it first. */
+async function replaceDelivery(current: DeliveryDocument, next: DeliveryDocument): Promise<DeliveryDocument | undefined> {
+  try {
+    const { resource } = await (
+      await tenantData()
+    )
+      .item(current.id, current.tenantId)
+      .replace(asJson(next), { accessCondition: { type: 'IfMatch', condition: current._etag } });
+    return resource as unknown as DeliveryDocument;
+  } catch (error) {
+    if (cosmosStatus(error) === 412 || cosmosStatus(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Takes the delivery's next attempt for this run: its due time moves past the attempt's longest
+ * run, so the sweep leaves it alone, and a second run of the same attempt (a message delivered
+ * twice) finds it taken. Undefined when another run took it first.
+ */
+export function claimAttempt(current: DeliveryDocument, leaseMs: number): Promise<DeliveryDocument | undefined> {
+  return replaceDelivery(current, { ...current, nextAttemptAt: new Date(Date.now() + leaseMs).toISOString() });
+}
+
+/** Records an attempt's outcome on the delivery as claimed. */
+export function recordAttempt(
+  claimed: DeliveryDocument,
+  attempt: number,
+  outcome: { lastStatusCode: number | null; lastError: string | null },
+  after: AfterAttempt,
+): Promise<DeliveryDocument | undefined> {
+  return replaceDelivery(claimed, {
+    ...claimed,
+    attempts: attempt,
+    ...outcome,
+    status: after.status,
+    nextAttemptAt: after.nextAttemptAt,
+    updatedAt: new Date().toISOString(),
+  });
+}
+
+/** A delivery of this subscription, to be sent again now: Pending, due at once. A subscription switched off gets nothing: 409, as a ping. */
+export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
+  const updated = await changeDocument({
+    kind: deliveries,
+    tenantId: principal.tenantId,
+    id: deliveryId,
+    expected: undefined,
+    read: async () => {
+      const [subscription, found] = await Promise.all([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
+      if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
+      if (!subscription.active) throw conflict('webhookInactive', { id: webhookId });
+      return found;
+    },
+    change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),
+  });
+  return updated!;
+}
+
+/**
+ * Pending deliveries of any tenant that were due before `before` and that no sweep brought back since
+ * they fell due: those whose queue message was lost, or whose attempt was cut off by a crash.
+ */
+export async function* overdueDeliveries(before: string): AsyncGenerator<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>[]> {
+  const query = {
+    query:
+      "SELECT c.tenantId, c.id, c._etag FROM c WHERE c.type = 'delivery' AND c.status = 'Pending' AND c.nextAttemptAt < @before " +
+      'AND (NOT IS_DEFINED(c.recoveredAt) OR c.recoveredAt < c.nextAttemptAt)',
+    parameters: [{ name: '@before', value: before }],
+  };
+  const pages = (await tenantData()).items.query<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>>(query, { maxItemCount: 100 });
+  while (pages.hasMoreResults()) {
+    const { resources } = await pages.fetchNext();
+    if (resources.length) yield resources;
+  }
+}
+
+/**
+ * Brings an overdue delivery back through the change feed, by writing it: the relay sees it due and
+ * attempts it. False when it changed since it was found (someone else is on it).
+ */
+export async function bringBack(delivery: Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>): Promise<boolean> {
+  try {
+    await (
+      await tenantData()
+    )
+      .item(delivery.id, delivery.tenantId)
+      .patch(
+        { operations: [{ op: 'set', path: '/recoveredAt', value: new Date().toISOString() }] },
+        { accessCondition: { type: 'IfMatch', condition: delivery._etag } },
+      );
+    return true;
+  } catch (error) {
+    if (cosmosStatus(error) === 412 || cosmosStatus(error) === 404) return false;
+    throw error;
+  }
+}
