@@ -106,7 +106,7 @@ describe('recording a result', () => {
         ttl: 86_400,
       },
     });
-    const createdAt = Date.parse((operation as { resourceBody: { createdAt: string } }).resourceBody.createdAt);
+    const createdAt = Date.parse((operation as unknown as { resourceBody: { createdAt: string } }).resourceBody.createdAt);
     expect(createdAt).toBeGreaterThanOrEqual(before);
     expect(createdAt).toBeLessThanOrEqual(Date.now());
   });

@@ -10,8 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
-import { generate } from 'selfsigned';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { openIdConfiguration } from '../../local/identity-provider/openid-metadata.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
@@ -235,28 +234,29 @@ describe('On-Behalf-Of with a certificate', () => {
   });
   afterAll(() => rm(folder, { recursive: true, force: true }));
 
+  // Any certificate and its key do: the one this run's stand-ins serve is at hand.
+  const { cert, key } = inject('trustedTls');
+
   it('signs its client assertion with the key, naming the certificate by its SHA-256 thumbprint and sending the chain', async () => {
-    const pems = await generate([{ name: 'commonName', value: 'LMS API client credential' }], { keySize: 2048, algorithm: 'sha256' });
     const certificatePath = join(folder, 'credential.pem');
-    await writeFile(certificatePath, `${pems.private}\n${pems.cert}\n${pems.cert}`);
+    await writeFile(certificatePath, `${key}\n${cert}\n${cert}`);
     const onBehalfOf = await onBehalfOfWith({ AUTH_CLIENT_CERTIFICATE_PATH: certificatePath });
     await onBehalfOf(caller(), GRAPH_SCOPES);
     const form = forms[0]!.form;
     expect(form.get('client_secret')).toBeNull();
     expect(form.get('client_assertion_type')).toBe('urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
     const assertion = form.get('client_assertion')!;
-    const certificate = new X509Certificate(pems.cert);
+    const certificate = new X509Certificate(cert);
     const header = decodeProtectedHeader(assertion);
     expect(header['x5t#S256']).toBe(createHash('sha256').update(certificate.raw).digest('base64url'));
     const der = certificate.raw.toString('base64');
     expect(header.x5c).toEqual([der, der]);
-    await expect(compactVerify(assertion, await importX509(pems.cert, 'PS256'))).resolves.toBeDefined();
+    await expect(compactVerify(assertion, await importX509(cert, 'PS256'))).resolves.toBeDefined();
   });
 
   it('refuses a file that holds no certificate', async () => {
-    const pems = await generate([{ name: 'commonName', value: 'no certificate' }], { keySize: 2048, algorithm: 'sha256' });
     const certificatePath = join(folder, 'key-only.pem');
-    await writeFile(certificatePath, pems.private);
+    await writeFile(certificatePath, key);
     const onBehalfOf = await onBehalfOfWith({ AUTH_CLIENT_CERTIFICATE_PATH: certificatePath });
     expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ message: `${certificatePath} holds no certificate` });
   });

@@ -245,7 +245,7 @@ describe('each step', () => {
     const dispatched = (await readJobDocument(principal.tenantId, jobId))!;
     expect(dispatched.dispatched).toBe(true);
     await dispatch(dispatched);
-    await dispatch({ ...dispatched, dispatched: false, status: 'Running' });
+    await dispatch({ ...dispatched, dispatched: undefined, status: 'Running' });
     expect(messagesOf(jobId, from)).toHaveLength(1);
   });
 

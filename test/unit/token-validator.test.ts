@@ -24,7 +24,7 @@ const issuerV2 = (tenant: string) => `https://login.example.test/${tenant}/v2.0`
 type Answer = (request: IncomingMessage, response: ServerResponse) => void;
 
 let server: SmallServer;
-let privateKey: CryptoKey;
+let privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 let privateJwk: JWK;
 let jwks: { keys: object[] };
 const KID = 'key-1';

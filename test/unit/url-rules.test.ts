@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/schemas/webhooks.js';
-import { checkWebhookUrl, refusedAddress, resolveWebhookHost, URL_RULES, webhookUrl } from '../../shared/webhooks/url-rules.js';
+import { checkWebhookUrl, refusedAddress, resolveWebhookHost, URL_RULES, webhookUrl, type ResolvedAddress } from '../../shared/webhooks/url-rules.js';
 
 const v4 = (address: string) => ({ address, family: 4 as const });
 const v6 = (address: string) => ({ address, family: 6 as const });
 
 describe('refused addresses', () => {
-  const refused: [string, ReturnType<typeof v4>[]][] = [
+  const refused: [string, ResolvedAddress[]][] = [
     ['webhookUrlMetadata', [v4('169.254.169.254'), v4('168.63.129.16'), v4('100.100.100.200'), v6('fd00:ec2::254')]],
     ['webhookUrlLoopback', [v4('127.0.0.0'), v4('127.0.0.1'), v4('127.255.255.255'), v6('::1')]],
     [
