@@ -46,6 +46,8 @@ describe('authenticate', () => {
     await expect(authenticate(request())).rejects.toEqual(refused('tokenMissing'));
     for (const header of [
       `Basic ${Buffer.from('a:b').toString('base64')}`,
+      `Basic  ${userToken}`,
+      `Token  ${userToken}`,
       'Bearer',
       'Bearer ',
       'Bearer    ',

@@ -63,6 +63,8 @@ describe('a JSON body', () => {
       await expect(readJsonObject(request('{"a":1}', { 'content-type': type }))).rejects.toEqual(refusal(415, 'unsupportedMediaType'));
     }
     await expect(readJsonObject(request('{"a":1}', {}))).rejects.toEqual(refusal(415, 'unsupportedMediaType'));
+    // Sent as bytes, a body gets no Content-Type from the client library: untyped.
+    await expect(readJsonObject(request(new TextEncoder().encode('{"a":1}'), {}))).rejects.toEqual(refusal(415, 'unsupportedMediaType'));
     await expect(readJsonObject(request('{"a":1}', {}), { mayBeOmitted: true })).rejects.toEqual(refusal(415, 'unsupportedMediaType'));
   });
 
@@ -139,6 +141,11 @@ describe('a body that may be left out', () => {
     expect(await readJsonObject(request(undefined, { 'content-type': 'text/plain' }), omitted)).toEqual({});
     expect(await readJsonObject(request('', { 'content-type': 'text/plain', 'content-length': '0' }), omitted)).toEqual({});
     expect(await readJsonObject(request(undefined), omitted)).toEqual({});
+  });
+
+  it('announced empty by Content-Length next to Transfer-Encoding is the 411, whatever its type', async () => {
+    const headers = { 'content-type': 'text/plain', 'content-length': '0', 'transfer-encoding': 'chunked' };
+    await expect(readJsonObject(request(undefined, headers), omitted)).rejects.toEqual(refusal(411, 'lengthRequired'));
   });
 
   it('is read when sent as JSON', async () => {

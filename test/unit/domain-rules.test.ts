@@ -32,6 +32,15 @@ describe('projects', () => {
   });
 });
 
+describe('an archived project', () => {
+  it('refuses a change with a 409 naming it', async () => {
+    const { assertWritable } = await import('../../shared/domain/projects.js');
+    expect(() => assertWritable({ id: 'PRJ-7', status: 'Archived' })).toThrow(
+      expect.objectContaining({ status: 409, messageKey: 'projectArchived', params: { id: 'PRJ-7' } }),
+    );
+  });
+});
+
 describe('tasks', () => {
   it('are Todo and Medium unless the request says otherwise', () => {
     expect(TASK_DEFAULTS).toEqual({ status: 'Todo', priority: 'Medium' });

@@ -114,6 +114,18 @@ describe('an ApiError', () => {
     expect(errorResponse(new ApiError(404, 'projectNotFound', { id: 'PRJ-1' }), 'en', context().invocation).jsonBody).not.toHaveProperty('details');
   });
 
+  it('of status 500 is logged too', () => {
+    const { invocation, lines } = context();
+    errorResponse(new ApiError(500, 'internalError', { requestId: 'x' }), 'en', invocation);
+    expect(lines.map((line) => line.level)).toEqual(['warning']);
+  });
+
+  it('is JSON, as its Content-Type says', () => {
+    expect(errorResponse(new ApiError(404, 'projectNotFound', { id: 'PRJ-1' }), 'en', context().invocation).headers).toMatchObject({
+      'Content-Type': 'application/json; charset=utf-8',
+    });
+  });
+
   it('keeps the headers every answer has next to its own', () => {
     const answer = errorResponse(new ApiError(401, 'tokenInvalid', {}, { headers: { 'WWW-Authenticate': 'Bearer' } }), 'ja', context().invocation);
     expect(answer.headers).toMatchObject({ 'WWW-Authenticate': 'Bearer', 'X-Request-Id': 'request-9', 'Content-Language': 'ja', 'Cache-Control': 'no-store' });

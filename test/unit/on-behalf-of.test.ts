@@ -130,7 +130,8 @@ describe('On-Behalf-Of', () => {
     await onBehalfOf(caller({ tenantId: 'abc', accessToken: 'd' }), ['e']);
     await onBehalfOf(caller({ tenantId: 'ab', accessToken: 'cde' }), ['f']);
     await onBehalfOf(caller({ tenantId: 'ab', accessToken: 'cd' }), ['ef']);
-    expect(forms).toHaveLength(4);
+    await onBehalfOf(caller({ tenantId: 'ab', accessToken: 'cd' }), ['e', 'f']);
+    expect(forms).toHaveLength(5);
   });
 
   it('asks again for a token that expires within a minute', async () => {
@@ -189,6 +190,14 @@ describe('On-Behalf-Of', () => {
     expect((withoutClaims as { options: object }).options).not.toHaveProperty('extra');
   });
 
+  it('answers any other interaction msal-node says is needed with the same 401', async () => {
+    const onBehalfOf = await onBehalfOfWith();
+    for (const answer of [entraError(400, 'login_required'), entraError(400, 'invalid_grant', { suberror: 'basic_action' })]) {
+      answerToken = () => answer;
+      expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ status: 401, messageKey: 'interactionRequired' });
+    }
+  });
+
   it('answers an assertion the identity provider refuses with a 401 invalid_token', async () => {
     const onBehalfOf = await onBehalfOfWith();
     for (const error of ['invalid_grant', 'invalid_request']) {
@@ -216,6 +225,16 @@ describe('On-Behalf-Of', () => {
     await down.close();
     const onBehalfOf = await onBehalfOfWith(undefined, down.url);
     expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ name: 'DependencyUnavailableError', dependency: 'identityProvider' });
+  });
+
+  it('reports an identity provider whose metadata fails as a dependency failure (503)', async () => {
+    const broken = await startSmallServer((_request, response) => response.writeHead(500).end(), { https: true });
+    try {
+      const onBehalfOf = await onBehalfOfWith(undefined, broken.url);
+      expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ name: 'DependencyUnavailableError', dependency: 'identityProvider' });
+    } finally {
+      await broken.close();
+    }
   });
 
   it("passes on the app's own misconfiguration (invalid_client) as the error it is", async () => {

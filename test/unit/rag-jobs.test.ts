@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -151,7 +151,7 @@ async function runJob(principal: Principal, body: { mode: 'incremental' | 'full'
 }
 
 async function storedChunks(tenantId: string) {
-  const pages: { id: string; sourceId: string; jobId: string; hasEmbedding: boolean }[] = [];
+  const pages: { id: string; sourceId: string; projectId: string; jobId: string; hasEmbedding: boolean }[] = [];
   for await (const page of (await index()).chunkPages(tenantId, null, 1_000)) pages.push(...(page as typeof pages));
   return pages;
 }
@@ -184,6 +184,8 @@ describe('a RAG job', () => {
     const total = first.job.counts!.chunks;
     const again = await runJob(principal, { mode: 'incremental' });
     expect(again.job.counts).toEqual({ sources: 6, chunks: total, written: 0, unchanged: total, deleted: 0 });
+    // Nothing was rewritten: every chunk is still the first job's.
+    expect((await storedChunks(principal.tenantId)).every((chunk) => chunk.jobId === first.job.id)).toBe(true);
 
     const longChunks = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === projectIds[0]).length;
     expect(longChunks).toBeGreaterThan(1);
@@ -261,6 +263,8 @@ describe('each step', () => {
       { tenantId: principal.tenantId, jobId, batch: 0 },
       { tenantId: principal.tenantId, jobId, batch: 1 },
     ]);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.kind).toBe('project');
+    expect((await readBatch(principal.tenantId, jobId, 1))!.kind).toBe('task');
     const before = embeddings.counts.inputs;
     await runBatch(principal.tenantId, jobId, 0);
     expect(messagesOf(jobId, from)).toHaveLength(3);
@@ -311,6 +315,8 @@ describe('each step', () => {
     expect(embeddings.counts.requests).toBe(before);
     expect(await storedChunks(principal.tenantId)).toEqual([]);
     expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ status: 'Cancelled', progress: { batches: 2, batchesDone: 2 } });
+    const nothing = { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 };
+    expect((await (await repository()).readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Done', counts: nothing });
   });
 
   it('of a job cancelled before its planning plans nothing', async () => {
@@ -338,5 +344,120 @@ describe('each step', () => {
     const chunks = await storedChunks(principal.tenantId);
     expect(embeddings.counts.inputs - before).toBe(chunks.length);
     expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toMatchObject({ written: chunks.length, chunks: chunks.length });
+  });
+
+  it('of a job that has ended does nothing, though its batches were still queued', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { finishJob, readBatch } = await repository();
+    await plan(principal.tenantId, jobId);
+    // The queue gave up on the job (its last retry failed) while its batches were queued.
+    await finishJob(principal.tenantId, jobId, { error: 'Gave up.' });
+    const before = embeddings.counts.requests;
+    await runBatch(principal.tenantId, jobId, 0);
+    expect(embeddings.counts.requests).toBe(before);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.status).toBe('Planned');
+    expect(messagesOf(jobId, from)).toHaveLength(3);
+  });
+
+  it('passes on a failure of the embeddings API that is not throttling, writing nothing', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    await plan(principal.tenantId, jobId);
+    embeddings.failNext(1, 400);
+    await expect(runBatch(principal.tenantId, jobId, 0)).rejects.toThrow(/refused the request with 400/);
+    expect(await storedChunks(principal.tenantId)).toEqual([]);
+  });
+
+  it('rewrites nothing when a batch of a full rebuild is delivered again', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 2, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'full' });
+    const { plan, runBatch } = await jobs();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0);
+    const index = cosmos.client.database('lms').container('rag-index');
+    const etags = async () =>
+      (
+        await index.items
+          .query<{ id: string; _etag: string }>({
+            query: 'SELECT c.id, c._etag FROM c WHERE c.tenantId = @tenant',
+            parameters: [{ name: '@tenant', value: principal.tenantId }],
+          })
+          .fetchAll()
+      ).resources;
+    const written = await etags();
+    expect(written.length).toBeGreaterThan(0);
+    await runBatch(principal.tenantId, jobId, 0);
+    expect(await etags()).toEqual(written);
+  });
+
+  it('leaves the finishing to the run that holds it', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch, finish } = await jobs();
+    const { startFinishing, readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0);
+    expect(await startFinishing(principal.tenantId, jobId, 'runner-0', 60_000)).toBeDefined();
+    await finish(principal.tenantId, jobId, 'runner-1');
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Running');
+    await finish(principal.tenantId, jobId, 'runner-0');
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Succeeded');
+  });
+
+  it('finishes the removals a run cut off had recorded, counting them once', async () => {
+    const principal = admin();
+    const { taskIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    await runJob(principal, { mode: 'incremental' });
+    const gone = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === taskIds[0]);
+    expect(gone.length).toBeGreaterThan(0);
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch, finish } = await jobs();
+    const { startFinishing, recordSweep, readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0);
+    await runBatch(principal.tenantId, jobId, 1);
+    // A run that took the finishing recorded these removals, counted 2 before, and was cut off.
+    await startFinishing(principal.tenantId, jobId, 'runner-1', 60_000);
+    const chunkPlaces = gone.map(({ id, projectId }) => ({ id, projectId }));
+    await recordSweep(principal.tenantId, jobId, { deleted: 2, pending: chunkPlaces }, 60_000);
+    await finish(principal.tenantId, jobId, 'runner-1');
+    const job = (await readJobDocument(principal.tenantId, jobId))!;
+    expect(job.status).toBe('Succeeded');
+    expect(job.counts!.deleted).toBe(2 + gone.length);
+    expect((await storedChunks(principal.tenantId)).some((chunk) => chunk.sourceId === taskIds[0])).toBe(false);
+  });
+});
+
+describe('without embeddings configured', () => {
+  it('indexes chunks without vectors, and once embeddings are configured embeds each of them', async () => {
+    const principal = admin();
+    const endpoint = process.env.EMBEDDINGS_ENDPOINT;
+    delete process.env.EMBEDDINGS_ENDPOINT;
+    try {
+      vi.resetModules();
+      await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+      const before = embeddings.counts.requests;
+      const { job } = await runJob(principal, { mode: 'incremental' });
+      expect(embeddings.counts.requests).toBe(before);
+      const chunks = await storedChunks(principal.tenantId);
+      expect(job.counts).toMatchObject({ written: chunks.length });
+      expect(chunks.every((chunk) => !chunk.hasEmbedding)).toBe(true);
+    } finally {
+      process.env.EMBEDDINGS_ENDPOINT = endpoint;
+      vi.resetModules();
+    }
+    const inputs = embeddings.counts.inputs;
+    const { job } = await runJob(principal, { mode: 'incremental' });
+    const chunks = await storedChunks(principal.tenantId);
+    expect(job.counts).toMatchObject({ written: chunks.length, unchanged: 0 });
+    expect(embeddings.counts.inputs - inputs).toBe(chunks.length);
+    expect(chunks.every((chunk) => chunk.hasEmbedding)).toBe(true);
   });
 });

@@ -73,6 +73,15 @@ describe('a delivery attempt', () => {
     expect(received).toEqual([]);
   });
 
+  it('connects to the address checked for a host name, and speaks TLS to an https URL', async () => {
+    const { url, received } = await receiver();
+    expect(await attemptDelivery(url.replace('127.0.0.1', 'localhost'), {}, '{}', true)).toEqual({ status: 204 });
+    expect(received).toHaveLength(1);
+    const secure = await startSmallServer((_request, response) => response.writeHead(202).end(), { https: true });
+    servers.push(secure);
+    expect(await attemptDelivery(secure.url, {}, '{}', true)).toEqual({ status: 202 });
+  });
+
   it('comes to the connection error when nobody listens', async () => {
     const closed = await startSmallServer(() => undefined);
     await closed.close();

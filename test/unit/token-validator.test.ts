@@ -343,6 +343,18 @@ describe('the identity provider', () => {
     }
   });
 
+  it('whose key set cannot be reached is a dependency failure', async () => {
+    const down = await startSmallServer(() => undefined);
+    await down.close();
+    await whileAnswering(
+      metadataPaths[0]!,
+      (_request, response) => json(response, 200, { issuer: issuerV2(TENANT), jwks_uri: `${down.url}/keys` }),
+      async () => {
+        await expect(createTokenValidator(settings()).validate(await token())).rejects.toEqual(unavailable());
+      },
+    );
+  });
+
   it('that is down is a dependency failure', async () => {
     const down = await startSmallServer(() => undefined);
     await down.close();
