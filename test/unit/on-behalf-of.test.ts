@@ -217,7 +217,7 @@ describe('On-Behalf-Of', () => {
       expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ name: 'DependencyUnavailableError', dependency: 'identityProvider' });
     }
     answerToken = () => ({ status: 200, body: { token_type: 'Bearer', expires_in: 3600 } });
-    expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ name: 'DependencyUnavailableError' });
+    expect(await failureOf(onBehalfOf(caller(), GRAPH_SCOPES))).toMatchObject({ name: 'DependencyUnavailableError', dependency: 'identityProvider' });
   });
 
   it('reports an unreachable identity provider as a dependency failure (503)', async () => {
