@@ -4,13 +4,22 @@ import stylistic from '@stylistic/eslint-plugin';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/', 'client/src/schema.ts', 'client/dist/'] },
+  { ignores: ['dist/', 'node_modules/', '.local/', 'coverage/', 'reports/', 'client/src/schema.ts', 'client/dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'vitest.config.ts', 'tools/*.mjs', 'local/functions-core/@azure/functions-core/*.cjs'] },
+        projectService: {
+          allowDefaultProject: [
+            '*.js',
+            '*.mjs',
+            'vitest.config.ts',
+            'vitest.mutation.config.ts',
+            'tools/*.mjs',
+            'local/functions-core/@azure/functions-core/*.cjs',
+          ],
+        },
       },
     },
     plugins: { '@stylistic': stylistic },

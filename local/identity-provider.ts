@@ -203,7 +203,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
 }
 
 /** Entra's OpenID configuration of a tenant, v1 or v2, with the members Entra's have. */
-function openIdConfiguration(authorityHost: string, tenantId: string, version: 1 | 2): Record<string, unknown> {
+export function openIdConfiguration(authorityHost: string, tenantId: string, version: 1 | 2): Record<string, unknown> {
   const base = `${authorityHost}/${tenantId}`;
   const list = (names: string) => names.split(' ');
   const common = {

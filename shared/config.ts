@@ -2,6 +2,7 @@ import { ConfigurationError } from './errors.js';
 import { isRole, type Role } from './roles.js';
 import { GUID } from './guid.js';
 import { SETTINGS } from './settings.js';
+import { parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
 export const DEFAULT_RAG_QUEUE_NAME = SETTINGS.RAG_QUEUE_NAME.default;
@@ -131,18 +132,8 @@ export interface WebhookSettings {
   allowLoopback: boolean;
 }
 
-/** The contract's retry schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. */
-const DEFAULT_RETRY_SCHEDULE = list(SETTINGS.WEBHOOKS_RETRY_SCHEDULE.default);
-const DURATION = /^(\d{1,9})(ms|s|m|h)$/;
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
-
 function readWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
-  const given = list(env.WEBHOOKS_RETRY_SCHEDULE);
-  const retrySchedule = (given.length ? given : DEFAULT_RETRY_SCHEDULE).map((duration) => {
-    const match = DURATION.exec(duration);
-    if (!match) throw new ConfigurationError([`WEBHOOKS_RETRY_SCHEDULE has "${duration}", which is not a duration such as 5s, 10m or 2h`]);
-    return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
-  });
+  const retrySchedule = parseRetrySchedule(env.WEBHOOKS_RETRY_SCHEDULE);
   const allowLoopback = env.WEBHOOKS_ALLOW_LOOPBACK?.trim().toLowerCase() === 'true';
   // Azure sets WEBSITE_INSTANCE_ID on every instance: there, loopback would be the instance itself.
   if (allowLoopback && env.WEBSITE_INSTANCE_ID?.trim())

@@ -32,6 +32,8 @@ export interface StackInfo {
 declare module 'vitest' {
   export interface ProvidedContext {
     stack: StackInfo;
+    /** A TLS key pair the test workers trust: the stack's here, a certificate of its own in the mutation run. */
+    trustedTls: StackInfo['tls'];
   }
 }
 
@@ -52,6 +54,7 @@ export async function setup(project: TestProject): Promise<void> {
   const { identityProvider, cosmos } = stack;
   // Test workers start after this, so they trust the embedded parts' certificate as the host does.
   process.env.NODE_EXTRA_CA_CERTS = stack.caCertPath;
+  project.provide('trustedTls', stack.tls);
   project.provide('stack', {
     apiBaseUrl: stack.apiBaseUrl,
     authorityHost: identityProvider!.authorityHost,

@@ -20,23 +20,22 @@ const SPACE = 0x20;
 
 /**
  * The credentials of `Authorization: Bearer <token>` (RFC 6750 2.1; the scheme in any case, spaces
- * around the token), or undefined. Read by index, not by a pattern: the token is long, and the
- * validator checks its every character anyway.
+ * before the token), or '' when there are none. Read by index, not by a pattern: the token is long, and
+ * the validator checks its every character anyway. Spaces after it are gone already: `Headers` trims
+ * every value.
  */
-function bearerCredentials(header: string): string | undefined {
-  if (header.slice(0, 6).toLowerCase() !== 'bearer' || header.charCodeAt(6) !== SPACE) return undefined;
+function bearerCredentials(header: string): string {
+  if (header.slice(0, 6).toLowerCase() !== 'bearer' || header.charCodeAt(6) !== SPACE) return '';
   let start = 7;
   while (header.charCodeAt(start) === SPACE) start++;
-  let end = header.length;
-  while (end > start && header.charCodeAt(end - 1) === SPACE) end--;
-  return end > start ? header.slice(start, end) : undefined;
+  return header.slice(start);
 }
 
 export async function authenticate(request: HttpRequest): Promise<Principal> {
   const validate = tokenValidator().validate;
   if (request.query.has(QUERY_TOKEN_PARAMETER)) throw invalidToken('tokenInQuery');
   const header = request.headers.get('authorization');
-  const token = header ? bearerCredentials(header) : undefined;
+  const token = header ? bearerCredentials(header) : '';
   if (!token) throw invalidToken(header ? 'tokenInvalid' : 'tokenMissing');
   return validate(token);
 }

@@ -17,6 +17,8 @@ const NETWORK_ERROR_CODES = new Set([
 ]);
 // Cosmos answers these when it is overloaded or briefly unavailable; the SDK has already retried.
 const COSMOS_BUSY_STATUSES = new Set([408, 429, 449, 503]);
+// How deep a chain of causes is followed: a cause that leads back to its error must not loop forever.
+const MAX_CAUSE_DEPTH = 8;
 
 const UNAVAILABLE_MESSAGES: Record<DependencyUnavailableError['dependency'], MessageKey> = {
   identityProvider: 'identityProviderUnavailable',
@@ -26,13 +28,13 @@ const UNAVAILABLE_MESSAGES: Record<DependencyUnavailableError['dependency'], Mes
 
 let configurationReported = false;
 
-function isDatabaseOutage(error: unknown): boolean {
+function isDatabaseOutage(error: unknown, depth = 0): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { code, name, cause } = error as { code?: unknown; name?: unknown; cause?: unknown };
   if (typeof code === 'number') return COSMOS_BUSY_STATUSES.has(code);
   if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
   if (name === 'TimeoutError' || name === 'AbortError') return true;
-  return cause !== undefined && cause !== error && isDatabaseOutage(cause);
+  return cause !== undefined && depth < MAX_CAUSE_DEPTH && isDatabaseOutage(cause, depth + 1);
 }
 
 function body(status: number, messageKey: MessageKey, language: Language, requestId: string, params: Record<string, string | number> = {}) {
@@ -79,10 +81,10 @@ function log(context: InvocationContext, level: 'warn' | 'error', what: string, 
   if (error instanceof Error && error.stack) context.debug(`${what}: ${error.stack}`);
 }
 
-function describe(error: unknown): string {
+function describe(error: unknown, depth = 0): string {
   if (!(error instanceof Error)) return typeof error;
   const { code } = error as { code?: unknown };
-  const cause = error.cause instanceof Error ? `; caused by ${describe(error.cause)}` : '';
+  const cause = error.cause instanceof Error && depth < MAX_CAUSE_DEPTH ? `; caused by ${describe(error.cause, depth + 1)}` : '';
   const shownCode = typeof code === 'string' || typeof code === 'number' ? ` (${code})` : '';
   return `${error.name}${shownCode}: ${error.message.slice(0, 300)}${cause}`;
 }

@@ -5,8 +5,8 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo } from 'node:net';
+import { inject } from 'vitest';
 import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
-import { stack } from './stack.js';
 
 export interface SmallServer {
   url: string;
@@ -26,7 +26,7 @@ export async function startSmallServer(
     handle(request, response);
   };
   const server = keepIdleConnectionsOpen(
-    options.https ? createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, listener) : createHttpServer(listener),
+    options.https ? createHttpsServer({ cert: inject('trustedTls').cert, key: inject('trustedTls').key }, listener) : createHttpServer(listener),
   );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -1,0 +1,34 @@
+// @ts-check
+/**
+ * Mutation testing of the modules that carry the API's guarantees (`npm run mutation`, see
+ * docs/testing.md). Stryker 9.6 runs on Node 20 and 22 alike (10.x needs Node 22).
+ * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
+ */
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutation.config.ts' },
+  coverageAnalysis: 'perTest',
+  mutate: [
+    'shared/auth/*.ts',
+    'shared/data/paging.ts',
+    'shared/data/idempotency.ts',
+    'shared/domain/*.ts',
+    'shared/webhooks/url-rules.ts',
+    'shared/webhooks/signing.ts',
+    'shared/webhooks/sender.ts',
+    'shared/rag/jobs.ts',
+    'shared/http/body.ts',
+    'shared/http/error-mapper.ts',
+    // Where WEBHOOKS_RETRY_SCHEDULE is parsed (shared/config.ts reads it through this).
+    'shared/webhooks/retry-schedule.ts',
+  ],
+  ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
+  reporters: ['json', 'clear-text', 'progress'],
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  htmlReporter: { fileName: 'reports/mutation/mutation.html' },
+  tempDirName: 'reports/.stryker-tmp',
+  cleanTempDir: 'always',
+  concurrency: 2,
+  timeoutMS: 10_000,
+  thresholds: { high: 95, low: 90, break: 90 },
+};

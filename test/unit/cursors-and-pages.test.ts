@@ -1,0 +1,158 @@
+/**
+ * Paging cursors spelled out, and queryPage against a container stand-in that pages as Cosmos does
+ * (short pages before the end, an empty continuation at the end, a 400 for a continuation it cannot
+ * read). The stand-in is the database, not the module under test.
+ */
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { Container, FeedOptions, SqlQuerySpec } from '@azure/cosmos';
+import { describe, expect, it } from 'vitest';
+import { decodeCursor, encodeCursor, queryPage } from '../../shared/data/paging.js';
+
+// The app reads its signing key from its settings on first use.
+const KEY = randomBytes(32);
+process.env.CURSOR_SIGNING_KEY = KEY.toString('base64');
+
+const SCOPE = JSON.stringify(['tasks', 'tenant-a', 'Todo']);
+const digest = (scope: string) => createHash('sha256').update(scope).digest('base64url').slice(0, 22);
+const mac = (continuation: string, scopeDigest: string) => createHmac('sha256', KEY).update(`${scopeDigest}\n${continuation}`).digest('base64url');
+const cursorOf = (body: unknown) => Buffer.from(JSON.stringify(body)).toString('base64url');
+const invalid = expect.objectContaining({ status: 400, messageKey: 'invalidCursor' });
+
+describe('a cursor', () => {
+  it('is the continuation, a digest of its query and a MAC of both with the server key', () => {
+    const cursor = encodeCursor(SCOPE, 'continuation-1');
+    const s = digest(SCOPE);
+    expect(JSON.parse(Buffer.from(cursor, 'base64url').toString())).toEqual({ v: 2, c: 'continuation-1', s, m: mac('continuation-1', s) });
+    expect(cursor).toBe(cursorOf({ v: 2, c: 'continuation-1', s, m: mac('continuation-1', s) }));
+  });
+
+  it('made by the server with the same key is read back', () => {
+    const s = digest(SCOPE);
+    expect(decodeCursor(SCOPE, cursorOf({ v: 2, c: 'from-outside', s, m: mac('from-outside', s) }))).toBe('from-outside');
+  });
+
+  it('is refused when it is not base64url JSON, or not a version 2 body of strings', () => {
+    const s = digest(SCOPE);
+    const m = mac('c', s);
+    for (const cursor of [
+      '%%%',
+      'bm90LWpzb24',
+      cursorOf(null),
+      cursorOf('text'),
+      cursorOf({ v: 1, c: 'c', s, m }),
+      cursorOf({ v: '2', c: 'c', s, m }),
+      cursorOf({ c: 'c', s, m }),
+      cursorOf({ v: 2, c: 1, s, m }),
+      cursorOf({ v: 2, s, m }),
+      cursorOf({ v: 2, c: 'c', s: 1, m }),
+      cursorOf({ v: 2, c: 'c', m }),
+      cursorOf({ v: 2, c: 'c', s, m: 1 }),
+      cursorOf({ v: 2, c: 'c', s }),
+    ]) {
+      expect(() => decodeCursor(SCOPE, cursor), cursor).toThrow(invalid);
+    }
+  });
+
+  it('is refused when its MAC does not match, whatever its length', () => {
+    const s = digest(SCOPE);
+    const m = mac('c', s);
+    for (const forged of [
+      '',
+      m.slice(0, -2),
+      `${m}AA`,
+      mac('d', s),
+      mac('c', digest('other')),
+      createHmac('sha256', randomBytes(32)).update(`${s}\nc`).digest('base64url'),
+    ]) {
+      expect(() => decodeCursor(SCOPE, cursorOf({ v: 2, c: 'c', s, m: forged })), forged).toThrow(invalid);
+    }
+    // Continuation and digest are both under the MAC, each in its place.
+    expect(() => decodeCursor(SCOPE, cursorOf({ v: 2, c: `${s}\nc`, s: '', m: mac('c', s) }))).toThrow(invalid);
+  });
+
+  it("of another query is refused as that, once it proves the server's", () => {
+    const cursor = encodeCursor(JSON.stringify(['tasks', 'tenant-b', 'Todo']), 'c');
+    expect(() => decodeCursor(SCOPE, cursor)).toThrow(expect.objectContaining({ status: 400, messageKey: 'cursorForOtherQuery' }));
+  });
+});
+
+/** A container with `total` items in one partition, paged as Cosmos pages: at most maxItemCount, and shorter when `shortPages`. */
+function cosmosStandIn(total: number, options: { shortPages?: boolean; failWith?: Error } = {}) {
+  const requests: { query: SqlQuerySpec; options: FeedOptions }[] = [];
+  const container = {
+    items: {
+      query: (query: SqlQuerySpec, feedOptions: FeedOptions) => ({
+        async fetchNext() {
+          requests.push({ query, options: feedOptions });
+          if (options.failWith) throw options.failWith;
+          const start = feedOptions.continuationToken ? Number(feedOptions.continuationToken.slice('after-'.length)) : 0;
+          const size = options.shortPages ? Math.min(2, feedOptions.maxItemCount!) : feedOptions.maxItemCount!;
+          const end = Math.min(start + size, total);
+          const resources = Array.from({ length: end - start }, (_, index) => ({ id: `item-${start + index}` }));
+          return { resources, continuationToken: end < total ? `after-${end}` : '' };
+        },
+      }),
+    },
+  };
+  return { container: container as unknown as Container, requests };
+}
+
+const QUERY: SqlQuerySpec = { query: 'SELECT * FROM c WHERE c.type = @type', parameters: [{ name: '@type', value: 'task' }] };
+const ids = (items: { id: string }[]) => items.map((item) => Number(item.id.slice('item-'.length)));
+
+describe('a page', () => {
+  it('is as long as asked, with a cursor to the rest, in the partition asked', async () => {
+    const { container, requests } = cosmosStandIn(10);
+    const page = await queryPage<{ id: string }>(container, 'tenant-a', QUERY, { limit: 4, cursor: undefined, scope: SCOPE });
+    expect(ids(page.items)).toEqual([0, 1, 2, 3]);
+    expect(decodeCursor(SCOPE, page.nextCursor!)).toBe('after-4');
+    expect(requests).toEqual([{ query: QUERY, options: { partitionKey: 'tenant-a', maxItemCount: 4, continuationToken: undefined } }]);
+  });
+
+  it('goes on from its cursor, and the last has no cursor', async () => {
+    const { container, requests } = cosmosStandIn(10);
+    const second = await queryPage<{ id: string }>(container, 'tenant-a', QUERY, { limit: 4, cursor: encodeCursor(SCOPE, 'after-4'), scope: SCOPE });
+    expect(ids(second.items)).toEqual([4, 5, 6, 7]);
+    const last = await queryPage<{ id: string }>(container, 'tenant-a', QUERY, { limit: 4, cursor: second.nextCursor, scope: SCOPE });
+    expect(ids(last.items)).toEqual([8, 9]);
+    expect(last.nextCursor).toBeUndefined();
+    expect(requests.map((request) => request.options.continuationToken)).toEqual(['after-4', 'after-8']);
+  });
+
+  it('is filled from short pages, asking each time for what is missing', async () => {
+    const { container, requests } = cosmosStandIn(10, { shortPages: true });
+    const page = await queryPage<{ id: string }>(container, 'tenant-a', QUERY, { limit: 5, cursor: undefined, scope: SCOPE });
+    expect(ids(page.items)).toEqual([0, 1, 2, 3, 4]);
+    expect(requests.map((request) => request.options.maxItemCount)).toEqual([5, 3, 1]);
+    expect(decodeCursor(SCOPE, page.nextCursor!)).toBe('after-5');
+  });
+
+  it('ends exactly when the results end on a full page', async () => {
+    const { container } = cosmosStandIn(4);
+    const page = await queryPage<{ id: string }>(container, 'tenant-a', QUERY, { limit: 4, cursor: undefined, scope: SCOPE });
+    expect(ids(page.items)).toEqual([0, 1, 2, 3]);
+    expect(page.nextCursor).toBeUndefined();
+  });
+
+  it('refuses a cursor of another query before asking the database', async () => {
+    const { container, requests } = cosmosStandIn(10);
+    const cursor = encodeCursor('other', 'after-4');
+    await expect(queryPage(container, 'tenant-a', QUERY, { limit: 4, cursor, scope: SCOPE })).rejects.toEqual(
+      expect.objectContaining({ messageKey: 'cursorForOtherQuery' }),
+    );
+    expect(requests).toEqual([]);
+  });
+
+  it('answers a continuation the database cannot read as a bad cursor, and passes on any other failure', async () => {
+    const badRequest = Object.assign(new Error('bad continuation'), { code: 400 });
+    const cursor = encodeCursor(SCOPE, 'after-4');
+    await expect(queryPage(cosmosStandIn(10, { failWith: badRequest }).container, 'tenant-a', QUERY, { limit: 4, cursor, scope: SCOPE })).rejects.toEqual(
+      invalid,
+    );
+    await expect(
+      queryPage(cosmosStandIn(10, { failWith: badRequest }).container, 'tenant-a', QUERY, { limit: 4, cursor: undefined, scope: SCOPE }),
+    ).rejects.toBe(badRequest);
+    const busy = Object.assign(new Error('busy'), { code: 429 });
+    await expect(queryPage(cosmosStandIn(10, { failWith: busy }).container, 'tenant-a', QUERY, { limit: 4, cursor, scope: SCOPE })).rejects.toBe(busy);
+  });
+});

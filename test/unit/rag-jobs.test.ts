@@ -1,0 +1,468 @@
+/**
+ * The RAG job's state machine (shared/rag/jobs.ts) driven step by step, in process: the embedded
+ * Cosmos store of the local stack started by this file, the embeddings stand-in, and a queue
+ * stand-in that speaks the Storage Queue REST protocol and keeps each message with its delay, so a
+ * test hands each message to its step itself and sees what every step queued.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import type { RagJobMessage } from '../../shared/schemas/rag.js';
+import { startSmallServer, type SmallServer } from '../support/small-server.js';
+
+// The well-known development storage account (Azurite's): the stand-in checks no signature.
+const ACCOUNT = 'devstoreaccount1';
+const ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+const RAG_QUEUE = 'rag-jobs-test';
+
+interface Queued {
+  message: RagJobMessage;
+  delaySeconds: number;
+}
+
+let cosmos: CosmosEmulator;
+let queueServer: SmallServer;
+let embeddings: EmbeddingsStandIn;
+const queued: Queued[] = [];
+
+/** Storage's "Put Message": the message text (base64 JSON, as the app sends it) and its visibility timeout. */
+function queueService(request: IncomingMessage, response: ServerResponse) {
+  const url = new URL(request.url ?? '/', 'http://x');
+  let body = '';
+  request.setEncoding('utf8');
+  request.on('data', (chunk: string) => (body += chunk));
+  request.on('end', () => {
+    if (request.method === 'POST' && url.pathname === `/${ACCOUNT}/${RAG_QUEUE}/messages`) {
+      const text = /<MessageText>([^<]*)<\/MessageText>/.exec(body)![1]!;
+      queued.push({
+        message: JSON.parse(Buffer.from(text, 'base64').toString()) as RagJobMessage,
+        delaySeconds: Number(url.searchParams.get('visibilitytimeout') ?? 0),
+      });
+      const time = new Date().toUTCString();
+      response.writeHead(201, { 'content-type': 'application/xml', 'x-ms-request-id': randomUUID(), 'x-ms-version': '2025-01-05' });
+      response.end(
+        `<?xml version="1.0" encoding="utf-8"?><QueueMessagesList><QueueMessage><MessageId>${randomUUID()}</MessageId>` +
+          `<InsertionTime>${time}</InsertionTime><ExpirationTime>${time}</ExpirationTime><PopReceipt>r</PopReceipt>` +
+          `<TimeNextVisible>${time}</TimeNextVisible></QueueMessage></QueueMessagesList>`,
+      );
+      return;
+    }
+    response.writeHead(404).end();
+  });
+}
+
+beforeAll(async () => {
+  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
+  queueServer = await startSmallServer(queueService);
+  embeddings = await startEmbeddingsStandIn({ apiKey: 'embeddings-key' });
+  Object.assign(process.env, {
+    COSMOS_CONNECTION: cosmos.connectionString,
+    COSMOS_DATABASE: 'lms',
+    AzureWebJobsStorage: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueServer.url}/${ACCOUNT};`,
+    RAG_QUEUE_NAME: RAG_QUEUE,
+    EMBEDDINGS_ENDPOINT: embeddings.url,
+    EMBEDDINGS_API_KEY: 'embeddings-key',
+    EMBEDDINGS_MODEL: 'text-embedding-3-small',
+  });
+});
+afterAll(async () => {
+  await embeddings?.close();
+  await queueServer?.close();
+  await cosmos?.close();
+});
+
+const jobs = () => import('../../shared/rag/jobs.js');
+const repository = () => import('../../shared/data/rag-jobs-repository.js');
+const batches = () => import('../../shared/data/rag-batches-repository.js');
+/** The run that holds a batch: one delivery of its message. */
+const RUNNER = 'test-run';
+const index = () => import('../../shared/data/rag-index-repository.js');
+const projectsRepository = () => import('../../shared/data/projects-repository.js');
+const tasksRepository = () => import('../../shared/data/tasks-repository.js');
+
+function admin(): Principal {
+  return {
+    tenantId: randomUUID(),
+    objectId: randomUUID(),
+    kind: 'user',
+    roles: ['LMS.Admin'],
+    email: 'owner@contoso.test',
+    displayName: undefined,
+    accessToken: 'x',
+  };
+}
+
+/** About `chunks` chunks of description (the chunker cuts at 1,200 characters, overlapping by 200). */
+const longText = (chunks: number) =>
+  Array.from({ length: chunks * 10 }, (_, index) => `Sentence ${index} ${'of a long description '.repeat(4)}ends.`).join(' ');
+
+async function tenantWithSources(principal: Principal, shape: { projects: number; tasksPerProject: number; longDescription?: boolean }) {
+  const { createProject } = await projectsRepository();
+  const { createTask } = await tasksRepository();
+  const projectIds: string[] = [];
+  const taskIds: string[] = [];
+  for (let p = 0; p < shape.projects; p++) {
+    const { resource } = await createProject(
+      principal,
+      { name: `Project ${p}`, description: shape.longDescription && p === 0 ? longText(3) : `About ${p}` },
+      undefined,
+    );
+    projectIds.push(resource.id);
+    for (let t = 0; t < shape.tasksPerProject; t++) {
+      const task = await createTask(principal, { projectId: resource.id, title: `Task ${p}.${t}` }, undefined);
+      taskIds.push(task.resource.id);
+    }
+  }
+  return { projectIds, taskIds };
+}
+
+/** The messages queued for this job since `from`. */
+const messagesOf = (jobId: string, from = 0) => queued.slice(from).filter((entry) => entry.message.jobId === jobId);
+
+/** Hands each message of the job to its step, as the queue trigger does, until none is left; the steps run in the order queued. */
+async function drain(tenantId: string, jobId: string, from: number): Promise<Queued[]> {
+  const { plan, runBatch, finish } = await jobs();
+  const handled: Queued[] = [];
+  for (let next = from; next < queued.length; next++) {
+    const entry = queued[next]!;
+    if (entry.message.jobId !== jobId) continue;
+    handled.push(entry);
+    const { message } = entry;
+    if ('finish' in message && message.finish) await finish(tenantId, jobId, 'runner-1');
+    else if ('batch' in message && message.batch !== undefined) await runBatch(tenantId, jobId, message.batch, RUNNER);
+    else await plan(tenantId, jobId);
+  }
+  return handled;
+}
+
+async function startJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
+  const { createJob, readJobDocument } = await repository();
+  const job = await createJob(principal, body);
+  const from = queued.length;
+  await (await jobs()).dispatch((await readJobDocument(principal.tenantId, job.jobId))!);
+  return { jobId: job.jobId, from };
+}
+
+async function runJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
+  const { jobId, from } = await startJob(principal, body);
+  const handled = await drain(principal.tenantId, jobId, from);
+  const job = (await (await repository()).readJobDocument(principal.tenantId, jobId))!;
+  return { job, handled };
+}
+
+async function storedChunks(tenantId: string) {
+  const pages: { id: string; sourceId: string; projectId: string; jobId: string; hasEmbedding: boolean }[] = [];
+  for await (const page of (await index()).chunkPages(tenantId, null, 1_000)) pages.push(...(page as typeof pages));
+  return pages;
+}
+
+describe('a RAG job', () => {
+  it('plans a batch of projects and one of tasks, indexes each once and ends with exact counts', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 2, tasksPerProject: 2, longDescription: true });
+    const before = embeddings.counts.inputs;
+    const { job, handled } = await runJob(principal, { mode: 'incremental' });
+    expect(handled.map((entry) => entry.message)).toEqual([
+      { tenantId: principal.tenantId, jobId: job.id },
+      { tenantId: principal.tenantId, jobId: job.id, batch: 0 },
+      { tenantId: principal.tenantId, jobId: job.id, batch: 1 },
+      { tenantId: principal.tenantId, jobId: job.id, finish: true },
+    ]);
+    expect(handled.every((entry) => entry.delaySeconds === 0)).toBe(true);
+    const chunks = await storedChunks(principal.tenantId);
+    expect(chunks.length).toBeGreaterThan(6);
+    expect(job).toMatchObject({ status: 'Succeeded', planned: true, progress: { sources: 6, batches: 2, batchesDone: 2 } });
+    expect(job.counts).toEqual({ sources: 6, chunks: chunks.length, written: chunks.length, unchanged: 0, deleted: 0 });
+    expect(embeddings.counts.inputs - before).toBe(chunks.length);
+    expect(chunks.every((chunk) => chunk.jobId === job.id && chunk.hasEmbedding)).toBe(true);
+  });
+
+  it('then writes only what changed, removes what is gone, and embeds only the changed chunks', async () => {
+    const principal = admin();
+    const { projectIds, taskIds } = await tenantWithSources(principal, { projects: 2, tasksPerProject: 2, longDescription: true });
+    const first = await runJob(principal, { mode: 'incremental' });
+    const total = first.job.counts!.chunks;
+    const again = await runJob(principal, { mode: 'incremental' });
+    expect(again.job.counts).toEqual({ sources: 6, chunks: total, written: 0, unchanged: total, deleted: 0 });
+    // Nothing was rewritten: every chunk is still the first job's.
+    expect((await storedChunks(principal.tenantId)).every((chunk) => chunk.jobId === first.job.id)).toBe(true);
+
+    const longChunks = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === projectIds[0]).length;
+    expect(longChunks).toBeGreaterThan(1);
+    await (await projectsRepository()).updateProject(principal, projectIds[0]!, { description: 'Short now.' }, undefined);
+    await (await tasksRepository()).deleteTask(principal, taskIds[3]!, undefined);
+    const before = embeddings.counts.inputs;
+    const changed = await runJob(principal, { mode: 'incremental' });
+    // The shortened project makes one chunk where it made several; the deleted task's chunk goes in the final sweep.
+    expect(changed.job.counts).toEqual({
+      sources: 5,
+      chunks: total - longChunks + 1 - 1,
+      written: 1,
+      unchanged: total - longChunks - 1,
+      deleted: longChunks - 1 + 1,
+    });
+    expect(embeddings.counts.inputs - before).toBe(1);
+    expect((await storedChunks(principal.tenantId)).length).toBe(total - longChunks + 1 - 1);
+  });
+
+  it('in full mode rewrites every chunk under its own name, embedding none that did not change', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    const first = await runJob(principal, { mode: 'incremental' });
+    const before = embeddings.counts.inputs;
+    const full = await runJob(principal, { mode: 'full' });
+    const total = first.job.counts!.chunks;
+    expect(full.job.counts).toEqual({ sources: 3, chunks: total, written: total, unchanged: 0, deleted: 0 });
+    expect(embeddings.counts.inputs).toBe(before);
+    const chunks = await storedChunks(principal.tenantId);
+    expect(chunks.every((chunk) => chunk.jobId === full.job.id && chunk.hasEmbedding)).toBe(true);
+  });
+
+  it('limited to projects indexes those and their tasks only', async () => {
+    const principal = admin();
+    const { projectIds } = await tenantWithSources(principal, { projects: 2, tasksPerProject: 1 });
+    const { job } = await runJob(principal, { mode: 'incremental', projectIds: [projectIds[1]!] });
+    expect(job.counts).toMatchObject({ sources: 2 });
+    expect(new Set((await storedChunks(principal.tenantId)).map((chunk) => chunk.sourceId)).has(projectIds[0]!)).toBe(false);
+  });
+
+  it('with nothing to index plans no batch and ends at once', async () => {
+    const principal = admin();
+    const { job, handled } = await runJob(principal, { mode: 'incremental' });
+    expect(handled.map((entry) => Object.keys(entry.message).sort().join())).toEqual(['jobId,tenantId', 'finish,jobId,tenantId']);
+    expect(job).toMatchObject({
+      status: 'Succeeded',
+      progress: { sources: 0, batches: 0 },
+      counts: { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 },
+    });
+  });
+});
+
+describe('each step', () => {
+  it('is queued once: a stored job already dispatched, or no longer Queued, is left be', async () => {
+    const principal = admin();
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { readJobDocument } = await repository();
+    const { dispatch } = await jobs();
+    const dispatched = (await readJobDocument(principal.tenantId, jobId))!;
+    expect(dispatched.dispatched).toBe(true);
+    await dispatch(dispatched);
+    await dispatch({ ...dispatched, dispatched: undefined, status: 'Running' });
+    expect(messagesOf(jobId, from)).toHaveLength(1);
+  });
+
+  it('runs a batch delivered twice once, and hands the finishing over only when every batch has ended', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readJobDocument } = await repository();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    expect(messagesOf(jobId, from).map((entry) => entry.message)).toEqual([
+      { tenantId: principal.tenantId, jobId },
+      { tenantId: principal.tenantId, jobId, batch: 0 },
+      { tenantId: principal.tenantId, jobId, batch: 1 },
+    ]);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.kind).toBe('project');
+    expect((await readBatch(principal.tenantId, jobId, 1))!.kind).toBe('task');
+    const before = embeddings.counts.inputs;
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(messagesOf(jobId, from)).toHaveLength(3);
+    const afterFirst = embeddings.counts.inputs;
+    expect(afterFirst).toBeGreaterThan(before);
+    const counts = (await readBatch(principal.tenantId, jobId, 0))!.counts;
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(embeddings.counts.inputs).toBe(afterFirst);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toEqual(counts);
+    expect((await readJobDocument(principal.tenantId, jobId))!.progress).toMatchObject({ batchesDone: 1 });
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+    expect(messagesOf(jobId, from).at(-1)!.message).toEqual({ tenantId: principal.tenantId, jobId, finish: true });
+    await runBatch(principal.tenantId, jobId, 7, RUNNER);
+    await runBatch(principal.tenantId, randomUUID(), 0, RUNNER);
+  });
+
+  it('finishes only a planned job whose batches have all ended, and only once', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch, finish } = await jobs();
+    const { readJobDocument } = await repository();
+    await finish(principal.tenantId, jobId, 'runner-1');
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Queued');
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    await finish(principal.tenantId, jobId, 'runner-1');
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Running');
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+    await finish(principal.tenantId, jobId, 'runner-1');
+    const done = (await readJobDocument(principal.tenantId, jobId))!;
+    expect(done.status).toBe('Succeeded');
+    await finish(principal.tenantId, jobId, 'runner-2');
+    expect(await readJobDocument(principal.tenantId, jobId)).toEqual(done);
+    await finish(principal.tenantId, randomUUID(), 'runner-1');
+  });
+
+  it('of a cancelled job does no work: the queued batches embed and write nothing, and the job ends Cancelled', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 2, tasksPerProject: 2 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan } = await jobs();
+    const { requestCancel, readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    await requestCancel(principal, jobId);
+    const before = embeddings.counts.requests;
+    await drain(principal.tenantId, jobId, from + 1);
+    expect(embeddings.counts.requests).toBe(before);
+    expect(await storedChunks(principal.tenantId)).toEqual([]);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ status: 'Cancelled', progress: { batches: 2, batchesDone: 2 } });
+    const nothing = { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 };
+    expect((await (await batches()).readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Done', counts: nothing });
+  });
+
+  it('of a job cancelled before its planning plans nothing', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    await (await repository()).requestCancel(principal, jobId);
+    await (await jobs()).plan(principal.tenantId, jobId);
+    expect(messagesOf(jobId, from)).toHaveLength(1);
+  });
+
+  it('sends a throttled batch back to the queue for the time asked, and embeds nothing twice', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    embeddings.failNext(1, 429, 7);
+    const before = embeddings.counts.inputs;
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(messagesOf(jobId, from).at(-1)).toEqual({ message: { tenantId: principal.tenantId, jobId, batch: 0 }, delaySeconds: 7 });
+    expect((await readBatch(principal.tenantId, jobId, 0))!.status).toBe('Planned');
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    const chunks = await storedChunks(principal.tenantId);
+    expect(embeddings.counts.inputs - before).toBe(chunks.length);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toMatchObject({ written: chunks.length, chunks: chunks.length });
+  });
+
+  it('of a job that has ended does nothing, though its batches were still queued', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { finishJob } = await repository();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    // The queue gave up on the job (its last retry failed) while its batches were queued.
+    await finishJob(principal.tenantId, jobId, { error: 'Gave up.' });
+    const before = embeddings.counts.requests;
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(embeddings.counts.requests).toBe(before);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.status).toBe('Planned');
+    expect(messagesOf(jobId, from)).toHaveLength(3);
+  });
+
+  it('passes on a failure of the embeddings API that is not throttling, writing nothing', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    await plan(principal.tenantId, jobId);
+    embeddings.failNext(1, 400);
+    await expect(runBatch(principal.tenantId, jobId, 0, RUNNER)).rejects.toThrow(/refused the request with 400/);
+    expect(await storedChunks(principal.tenantId)).toEqual([]);
+  });
+
+  it('rewrites nothing when a batch of a full rebuild is delivered again', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 2, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'full' });
+    const { plan, runBatch } = await jobs();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    const index = cosmos.client.database('lms').container('rag-index');
+    const etags = async () =>
+      (
+        await index.items
+          .query<{ id: string; _etag: string }>({
+            query: 'SELECT c.id, c._etag FROM c WHERE c.tenantId = @tenant',
+            parameters: [{ name: '@tenant', value: principal.tenantId }],
+          })
+          .fetchAll()
+      ).resources;
+    const written = await etags();
+    expect(written.length).toBeGreaterThan(0);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(await etags()).toEqual(written);
+  });
+
+  it('leaves the finishing to the run that holds it', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch, finish } = await jobs();
+    const { startFinishing, readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(await startFinishing(principal.tenantId, jobId, 'runner-0', 60_000)).toBeDefined();
+    await finish(principal.tenantId, jobId, 'runner-1');
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Running');
+    await finish(principal.tenantId, jobId, 'runner-0');
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Succeeded');
+  });
+
+  it('finishes the removals a run cut off had recorded, counting them once', async () => {
+    const principal = admin();
+    const { taskIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    await runJob(principal, { mode: 'incremental' });
+    const gone = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === taskIds[0]);
+    expect(gone.length).toBeGreaterThan(0);
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch, finish } = await jobs();
+    const { startFinishing, recordSweep, readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+    // A run that took the finishing recorded these removals, counted 2 before, and was cut off.
+    await startFinishing(principal.tenantId, jobId, 'runner-1', 60_000);
+    const chunkPlaces = gone.map(({ id, projectId }) => ({ id, projectId }));
+    await recordSweep(principal.tenantId, jobId, { deleted: 2, pending: chunkPlaces }, 60_000);
+    await finish(principal.tenantId, jobId, 'runner-1');
+    const job = (await readJobDocument(principal.tenantId, jobId))!;
+    expect(job.status).toBe('Succeeded');
+    expect(job.counts!.deleted).toBe(2 + gone.length);
+    expect((await storedChunks(principal.tenantId)).some((chunk) => chunk.sourceId === taskIds[0])).toBe(false);
+  });
+});
+
+describe('without embeddings configured', () => {
+  it('indexes chunks without vectors, and once embeddings are configured embeds each of them', async () => {
+    const principal = admin();
+    const endpoint = process.env.EMBEDDINGS_ENDPOINT;
+    delete process.env.EMBEDDINGS_ENDPOINT;
+    try {
+      vi.resetModules();
+      await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+      const before = embeddings.counts.requests;
+      const { job } = await runJob(principal, { mode: 'incremental' });
+      expect(embeddings.counts.requests).toBe(before);
+      const chunks = await storedChunks(principal.tenantId);
+      expect(job.counts).toMatchObject({ written: chunks.length });
+      expect(chunks.every((chunk) => !chunk.hasEmbedding)).toBe(true);
+    } finally {
+      process.env.EMBEDDINGS_ENDPOINT = endpoint;
+      vi.resetModules();
+    }
+    const inputs = embeddings.counts.inputs;
+    const { job } = await runJob(principal, { mode: 'incremental' });
+    const chunks = await storedChunks(principal.tenantId);
+    expect(job.counts).toMatchObject({ written: chunks.length, unchanged: 0 });
+    expect(embeddings.counts.inputs - inputs).toBe(chunks.length);
+    expect(chunks.every((chunk) => chunk.hasEmbedding)).toBe(true);
+  });
+});
