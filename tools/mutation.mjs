@@ -48,7 +48,8 @@ try {
 
   const env = { ...process.env, NODE_EXTRA_CA_CERTS: join(tlsDir, 'tls-cert.pem'), MUTATION_TLS_DIR: tlsDir };
   const run = (command, args) => spawnSync(command, args, { stdio: 'inherit', env, shell: process.platform === 'win32' }).status ?? 1;
-  const stryker = run('npx', ['stryker', 'run']);
+  // Arguments go to Stryker: `npm run mutation -- --mutate shared/webhooks/sender.ts` for one file.
+  const stryker = run('npx', ['stryker', 'run', ...process.argv.slice(2)]);
   const scores = run(process.execPath, ['tools/mutation-scores.mjs', THRESHOLD]);
   process.exitCode = stryker || scores;
 } finally {

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startHostProcess } from '../../local/stack.js';
+import { isAlive } from '../support/own-hosts.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 
 const TENANT = randomUUID();
@@ -43,15 +44,6 @@ let provider: IdentityProvider;
 let standIn: EmbeddingsStandIn;
 const stops: (() => Promise<unknown>)[] = [];
 const tokens: Record<string, string> = {};
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A host of this file's own on its own database and the shared storage, serving this file's tenants. */
 async function startHost(queue: string, environment: Record<string, string> = {}) {

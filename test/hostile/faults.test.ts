@@ -17,7 +17,7 @@ import { startEmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
 import { hostileTest } from '../support/hostile-cases.js';
-import { forgetOwnHost, freePort, sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
+import { forgetOwnHost, freePort, isAlive, sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
 import { apiAt, expectClientError, expectErrorShape, type HostileResponse } from '../support/raw-http.js';
 import { logsAreClean, rememberSecret } from '../support/secrets-and-logs.js';
 import { startSmallServer } from '../support/small-server.js';
@@ -303,14 +303,5 @@ describe('a RAG worker killed mid-job', () => {
     90_000,
   );
 });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 logsAreClean("the fault tests' host logs", () => hostsSeen.flatMap((host) => host.lines));
