@@ -21,7 +21,7 @@ import { appFiles } from './app-files.js';
 import { corsPolicyFrom, handledByCors } from './cors.js';
 import { answerTo } from './http-answers.js';
 import { httpInvocation, joinedAsAzure } from './http-invocation.js';
-import { enabled, registrations, triggerOf } from './registrations.js';
+import { enabled, registrations, runAppStartHooks, triggerOf } from './registrations.js';
 import { createRouter } from './routes.js';
 import { enforceMinimumBodyRate, limitSlowClients, SLOW_CLIENT_CHECK_INTERVAL_MS } from './slow-clients.js';
 
@@ -141,6 +141,7 @@ export async function startFunctionsHost(appRoot: string, port: number, host: st
   const hostJson = withAppSettingOverrides(JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as Record<string, unknown>, process.env) as HostJson;
   const prefix = hostJson.extensions?.http?.routePrefix ?? 'api';
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
+  await runAppStartHooks();
 
   const functions = enabled(registrations(), process.env);
   const httpFunctions = functions.flatMap((registration) => {

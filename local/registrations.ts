@@ -67,6 +67,12 @@ export function registrations(): Registration[] {
   return (require('@azure/functions-core') as { registrations: Registration[] }).registrations;
 }
 
+/** Runs the app's `app.hook.appStart` handlers, as the worker does once it has loaded the app. */
+export async function runAppStartHooks(): Promise<void> {
+  const { hooks } = require('@azure/functions-core') as { hooks: { hookName: string; callback: (context: object) => unknown }[] };
+  for (const hook of hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
+}
+
 /** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
 export function resolveBindingExpression(expression: string, environment: Record<string, string | undefined>): string {
   return expression.replace(/%([^%]+)%/g, (_, name: string) => {

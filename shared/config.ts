@@ -198,3 +198,16 @@ export const queueSettings = memoized(readQueueSettings);
 export const cursorSigningKey = memoized(readCursorSigningKey);
 export const webhookSettings = memoized(readWebhookSettings);
 export { readAuthSettings, readCosmosSettings, readGraphSettings, readWebhookSettings };
+
+/** What is wrong with the settings every instance needs, read as the first request would read them: nothing when all is well. */
+export function settingsProblems(): string[] {
+  return [authSettings, cosmosSettings, queueSettings, cursorSigningKey, webhookSettings].flatMap((read) => {
+    try {
+      read();
+      return [];
+    } catch (error) {
+      if (error instanceof ConfigurationError) return error.problems;
+      throw error;
+    }
+  });
+}

@@ -37,6 +37,15 @@ describe('a deployment with settings missing fails closed', () => {
     await expect.poll(() => lines.join('\n')).toMatch(/COSMOS_CONNECTION \(or COSMOS_CONNECTION__accountEndpoint\) is not set; COSMOS_DATABASE is not set/);
   });
 
+  it('says at start, before any request, what is wrong: here WEBHOOKS_ALLOW_LOOPBACK set in Azure', async () => {
+    const azure = { ...stackAppSettings, AzureWebJobsStorage: stack.storageConnectionString, WEBSITE_INSTANCE_ID: 'lms-api-instance-1' };
+    const { lines } = await hostWith({ ...azure, WEBHOOKS_ALLOW_LOOPBACK: 'true' });
+    await expect
+      .poll(() => lines.join('\n'))
+      .toMatch(/Configuration error: the app is not configured: WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure/);
+    expect(lines.join('\n')).not.toMatch(/\] (GET|POST) /);
+  });
+
   it('refuses a malformed tenant id rather than guessing', async () => {
     const { url, lines } = await hostWith({ AUTH_TENANT_ID: 'contoso', AUTH_CLIENT_ID: CLIENT_ID, COSMOS_CONNECTION: stack.cosmosConnectionString });
     const response = await fetch(`${url}/projects`, { headers: { authorization: 'Bearer x.y.z' } });
