@@ -56,7 +56,8 @@ interface MsalFailure {
 function translate(error: unknown): Error {
   const { errorCode = '', subError = '', claims, name } = (error ?? {}) as MsalFailure;
   if (subError === 'consent_required' || errorCode === 'consent_required') return new ApiError(403, 'consentRequired');
-  if (name === 'InteractionRequiredAuthError' || errorCode === 'interaction_required') {
+  // msal-node raises every answer that asks for the user (interaction_required, login_required, …) as this class.
+  if (name === 'InteractionRequiredAuthError') {
     const challenge = claims ? Buffer.from(claims).toString('base64') : '';
     return new ApiError(
       401,
@@ -68,15 +69,11 @@ function translate(error: unknown): Error {
       },
     );
   }
-  if (name === 'ServerError' && SERVER_ERROR_CODES_FOR_A_BAD_ASSERTION.has(errorCode)) {
+  if (SERVER_ERROR_CODES_FOR_A_BAD_ASSERTION.has(errorCode)) {
     return new ApiError(401, 'tokenInvalid', {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
   }
-  if (
-    name === 'ClientAuthError' ||
-    errorCode === 'network_error' ||
-    errorCode === 'endpoints_resolution_error' ||
-    /temporarily_unavailable|server_error/.test(errorCode)
-  ) {
+  // ClientAuthError: the identity provider could not be reached (network_error, endpoints_resolution_error, …).
+  if (name === 'ClientAuthError' || /temporarily_unavailable|server_error/.test(errorCode)) {
     return new DependencyUnavailableError('identityProvider', error);
   }
   // invalid_client and the like: the app's own credential or registration is wrong.
