@@ -350,6 +350,48 @@ describe('each step', () => {
     expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toMatchObject({ written: chunks.length, chunks: chunks.length });
   });
 
+  it('leaves a batch another run holds: nothing embedded, its message back within 5 s; the holder then runs it once', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { holdBatch, readBatch, releaseBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    expect(await holdBatch(principal.tenantId, jobId, 0, 'first-delivery', 20_000)).toMatchObject({ held: { hold: { runner: 'first-delivery' } } });
+    const before = embeddings.counts.requests;
+    const queuedBefore = messagesOf(jobId, from).length;
+    await runBatch(principal.tenantId, jobId, 0, 'second-delivery');
+    expect(embeddings.counts.requests).toBe(before);
+    expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Planned', hold: { runner: 'first-delivery' } });
+    const back = messagesOf(jobId, from).slice(queuedBefore);
+    expect(back).toHaveLength(1);
+    expect(back[0]!.message).toEqual({ tenantId: principal.tenantId, jobId, batch: 0 });
+    expect(back[0]!.delaySeconds).toBeGreaterThanOrEqual(1);
+    expect(back[0]!.delaySeconds).toBeLessThanOrEqual(5);
+    // The holder's own run goes on; a hold that lapsed or was let go is taken at once.
+    await runBatch(principal.tenantId, jobId, 0, 'first-delivery');
+    expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Done', hold: null });
+    const chunks = await storedChunks(principal.tenantId);
+    expect(embeddings.counts.inputs).toBeGreaterThanOrEqual(chunks.length);
+    await releaseBatch(principal.tenantId, jobId, 0, 'first-delivery');
+    expect((await holdBatch(principal.tenantId, jobId, 0, 'third-delivery', 20_000)) as object).toEqual({ done: true });
+  });
+
+  it('lets its batch go when its run fails, so that the next delivery takes it at once', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { holdBatch, readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    embeddings.failNext(1, 400);
+    await expect(runBatch(principal.tenantId, jobId, 0, 'failing-delivery')).rejects.toThrow();
+    expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Planned', hold: null });
+    expect(await holdBatch(principal.tenantId, jobId, 0, 'next-delivery', 20_000)).toMatchObject({ held: { hold: { runner: 'next-delivery' } } });
+    expect(await holdBatch(principal.tenantId, jobId, 0, 'another-delivery', 20_000)).toMatchObject({ busyUntil: expect.any(Number) });
+    expect(await holdBatch(principal.tenantId, jobId, 0, 'another-delivery', 20_000)).not.toHaveProperty('held');
+  });
+
   it('of a job that has ended does nothing, though its batches were still queued', async () => {
     const principal = admin();
     await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });

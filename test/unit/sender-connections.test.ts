@@ -7,10 +7,9 @@
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
 import { ANSWER_BODY_LIMIT, attemptDelivery } from '../../shared/webhooks/sender.js';
-import { stack } from '../support/stack.js';
 
 /** Short enough for a test, long enough for a loopback exchange on a busy machine. */
 const DEADLINE_MS = 1_500;
@@ -40,7 +39,9 @@ async function startReceiver(
     receiver.requests += 1;
     request.resume().on('end', () => answer(response, receiver));
   };
-  const server = keepIdleConnectionsOpen(options.https ? createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, handle) : createHttpServer(handle));
+  const server = keepIdleConnectionsOpen(
+    options.https ? createHttpsServer({ cert: inject('trustedTls').cert, key: inject('trustedTls').key }, handle) : createHttpServer(handle),
+  );
   server.on(options.https ? 'secureConnection' : 'connection', (socket: Socket) => {
     sockets.add(socket);
     receiver.connections.made += 1;
