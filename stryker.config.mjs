@@ -17,6 +17,7 @@ export default {
     'shared/webhooks/signing.ts',
     'shared/webhooks/sender.ts',
     'shared/rag/jobs.ts',
+    'shared/data/rag-batches-repository.ts',
     'shared/http/body.ts',
     'shared/http/error-mapper.ts',
     // Where WEBHOOKS_RETRY_SCHEDULE is parsed (shared/config.ts reads it through this).

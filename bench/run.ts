@@ -107,7 +107,7 @@ function printWebhooks(webhooks: Webhooks): void {
   console.table({ burst: { seconds: burst.seconds, 'deliveries/s': burst.deliveriesPerSecond, lost: burst.lost, duplicates: burst.duplicates } });
   console.log(
     "\nPOST /api/projects with and without a subscription, in alternating turns (every create's event rides in its one batch, " +
-      'and is handed over in the background on the same instance either way)',
+      'and the change feed relay hands it over either way)',
   );
   console.table({
     'POST /api/projects': {
