@@ -1,8 +1,7 @@
-/** The languages the API speaks. */
-export type Language = 'en' | 'ja';
+import type { Language, MessageParams, Messages } from './message-types.js';
+import { webhookUrlMessages } from './webhooks/url-messages.js';
 
-type Params = Record<string, string | number>;
-type Message = (params: Params) => string;
+export type { Language };
 
 /** Every message the API sends, in each language it speaks. */
 const catalog = {
@@ -236,50 +235,7 @@ const catalog = {
     ja: (p) =>
       `署名に使うシークレットは同時に最大 ${p.limit} 個です（置き換えたものも 24 時間署名します）。最も古いものの期限が切れてから再度ローテーションしてください。`,
   },
-  webhookUrlInvalid: {
-    en: () => 'The webhook URL is not an absolute URL.',
-    ja: () => 'Webhook の URL が絶対 URL ではありません。',
-  },
-  webhookUrlCredentials: {
-    en: () => 'The webhook URL must not hold a user name or password.',
-    ja: () => 'Webhook の URL にユーザー名やパスワードを含めることはできません。',
-  },
-  webhookUrlNotHttps: {
-    en: () => 'The webhook URL must use https.',
-    ja: () => 'Webhook の URL には https を使用してください。',
-  },
-  webhookUrlUnresolvable: {
-    en: (p) => `The webhook URL's host ${p.host} does not resolve to an address.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} はアドレスに解決できません。`,
-  },
-  webhookUrlLoopback: {
-    en: (p) => `The webhook URL's host ${p.host} is this machine (a loopback address).`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} はこのマシン自身（ループバックアドレス）です。`,
-  },
-  webhookUrlPrivate: {
-    en: (p) => `The webhook URL's host ${p.host} is in a private network.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} はプライベートネットワーク内にあります。`,
-  },
-  webhookUrlLinkLocal: {
-    en: (p) => `The webhook URL's host ${p.host} is a link-local address.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} はリンクローカルアドレスです。`,
-  },
-  webhookUrlShared: {
-    en: (p) => `The webhook URL's host ${p.host} is in the shared address space (100.64.0.0/10).`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} は共有アドレス空間（100.64.0.0/10）内にあります。`,
-  },
-  webhookUrlMulticast: {
-    en: (p) => `The webhook URL's host ${p.host} is a multicast address.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} はマルチキャストアドレスです。`,
-  },
-  webhookUrlMetadata: {
-    en: (p) => `The webhook URL's host ${p.host} is a cloud metadata service.`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} はクラウドのメタデータサービスです。`,
-  },
-  webhookUrlReserved: {
-    en: (p) => `The webhook URL's host ${p.host} is a special-purpose or reserved address (IANA's special-purpose registries).`,
-    ja: (p) => `Webhook の URL のホスト ${p.host} は特殊用途または予約済みのアドレスです（IANA の特殊用途アドレスレジストリ）。`,
-  },
+  ...webhookUrlMessages,
   databaseUnavailable: {
     en: () => 'The database is unavailable or busy. Try again shortly.',
     ja: () => 'データベースが利用できないか混雑しています。しばらくしてから再試行してください。',
@@ -292,10 +248,10 @@ const catalog = {
     en: (p) => `Something went wrong inside the service. Quote request id ${p.requestId} when reporting it.`,
     ja: (p) => `サービス内部でエラーが発生しました。報告の際はリクエスト ID ${p.requestId} をお伝えください。`,
   },
-} satisfies Record<string, Record<Language, Message>>;
+} satisfies Messages;
 
 export type MessageKey = keyof typeof catalog;
 
-export function translate(key: MessageKey, language: Language, params: Params = {}): string {
+export function translate(key: MessageKey, language: Language, params: MessageParams = {}): string {
   return catalog[key][language](params);
 }
