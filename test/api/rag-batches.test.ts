@@ -11,8 +11,7 @@ import { QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import { startHostProcess } from '../../local/stack.js';
-import { isAlive } from '../support/own-hosts.js';
+import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 
 const TENANT = randomUUID();
@@ -42,46 +41,25 @@ type Job = {
 
 let provider: IdentityProvider;
 let standIn: EmbeddingsStandIn;
-const stops: (() => Promise<unknown>)[] = [];
 const tokens: Record<string, string> = {};
 
 /** A host of this file's own on its own database and the shared storage, serving this file's tenants. */
 async function startHost(queue: string, environment: Record<string, string> = {}) {
-  const lines: string[] = [];
-  const host = await startHostProcess({
-    port: 0,
-    environment: {
-      ...own,
-      AUTH_TENANT_ID: TENANT,
-      AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
-      AUTH_AUTHORITY_HOST: provider.authorityHost,
-      AzureWebJobsStorage: stack.storageConnectionString,
-      RAG_QUEUE_NAME: queue,
-      EMBEDDINGS_ENDPOINT: standIn.url,
-      EMBEDDINGS_API_KEY: 'test-key',
-      EMBEDDINGS_MODEL: 'text-embedding-3-small',
-      AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
-      AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
-      ...environment,
-    },
-    extraCaCerts: stack.caCertPath,
-    hostOutput: 'pipe',
-    onHostOutput: (line) => lines.push(line),
+  const host = await startOwnHost({
+    ...own,
+    AUTH_TENANT_ID: TENANT,
+    AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
+    AUTH_AUTHORITY_HOST: provider.authorityHost,
+    AzureWebJobsStorage: stack.storageConnectionString,
+    RAG_QUEUE_NAME: queue,
+    EMBEDDINGS_ENDPOINT: standIn.url,
+    EMBEDDINGS_API_KEY: 'test-key',
+    EMBEDDINGS_MODEL: 'text-embedding-3-small',
+    AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
+    AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
+    ...environment,
   });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await host.stop();
-  };
-  stops.push(stop);
-  /** Kills the host and waits until its process is gone: it sends nothing after. */
-  const kill = async () => {
-    stopped = true;
-    process.kill(host.pid, 'SIGKILL');
-    await expect.poll(() => isAlive(host.pid), { timeout: 10_000, interval: 20 }).toBe(false);
-  };
-  return { lines, call: apiAt(`http://127.0.0.1:${host.port}/api`), kill, stop };
+  return { ...host, call: apiAt(host.url) };
 }
 
 type Host = Awaited<ReturnType<typeof startHost>>;
@@ -205,7 +183,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  await stopOwnHosts();
   await standIn?.close();
   await provider?.close();
 });

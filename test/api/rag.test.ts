@@ -2,7 +2,7 @@ import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
-import { startHostProcess } from '../../local/stack.js';
+import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { api, apiAt, HOME_TENANT, ownDatabase, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
 import { switchableQueue } from '../support/switchable-queue.js';
 
@@ -214,28 +214,21 @@ describe('GET /api/rag/jobs', () => {
 describe('the RAG worker under failure', () => {
   const stops: (() => Promise<void>)[] = [];
   afterAll(async () => {
+    await stopOwnHosts();
     for (const stop of stops) await stop();
   });
 
   /** An app of its own (its database, its queues), so that this test's relay and worker alone handle its jobs. */
   async function hostWith(environment: Record<string, string>): Promise<{ baseUrl: string; database: string; lines: string[] }> {
     const own = { ...stackAppSettings, ...(await ownDatabase()) };
-    const lines: string[] = [];
-    const host = await startHostProcess({
-      port: 0,
-      environment: {
-        ...own,
-        AzureWebJobsStorage: stack.storageConnectionString,
-        AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
-        AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
-        ...environment,
-      },
-      extraCaCerts: stack.caCertPath,
-      hostOutput: 'pipe',
-      onHostOutput: (line) => lines.push(line),
+    const host = await startOwnHost({
+      ...own,
+      AzureWebJobsStorage: stack.storageConnectionString,
+      AzureFunctionsJobHost__extensions__queues__visibilityTimeout: '00:00:01',
+      AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
+      ...environment,
     });
-    stops.push(host.stop);
-    return { baseUrl: `http://127.0.0.1:${host.port}/api`, database: own.COSMOS_DATABASE, lines };
+    return { baseUrl: host.url, database: own.COSMOS_DATABASE, lines: host.lines };
   }
 
   async function embeddings(): Promise<EmbeddingsStandIn> {

@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import { startHostProcess } from '../../local/stack.js';
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../local/webhook-receiver.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
+import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { switchableQueue } from '../support/switchable-queue.js';
 
 const TENANT = randomUUID();
@@ -27,35 +27,21 @@ const subscriptions: { id: string; token: string }[] = [];
 
 /** A host of this file's app, serving this file's tenants, on the shared storage with a queue of its own. */
 async function startHost(environment: Record<string, string> = {}) {
-  const lines: string[] = [];
-  const host = await startHostProcess({
-    port: 0,
-    environment: {
-      ...own,
-      AUTH_TENANT_ID: TENANT,
-      AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
-      AUTH_AUTHORITY_HOST: provider.authorityHost,
-      AzureWebJobsStorage: stack.storageConnectionString,
-      WEBHOOKS_QUEUE_NAME: QUEUE,
-      WEBHOOKS_ALLOW_LOOPBACK: 'true',
-      // Retries a second or two apart, and a sweep every two seconds: webhook timing a test can wait for.
-      WEBHOOKS_RETRY_SCHEDULE: '1s,2s,2s',
-      WEBHOOKS_SWEEP_SCHEDULE: '*/2 * * * * *',
-      AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
-      ...environment,
-    },
-    extraCaCerts: stack.caCertPath,
-    hostOutput: 'pipe',
-    onHostOutput: (line) => lines.push(line),
+  const host = await startOwnHost({
+    ...own,
+    AUTH_TENANT_ID: TENANT,
+    AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
+    AUTH_AUTHORITY_HOST: provider.authorityHost,
+    AzureWebJobsStorage: stack.storageConnectionString,
+    WEBHOOKS_QUEUE_NAME: QUEUE,
+    WEBHOOKS_ALLOW_LOOPBACK: 'true',
+    // Retries a second or two apart, and a sweep every two seconds: webhook timing a test can wait for.
+    WEBHOOKS_RETRY_SCHEDULE: '1s,2s,2s',
+    WEBHOOKS_SWEEP_SCHEDULE: '*/2 * * * * *',
+    AzureFunctionsJobHost__extensions__queues__maxPollingInterval: '00:00:00.2',
+    ...environment,
   });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await host.stop();
-  };
-  stops.push(stop);
-  return { ...host, lines, call: apiAt(`http://127.0.0.1:${host.port}/api`), stop, kill: () => ((stopped = true), process.kill(host.pid, 'SIGKILL')) };
+  return { ...host, call: apiAt(host.url) };
 }
 
 let main: Awaited<ReturnType<typeof startHost>>;
@@ -74,6 +60,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  await stopOwnHosts();
   await provider.close();
 });
 
@@ -436,7 +423,7 @@ describe('no event is lost', () => {
     await subscribe(to, { events: ['project.created'], call: first.call });
     const project = await first.call('POST', '/projects', { token: admin, body: { name: 'Killed mid-delivery', owner: uniqueEmail('killed') } });
     await to.waitFor((received) => received.length === 1);
-    first.kill();
+    await first.kill();
     const second = await startHost(settings);
     const received = await to.waitFor((all) => all.length >= 2, 70_000);
     expect(received.slice(1).every(about(project.body.id))).toBe(true);

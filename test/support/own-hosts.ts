@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
+import { expect } from 'vitest';
 import { startHostProcess } from '../../local/stack.js';
 import type { HostileResponse } from './raw-http.js';
 import { rememberSecret } from './secrets-and-logs.js';
@@ -21,6 +22,8 @@ export interface OwnHost {
   /** A failed expectation's message: the answer, and what the host logged for its request. */
   explain(response: HostileResponse): string;
   stop(): Promise<void>;
+  /** Kills the host and waits until its process is gone: it sends nothing after. */
+  kill(): Promise<void>;
 }
 
 /** The settings of a host that trusts the shared identity provider and uses the shared database. */
@@ -63,6 +66,11 @@ export async function startOwnHost(environment: Record<string, string>, port = 0
       if (stopped) return;
       stopped = true;
       await host.stop();
+    },
+    async kill() {
+      stopped = true;
+      process.kill(host.pid, 'SIGKILL');
+      await expect.poll(() => isAlive(host.pid), { timeout: 10_000, interval: 20 }).toBe(false);
     },
   };
   ownHosts.push(own);
