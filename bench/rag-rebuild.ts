@@ -10,6 +10,7 @@ import { LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
 import { startEmbeddingsStandIn } from '../local/embeddings-stand-in.js';
 import { startHostProcess, startStack, type LocalStack } from '../local/stack.js';
 import { writeInBatches } from '../shared/data/batches.js';
+import { taskDocument } from '../shared/data/tasks-repository.js';
 
 export interface RagRun {
   sources: number;
@@ -60,22 +61,15 @@ async function seed(stack: LocalStack, sources: number): Promise<void> {
     });
   }
   for (let index = 0; index < sources - projects; index++) {
-    documents.push({
-      id: `TSK-${1001 + index}`,
-      tenantId: TENANT,
-      type: 'task',
-      projectId: `PRJ-${1001 + (index % projects)}`,
-      title: `Lesson ${index}`,
-      description: sentence(index),
-      status: 'Todo',
-      priority: 'Medium',
-      priorityRank: 2,
-      assignee: null,
-      dueDate: null,
-      createdAt: now,
-      updatedAt: now,
-      createdBy: 'bench',
-    });
+    documents.push(
+      taskDocument(
+        TENANT,
+        1001 + index,
+        { projectId: `PRJ-${1001 + (index % projects)}`, title: `Lesson ${index}`, description: sentence(index) },
+        'bench',
+        now,
+      ),
+    );
   }
   const operations = documents.map((resourceBody): OperationInput => ({ operationType: 'Create', partitionKey: TENANT, resourceBody: resourceBody as never }));
   await writeInBatches(stack.cosmos!.client.database('lms').container('tenant-data'), TENANT, operations);

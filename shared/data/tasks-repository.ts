@@ -46,27 +46,36 @@ export async function createTask(principal: Principal, input: CreateTaskBody, id
     event: (created) => ({ type: 'task.created', data: created }),
     check: () => writableProject(principal.tenantId, input.projectId),
     prepare(number, project) {
-      const now = new Date().toISOString();
-      const priority = input.priority ?? TASK_DEFAULTS.priority;
-      const document: Omit<TaskDocument, '_etag'> = {
-        id: `TSK-${number}`,
-        tenantId: principal.tenantId,
-        type: 'task',
-        projectId: input.projectId,
-        title: input.title,
-        description: input.description ?? '',
-        status: input.status ?? TASK_DEFAULTS.status,
-        priority,
-        priorityRank: priorityRank(priority),
-        assignee: input.assignee ?? null,
-        dueDate: input.dueDate ?? null,
-        createdAt: now,
-        updatedAt: now,
-        createdBy: principal.objectId,
-      };
-      return { document, guard: stillExists(project) };
+      return { document: taskDocument(principal.tenantId, number, input, principal.objectId), guard: stillExists(project) };
     },
   });
+}
+
+/** The document a create writes for task number `number` (the bench and the tests seed tasks with it too). */
+export function taskDocument(
+  tenantId: string,
+  number: number,
+  input: CreateTaskBody,
+  createdBy: string,
+  now = new Date().toISOString(),
+): Omit<TaskDocument, '_etag'> {
+  const priority = input.priority ?? TASK_DEFAULTS.priority;
+  return {
+    id: `TSK-${number}`,
+    tenantId,
+    type: 'task',
+    projectId: input.projectId,
+    title: input.title,
+    description: input.description ?? '',
+    status: input.status ?? TASK_DEFAULTS.status,
+    priority,
+    priorityRank: priorityRank(priority),
+    assignee: input.assignee ?? null,
+    dueDate: input.dueDate ?? null,
+    createdAt: now,
+    updatedAt: now,
+    createdBy,
+  };
 }
 
 export async function getTask(principal: Principal, id: string): Promise<Task> {

@@ -7,6 +7,7 @@ import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emu
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startHostProcess } from '../../local/stack.js';
 import { writeInBatches } from '../../shared/data/batches.js';
+import { taskDocument } from '../../shared/data/tasks-repository.js';
 import { CLIENT_ID, HOME_TENANT, stack } from '../support/stack.js';
 
 // A stack of this test's own, so that every request its database and identity provider serve is this test's.
@@ -116,22 +117,7 @@ describe('round trips per operation', () => {
     const tasks = Array.from({ length: 500 }, (_, index): OperationInput => ({
       operationType: 'Create',
       partitionKey: HOME_TENANT,
-      resourceBody: {
-        id: `TSK-${900_000 + index}`,
-        tenantId: HOME_TENANT,
-        type: 'task',
-        projectId: project.body.id,
-        title: `Task ${index}`,
-        description: '',
-        status: 'Todo',
-        priority: 'Medium',
-        priorityRank: 2,
-        assignee: null,
-        dueDate: null,
-        createdAt: now,
-        updatedAt: now,
-        createdBy: 'seed',
-      },
+      resourceBody: taskDocument(HOME_TENANT, 900_000 + index, { projectId: project.body.id, title: `Task ${index}` }, 'seed', now),
     }));
     await writeInBatches(cosmos.client.database('lms').container('tenant-data'), HOME_TENANT, tasks);
     // Read, mark as deleting, list the tasks, 5 batches of 100, delete the project, list again: 10.
