@@ -1,5 +1,5 @@
 /**
- * What the embedded servers (identity provider, Graph and embeddings stand-ins, sample server) share:
+ * What the local servers (Functions host, identity provider, Graph and embeddings stand-ins, sample server) share:
  * listening with a taken port told in plain words, closing with their keep-alive connections, request
  * bodies, and the one way they send a JSON answer.
  */

@@ -68,7 +68,7 @@ export async function setup(project: TestProject): Promise<void> {
     cosmosConnectionString: cosmos!.connectionString,
     storageConnectionString: stack.storageConnectionString!,
     graphBaseUrl: stack.graph!.baseUrl,
-    cursorSigningKey: stack.cursorSigningKey!,
+    cursorSigningKey: stack.cursorSigningKey,
     hostLogFile,
   });
 }
