@@ -28,10 +28,7 @@ export interface HostReady {
   cosmosFunctions: CosmosFunction[];
 }
 
-/**
- * A request body up to this size is read whole before the function runs, as Azure's host reads a
- * request; a larger one streams through, so that the app's own limit can refuse it before it has all arrived.
- */
+// Read whole, as Azure's host reads a request; a larger body streams, so that the app's limit can refuse it before it has all arrived.
 const WHOLE_BODY_LIMIT = 64 * 1024;
 // How long a stopping host waits for the invocations under way: queue messages come back after that, and a lease's page is read again.
 const STOP_GRACE_MS = 10_000;
@@ -68,11 +65,7 @@ function withAppSettingOverrides(hostJson: Record<string, unknown>, environment:
 /** The headers as received, from rawHeaders: Node's `headers` keeps only the first of a repeated Authorization or Content-Type. */
 const headerPairs = (raw: string[]) => raw.flatMap((name, index) => (index % 2 === 0 ? [[name, raw[index + 1]!] as [string, string]] : []));
 
-/**
- * What the function gets as its request body: none for GET and HEAD, the bytes of a small one, else a
- * stream. A body sent without Content-Length (chunked) reaches the function empty, as Azure's host
- * delivers it (a known host issue); Node reads it off the connection after the answer.
- */
+/** None for GET and HEAD; and, as Azure's host delivers it (a known host issue), none sent without Content-Length (chunked). */
 async function requestBody(request: IncomingMessage): Promise<Uint8Array | ReadableStream | undefined> {
   const declared = request.headers['content-length'];
   if (request.method === 'GET' || request.method === 'HEAD' || declared === undefined) return undefined;
@@ -88,9 +81,8 @@ function send({ status, headers, body }: Answer, res: ServerResponse): string | 
 }
 
 /**
- * One line per request once its answer is sent (or the client went away): method, path (no query,
- * which may hold search text), status, duration and the request id the app answered with, so that an
- * error's `requestId` leads to its request and to the function's own lines about it.
+ * One line per request once answered (or given up): the path without the query, which may hold search
+ * text, and the request id the app answered with, which an error's `requestId` names.
  */
 function logRequest(req: IncomingMessage, res: ServerResponse, path: string): { requestId?: string } {
   const started = performance.now();

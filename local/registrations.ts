@@ -9,7 +9,13 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
-import functions, { type InvocationContextInit } from '@azure/functions';
+import functions, {
+  type CosmosDBv4TriggerOptions,
+  type HttpTriggerOptions,
+  type InvocationContextInit,
+  type StorageQueueTriggerOptions,
+  type TimerTriggerOptions,
+} from '@azure/functions';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
@@ -19,41 +25,17 @@ export type LogFunction = (functionName: string, level: string, message: string)
 export interface Registration {
   metadata: {
     name: string;
-    bindings: Record<
-      string,
-      {
-        name: string;
-        type: string;
-        direction: string;
-        route?: string;
-        methods?: string[];
-        queueName?: string;
-        connection?: string;
-        schedule?: string;
-        runOnStartup?: boolean;
-        databaseName?: string;
-        containerName?: string;
-        leaseConnection?: string;
-        leaseDatabaseName?: string;
-        leaseContainerName?: string;
-        leaseContainerPrefix?: string;
-        createLeaseContainerIfNotExists?: boolean;
-        feedPollDelay?: number;
-        leaseAcquireInterval?: number;
-        leaseExpirationInterval?: number;
-        leaseRenewInterval?: number;
-        maxItemsPerInvocation?: number;
-        startFromBeginning?: boolean;
-        startFromTime?: string;
-      }
-    >;
+    bindings: Record<string, Binding>;
     /** The function's retry policy, as `@azure/functions` hands it to the host: durations in whole seconds. */
     retryOptions?: RetryOptions;
   };
   callback: (...args: unknown[]) => unknown;
 }
 
-export type Binding = Registration['metadata']['bindings'][string];
+/** A binding as registered: the options of its trigger (`app.http`, `app.storageQueue`, …), with its type, direction and name. */
+export type Binding = { name: string; type: string; direction: string } & Partial<
+  HttpTriggerOptions & StorageQueueTriggerOptions & TimerTriggerOptions & CosmosDBv4TriggerOptions
+>;
 
 export interface RetryOptions {
   retryStrategy: 'fixedDelay' | 'exponentialBackoff';

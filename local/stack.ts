@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { appRootAbove } from '../shared/app-root.js';
 import { SETTINGS } from '../shared/settings.js';
 import { startAzuriteQueue } from './azurite.js';
@@ -31,9 +32,8 @@ export interface StackOptions {
   dataDir?: string;
   /** The settings given (environment, local.settings.json); empty values count as not given. */
   settings: Record<string, string | undefined>;
-  /** 'inherit' shows the host's log on this console; 'pipe' hands each line to onHostOutput. */
-  hostOutput: 'inherit' | 'pipe';
-  onHostOutput?: (line: string) => void;
+  /** The host's log: 'inherit' shows it on this console, a function gets it line by line; without either it is dropped. */
+  hostOutput?: 'inherit' | ((line: string) => void);
 }
 
 /** The folder holding the app's package.json, whether this runs from source or from dist/. */
@@ -49,7 +49,7 @@ export function embedsIdentityProvider(settings: StackOptions['settings']): bool
 }
 
 export async function startStack(options: StackOptions) {
-  const { settings, dataDir } = options;
+  const { settings, dataDir, hostOutput } = options;
   const hostEnvironment: Record<string, string> = {};
   for (const [name, value] of Object.entries(settings)) if (value?.trim()) hostEnvironment[name] = value;
   const started: { close(): Promise<void> }[] = [];
@@ -120,17 +120,8 @@ export async function startStack(options: StackOptions) {
     hostEnvironment.WEBHOOKS_ALLOW_LOOPBACK ??= 'true';
     for (const name of ['RAG_QUEUE_NAME', 'WEBHOOKS_QUEUE_NAME', 'WEBHOOKS_SWEEP_SCHEDULE'] as const) hostEnvironment[name] ??= SETTINGS[name].default;
 
-    const {
-      pid: hostPid,
-      stop: stopHost,
-      ...host
-    } = await startHostProcess({
-      port: options.apiPort,
-      environment: hostEnvironment,
-      extraCaCerts: await trustedCertificates(settings, tls.certPath),
-      hostOutput: options.hostOutput,
-      onHostOutput: options.onHostOutput,
-    });
+    const extraCaCerts = await trustedCertificates(settings, tls.certPath);
+    const { pid: hostPid, stop: stopHost, ...host } = await startHostProcess({ port: options.apiPort, environment: hostEnvironment, extraCaCerts, hostOutput });
     started.push({ close: stopHost });
 
     return {
@@ -166,8 +157,7 @@ export interface HostProcessOptions {
   environment: Record<string, string>;
   /** A PEM file with extra certificates to trust (the embedded parts' certificate). */
   extraCaCerts?: string;
-  hostOutput: StackOptions['hostOutput'];
-  onHostOutput?: StackOptions['onHostOutput'];
+  hostOutput?: StackOptions['hostOutput'];
   /** The function app to load; by default this one. */
   appRoot?: string;
 }
@@ -178,6 +168,8 @@ export async function startHostProcess(options: HostProcessOptions) {
   const script = join(root, 'dist', 'local', 'functions-host.js');
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
   const functionApp = options.appRoot ?? root;
+  const { hostOutput } = options;
+  const output = typeof hostOutput === 'function' ? 'pipe' : (hostOutput ?? 'ignore');
   const child = fork(script, [], {
     // The app is a minified bundle: stack traces in the log should still name the source.
     execArgv: ['--enable-source-maps'],
@@ -190,18 +182,9 @@ export async function startHostProcess(options: HostProcessOptions) {
       LOCAL_APP_ROOT: functionApp,
       LOCAL_PORT: String(options.port),
     },
-    stdio: ['ignore', options.hostOutput, options.hostOutput, 'ipc'],
+    stdio: ['ignore', output, output, 'ipc'],
   });
-  if (options.hostOutput === 'pipe') {
-    for (const stream of [child.stdout, child.stderr]) {
-      let buffered = '';
-      stream?.setEncoding('utf8').on('data', (chunk: string) => {
-        const lines = (buffered + chunk).split('\n');
-        buffered = lines.pop() ?? '';
-        for (const line of lines) options.onHostOutput?.(line);
-      });
-    }
-  }
+  if (typeof hostOutput === 'function') for (const input of [child.stdout!, child.stderr!]) createInterface({ input }).on('line', hostOutput);
   const ready = await new Promise<HostReady>((resolve, reject) => {
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));

@@ -231,8 +231,7 @@ describe('the RAG worker under failure', () => {
         ...environment,
       },
       extraCaCerts: stack.caCertPath,
-      hostOutput: 'pipe',
-      onHostOutput: (line) => lines.push(line),
+      hostOutput: (line) => lines.push(line),
     });
     stops.push(host.stop);
     return { baseUrl: `http://127.0.0.1:${host.port}/api`, database: own.COSMOS_DATABASE, lines };

@@ -45,8 +45,7 @@ async function startHost(environment: Record<string, string> = {}) {
       ...environment,
     },
     extraCaCerts: stack.caCertPath,
-    hostOutput: 'pipe',
-    onHostOutput: (line) => lines.push(line),
+    hostOutput: (line) => lines.push(line),
   });
   let stopped = false;
   const stop = async () => {

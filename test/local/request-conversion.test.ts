@@ -43,7 +43,7 @@ beforeAll(async () => {
   await writeFile(join(appFolder, 'echo.cjs'), ECHO_APP);
   // The app's dependencies, as a deployed app carries them.
   await symlink(join(projectRoot, 'node_modules'), join(appFolder, 'node_modules'));
-  host = await startHostProcess({ port: 0, environment: {}, hostOutput: 'pipe', appRoot: appFolder });
+  host = await startHostProcess({ port: 0, environment: {}, appRoot: appFolder });
 });
 afterAll(async () => {
   await host?.stop();
