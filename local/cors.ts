@@ -21,11 +21,7 @@ const PREFLIGHT_HEADERS = {
   'Access-Control-Max-Age': '600',
 };
 
-/**
- * The policy from the host's environment, as Azure's platform hands it the Function App's CORS setting:
- * CORS_ALLOWED_ORIGINS, comma-separated or a JSON array, and CORS_SUPPORT_CREDENTIALS. No origins: no
- * CORS at all, as `func start` without `--cors`.
- */
+/** The Function App's CORS setting as Azure's platform hands it to the host (origins comma-separated or a JSON array); none: no CORS, as `func start`. */
 export function corsPolicyFrom(environment: NodeJS.ProcessEnv): CorsPolicy | undefined {
   const listed = environment.CORS_ALLOWED_ORIGINS?.trim() ?? '';
   const entries = (listed.startsWith('[') ? (JSON.parse(listed) as string[]) : listed.split(',')).map((entry) => entry.trim()).filter(Boolean);
@@ -39,7 +35,7 @@ export function corsPolicyFrom(environment: NodeJS.ProcessEnv): CorsPolicy | und
   return { origins: '*', supportCredentials };
 }
 
-/** An origin as browsers send it; "https://addin.contoso.com/" is taken as the origin it names, a longer path is a mistake. */
+/** "https://addin.contoso.com/" is taken as the origin it names; a longer path is a mistake. */
 function origin(entry: string): string {
   const url = URL.canParse(entry) ? new URL(entry) : undefined;
   if (!url || !/^https?:$/.test(url.protocol) || url.pathname !== '/' || url.search || url.hash || url.username) {

@@ -9,24 +9,16 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import type { HttpHandler } from '@azure/functions';
-import { startCosmosTriggers, type CosmosFunction } from './cosmos-triggers.js';
+import { startCosmosTriggers } from './cosmos-triggers.js';
 import { corsPolicyFrom, handledByCors } from './cors.js';
 import { listen } from './embedded-http.js';
 import { answerTo, type Answer } from './http-answers.js';
 import { httpInvocation } from './http-invocation.js';
-import { queueExtensionSettings, startQueueTriggers, type QueueFunction } from './queue-triggers.js';
+import { queueExtensionSettings, startQueueTriggers } from './queue-triggers.js';
 import { invoke, loadApp, triggerOf } from './registrations.js';
 import { createRouter } from './routes.js';
 import { createServerWithKestrelLimits, enforceMinimumBodyRate } from './slow-clients.js';
-import { startTimerTriggers, type TimerFunction } from './timer-triggers.js';
-
-export interface HostReady {
-  port: number;
-  routes: { name: string; methods: string[]; template: string }[];
-  queueFunctions: QueueFunction[];
-  timerFunctions: TimerFunction[];
-  cosmosFunctions: CosmosFunction[];
-}
+import { startTimerTriggers } from './timer-triggers.js';
 
 // Read whole, as Azure's host reads a request; a larger body streams, so that the app's limit can refuse it before it has all arrived.
 const WHOLE_BODY_LIMIT = 64 * 1024;
@@ -159,7 +151,7 @@ const environment = process.env;
 const queueTriggers = startQueueTriggers({ registrations: functions, settings: queueExtensionSettings(hostJson.extensions?.queues), environment, log });
 const timerTriggers = startTimerTriggers({ registrations: functions, environment, log });
 const cosmosTriggers = await startCosmosTriggers({ registrations: functions, environment, log });
-const ready: HostReady = {
+const ready = {
   port,
   routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),
   queueFunctions: queueTriggers.functions,
@@ -167,6 +159,8 @@ const ready: HostReady = {
   cosmosFunctions: cosmosTriggers.functions,
 };
 process.send?.(ready);
+/** What the host reports over IPC once it serves. */
+export type HostReady = typeof ready;
 
 let stopping = false;
 function stop(): void {

@@ -1,8 +1,6 @@
 /**
- * What Azure's Node worker hands an HTTP function for a request: an `HttpRequest` and an
- * `InvocationContext`. As the worker does, it gives the library the request's parts and lets it build
- * the fetch `Request`, with the query and headers as Azure's host passes them (the URL keeps the raw
- * query string). The local host builds them for every request; the bench builds them the same way.
+ * What Azure's Node worker hands an HTTP function: an `HttpRequest`, which the library builds from the
+ * request's parts as the worker has it build them, and an `InvocationContext`. Used by the host and the bench.
  */
 import functions, { type HttpRequest, type InvocationContext } from '@azure/functions';
 import { invocationContext, type LogFunction } from './registrations.js';
@@ -12,7 +10,6 @@ const { HttpRequest: HttpRequestClass } = functions;
 
 export interface HttpInvocationInput {
   functionName: string;
-  /** The function's HTTP trigger binding, as registered. */
   trigger: object;
   url: URL;
   method: string;
@@ -45,7 +42,7 @@ function joinedAsAzure(pairs: Iterable<[string, string]>): Record<string, string
 export function httpInvocation(input: HttpInvocationInput): [HttpRequest, InvocationContext] {
   const { url, method, body, params } = input;
   const headers = joinedAsAzure(input.headers);
-  // The library builds `request.query` from this record, as from the worker's `nullableQuery`.
+  // The library builds `request.query` from this record, as from the worker's `nullableQuery`; the URL keeps the raw query string.
   const query = joinedAsAzure(url.searchParams);
   const request =
     body instanceof ReadableStream

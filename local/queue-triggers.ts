@@ -23,9 +23,8 @@ import {
 } from './registrations.js';
 
 /**
- * How long a received message stays invisible while its function runs, renewed at half time as Azure's
- * listener renews it, so a slow function keeps its message and a crashed host's messages come back.
- * Azure's is ten minutes; LOCAL_QUEUE_MESSAGE_LEASE (seconds) shortens it, for tests that kill a host.
+ * How long a message stays invisible while its function runs, renewed at half time as Azure's listener does:
+ * ten minutes, as Azure's; LOCAL_QUEUE_MESSAGE_LEASE (seconds) shortens it, for tests that kill a host.
  */
 const DEFAULT_MESSAGE_LEASE_SECONDS = Number(SETTINGS.LOCAL_QUEUE_MESSAGE_LEASE.default);
 /** Azure's shortest polling interval; the back-off starts here when a queue is empty. */
@@ -200,9 +199,9 @@ async function handle(listener: Listener, message: ReceivedMessageItem): Promise
         popReceipt: message.popReceipt,
       },
     });
-    const lease = keepLease(listener, message);
+    const endLease = keepLease(listener, message);
     const succeeded = await invoke(context, () => handler(queueItem(text), context), log);
-    await lease.end();
+    await endLease();
     if (succeeded) await queue.deleteMessage(message.messageId, message.popReceipt);
     else if (message.dequeueCount >= settings.maxDequeueCount) await moveToPoison(listener, message, maxDequeueCountReached);
     else await queue.updateMessage(message.messageId, message.popReceipt, undefined, Math.ceil(settings.visibilityTimeoutMs / 1000));
@@ -213,30 +212,24 @@ async function handle(listener: Listener, message: ReceivedMessageItem): Promise
 }
 
 /**
- * Keeps the message invisible while its function runs. Each renewal gives the message a new pop
- * receipt; `end()` waits for a renewal under way, so the message is settled with its latest receipt.
+ * Keeps the message invisible while its function runs, renewed at half time. Each renewal gives the message
+ * a new pop receipt; the function returned ends it once a renewal under way is done, so the message is settled with its latest receipt.
  */
-function keepLease({ name, queue, leaseSeconds, log }: Listener, message: ReceivedMessageItem): { end(): Promise<void> } {
-  let renewing = Promise.resolve();
-  const renew = async () => {
-    try {
-      const { popReceipt, nextVisibleOn } = await queue.updateMessage(message.messageId, message.popReceipt, undefined, leaseSeconds);
-      Object.assign(message, { popReceipt, nextVisibleOn });
-    } catch (error) {
-      log(name, 'warning', `Cannot renew the lease of message '${message.messageId}': ${errorText(error)}`);
+function keepLease({ name, queue, leaseSeconds, log }: Listener, message: ReceivedMessageItem): () => Promise<void> {
+  const ended = new AbortController();
+  const renewing = (async () => {
+    while (await sleep((leaseSeconds * 1000) / 2, true, { signal: ended.signal, ref: false }).catch(() => false)) {
+      try {
+        const { popReceipt, nextVisibleOn } = await queue.updateMessage(message.messageId, message.popReceipt, undefined, leaseSeconds);
+        Object.assign(message, { popReceipt, nextVisibleOn });
+      } catch (error) {
+        log(name, 'warning', `Cannot renew the lease of message '${message.messageId}': ${errorText(error)}`);
+      }
     }
-  };
-  const timer = setInterval(
-    () => {
-      renewing = renewing.then(renew);
-    },
-    (leaseSeconds * 1000) / 2,
-  ).unref();
-  return {
-    end: () => {
-      clearInterval(timer);
-      return renewing;
-    },
+  })();
+  return () => {
+    ended.abort();
+    return renewing;
   };
 }
 

@@ -8,10 +8,10 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 
 const MIN_BODY_BYTES_PER_SECOND = 240;
 const BODY_GRACE_PERIOD_MS = 5_000;
-/** How often Node checks its header timeout, and this module a body's rate: often enough that a limit holds to the second. */
+// How often the header timeout and a body's rate are checked: often enough that a limit holds to the second.
 const CHECK_INTERVAL_MS = 1_000;
 
-/** A server with Kestrel's limits on headers and idle connections. Node's own limit on a whole request stays off: Kestrel checks the body's rate. */
+/** A server with Kestrel's limits on headers and idle connections (Node's limit on a whole request off: Kestrel has none). */
 export function createServerWithKestrelLimits(listener: RequestListener): Server {
   const limits = { maxHeaderSize: 32 * 1024, headersTimeout: 30_000, requestTimeout: 0, keepAliveTimeout: 130_000 };
   return createServer({ ...limits, connectionsCheckingInterval: CHECK_INTERVAL_MS }, listener);

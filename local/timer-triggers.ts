@@ -1,8 +1,4 @@
-/**
- * Timer triggers the way Azure's Functions host runs them: on the binding's NCRONTAB schedule
- * (`%SETTING%` resolved from the app settings), one invocation at a time per function, `runOnStartup`
- * honoured, and the function given the Timer object the Node worker gives it.
- */
+/** Timer triggers as Azure's Functions host runs them: NCRONTAB schedules, one invocation at a time, `runOnStartup`, the worker's Timer object. */
 import type { Timer } from '@azure/functions';
 import { Cron } from 'croner';
 import { NCRONTAB } from './ncrontab.js';
@@ -16,7 +12,6 @@ export interface TimerFunction {
   schedule: string;
 }
 
-/** Starts every function whose trigger is a timer. */
 export function startTimerTriggers(options: {
   registrations: Registration[];
   environment: Record<string, string | undefined>;
