@@ -7,7 +7,6 @@ import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { buffer } from 'node:stream/consumers';
 import type { HttpHandler } from '@azure/functions';
 import { startCosmosTriggers } from './cosmos-triggers.js';
 import { corsPolicyFrom, handledByCors } from './cors.js';
@@ -57,11 +56,21 @@ function withAppSettingOverrides(hostJson: Record<string, unknown>, environment:
 /** The headers as received, from rawHeaders: Node's `headers` keeps only the first of a repeated Authorization or Content-Type. */
 const headerPairs = (raw: string[]) => raw.flatMap((name, index) => (index % 2 === 0 ? [[name, raw[index + 1]!] as [string, string]] : []));
 
+/** The whole body, read in flowing mode: only while a body is paused does the client not count as slow (slow-clients.ts). */
+function readWholeBody(request: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.once('end', () => resolve(Buffer.concat(chunks)));
+    request.once('error', reject);
+  });
+}
+
 /** None for GET and HEAD; and, as Azure's host delivers it (a known host issue), none sent without Content-Length (chunked). */
 async function requestBody(request: IncomingMessage): Promise<Uint8Array | ReadableStream | undefined> {
   const declared = request.headers['content-length'];
   if (request.method === 'GET' || request.method === 'HEAD' || declared === undefined) return undefined;
-  return Number(declared) <= WHOLE_BODY_LIMIT ? buffer(request) : (Readable.toWeb(request) as ReadableStream);
+  return Number(declared) <= WHOLE_BODY_LIMIT ? readWholeBody(request) : (Readable.toWeb(request) as ReadableStream);
 }
 
 /** Sends the answer in one write with a Content-Length, as Azure's host sends the app's small JSON answers; returns its X-Request-Id. */

@@ -35,13 +35,12 @@ const QUEUE_NAME = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 /** A .NET TimeSpan as host.json writes it: `[d.]hh:mm:ss[.fffffff]`. */
 const TIME_SPAN = /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,7}))?$/;
 
-const timeSpanMs = z
-  .string()
-  .regex(TIME_SPAN, 'must be a time span such as "00:00:30"')
-  .transform((value) => {
-    const [, days = '0', hours, minutes, seconds, fraction = '0'] = TIME_SPAN.exec(value)!;
-    return (((Number(days) * 24 + Number(hours)) * 60 + Number(minutes)) * 60 + Number(seconds)) * 1000 + Math.round(Number(`0.${fraction}`) * 1000);
-  });
+function milliseconds(timeSpan: string): number {
+  const [, days = '0', hours, minutes, seconds, fraction = '0'] = TIME_SPAN.exec(timeSpan)!;
+  return (((Number(days) * 24 + Number(hours)) * 60 + Number(minutes)) * 60 + Number(seconds)) * 1000 + Math.round(Number(`0.${fraction}`) * 1000);
+}
+const timeSpanMs = z.string().regex(TIME_SPAN, 'must be a time span such as "00:00:30"').transform(milliseconds);
+const ENCODINGS = z.enum(['base64', 'none']);
 
 /** host.json's `extensions.queues`, with Azure's defaults. */
 const QUEUE_SETTINGS = z
@@ -52,11 +51,7 @@ const QUEUE_SETTINGS = z
     // The storage service hands out at most 32 messages per request.
     batchSize: z.int().min(1).max(32).default(16),
     newBatchThreshold: z.int().min(0).optional(),
-    messageEncoding: z
-      .string()
-      .toLowerCase()
-      .pipe(z.enum(['base64', 'none']))
-      .default('base64'),
+    messageEncoding: z.string().toLowerCase().pipe(ENCODINGS).default('base64'),
   })
   .transform(({ visibilityTimeout, maxPollingInterval, newBatchThreshold, ...settings }) => ({
     ...settings,

@@ -80,11 +80,11 @@ export async function startStack(options: StackOptions) {
         AUTH_AUTHORITY_HOST: authorityHost,
       });
       embedded.push(`identity provider ${authorityHost}`);
-      if (identityDir)
+      if (identityDir) {
         await writeIdentityProviderInfo(identityDir, { authorityHost, tenants: LOCAL_TENANTS, clientId: LOCAL_CLIENT_ID, caCertPath: tls.certPath });
+      }
       // The local identity provider takes any secret; On-Behalf-Of needs one to send.
-      if (!given(settings, 'AUTH_CLIENT_SECRET') && !given(settings, 'AUTH_CLIENT_CERTIFICATE_PATH'))
-        hostEnvironment.AUTH_CLIENT_SECRET = 'local-development-secret';
+      if (!given(settings, 'AUTH_CLIENT_CERTIFICATE_PATH')) hostEnvironment.AUTH_CLIENT_SECRET ??= 'local-development-secret';
       // Microsoft Graph can only be played locally for tokens of the local identity provider.
       if (!given(settings, 'GRAPH_BASE_URL')) {
         // Each local tenant's directory: the default token user and a few dozen colleagues.
