@@ -118,7 +118,10 @@ const router = createRouter(
 const cors = corsPolicyFrom(process.env);
 
 async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+  const base = `http://${req.headers.host ?? 'localhost'}`;
+  // A Host header that names no host is refused, as Kestrel refuses it.
+  if (!URL.canParse(req.url ?? '/', base)) return void res.writeHead(400).end();
+  const url = new URL(req.url ?? '/', base);
   const logged = logRequest(req, res, url.pathname);
   if (handledByCors(cors, req, res)) return;
   const found = router.find(req.method ?? 'GET', url.pathname);
