@@ -168,7 +168,6 @@ async function startFloorFunction(stack: LocalStack, authorization: string): Pro
     port: 0,
     environment: embeddedPartSettings(stack),
     extraCaCerts: stack.caCertPath,
-    hostOutput: 'pipe',
     appRoot: functionApp,
   }).catch(async (error: unknown) => {
     await rm(functionApp, { recursive: true, force: true });
@@ -212,7 +211,7 @@ async function databaseQuiet(counts: { requests: number }): Promise<void> {
 
 export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess: InProcessCosts; memory: Memory; costs: OperationCost[] }> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
-  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
   const servers: { stop(): Promise<void> }[] = [];
   try {
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });

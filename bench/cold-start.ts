@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { appFiles } from '../local/app-files.js';
+import { appFiles } from '../local/registrations.js';
 import { appRoot } from '../local/stack.js';
 import { median } from './figures.js';
 

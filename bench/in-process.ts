@@ -37,7 +37,7 @@ const trigger = triggerOf(registration, 'httpTrigger')!;
 const ignoreLog = () => undefined;
 
 function invocation() {
-  const headers = { host: url.host, authorization, connection: 'keep-alive' };
+  const headers = Object.entries({ host: url.host, authorization, connection: 'keep-alive' });
   return httpInvocation({ functionName: FUNCTION_NAME, trigger, url, method: 'GET', headers, params: { projectId }, log: ignoreLog });
 }
 

@@ -34,9 +34,9 @@ export async function benchJournalCost(): Promise<JournalCost> {
   const dataDir = await mkdtemp(join(tmpdir(), 'lms-bench-journal-'));
   const stacks: LocalStack[] = [];
   try {
-    const inMemory = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
+    const inMemory = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
     stacks.push(inMemory);
-    const durable = await startStack({ apiPort: 0, identityProviderPort: 0, dataDir, settings, hostOutput: 'pipe' });
+    const durable = await startStack({ apiPort: 0, identityProviderPort: 0, dataDir, settings });
     stacks.push(durable);
     const journal = durable.cosmos!.journal!;
     const before = { ...journal };

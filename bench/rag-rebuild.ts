@@ -114,12 +114,12 @@ async function measure(sources: number, options: { instances: number; embeddings
   const settings = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|WEBHOOKS_|AzureWebJobs)/.test(name)),
   );
-  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings: { ...settings, ...embeddings }, hostOutput: 'pipe' });
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings: { ...settings, ...embeddings } });
   const extra: { stop(): Promise<void> }[] = [];
   try {
     await seed(stack, sources);
     for (let instance = 1; instance < options.instances; instance++) {
-      extra.push(await startHostProcess({ port: 0, environment: stack.environment, extraCaCerts: stack.caCertPath, hostOutput: 'pipe' }));
+      extra.push(await startHostProcess({ port: 0, environment: stack.environment, extraCaCerts: stack.caCertPath }));
     }
     const authorization = `Bearer ${await stack.identityProvider!.issueToken({ tenantId: TENANT, kind: 'user', roles: ['LMS.Admin'] })}`;
     const run = await rebuild(stack, authorization);

@@ -28,7 +28,7 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
   const settings = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|WEBHOOKS_|AzureWebJobs)/.test(name)),
   );
-  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings, hostOutput: 'pipe' });
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
   const receivers: WebhookReceiver[] = [];
   try {
     const authorization = `Bearer ${await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] })}`;

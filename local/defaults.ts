@@ -7,16 +7,13 @@ export const LOCAL_HOME_TENANT_ID = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
 export const LOCAL_OTHER_TENANT_ID = '9e8d7c6b-5a49-4382-8716-0f1e2d3c4b5a';
 export const LOCAL_CLIENT_ID = '0a7c5e3f-2d4b-4f6a-8c1e-3b5d7f9a1c2e';
 export const DEFAULT_API_PORT = Number(SETTINGS.PORT.default);
-// Everything `npm start` keeps between runs lives here (ignored by git).
-export const LOCAL_DATA_DIR = SETTINGS.LOCAL_DATA_DIR.default;
 
 /**
- * The folder `npm start` and `npm run token` keep their data in: LOCAL_DATA_DIR from the environment
- * if set (so a second stack, or a test, can run on data of its own), otherwise `.local`. A relative
- * path is taken from the project root.
+ * The folder `npm start` and `npm run token` keep their data in (ignored by git): LOCAL_DATA_DIR if set,
+ * so that a second stack, or a test, can run on data of its own; otherwise `.local`. Relative to `root`.
  */
 export function localDataDir(root: string): string {
-  return resolve(root, process.env.LOCAL_DATA_DIR || LOCAL_DATA_DIR);
+  return resolve(root, process.env.LOCAL_DATA_DIR || SETTINGS.LOCAL_DATA_DIR.default);
 }
 
 /** A GUID as Entra ID writes them: lower-case hex in 8-4-4-4-12 groups. */

@@ -1,7 +1,6 @@
 /**
- * What the embedded servers (identity provider, Graph and embeddings stand-ins, sample server) share:
- * listening with a taken port told in plain words, closing with their keep-alive connections, request
- * bodies, and the one way they send a JSON answer.
+ * What the local servers share: listening with a taken port told in plain words, closing with their
+ * keep-alive connections, request bodies, and the one way they send a JSON answer.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * What a local host sends for a handler's result: status, headers and body bytes, the same as the
+ * What the local host sends for a function's result: status, headers and body bytes, the same as the
  * `HttpResponse` of `@azure/functions` gives for it.
  */
 import functions, { type HttpResponseInit } from '@azure/functions';
@@ -9,16 +9,8 @@ const { HttpResponse } = functions;
 // Statuses whose answers have no body, as the fetch Response behind HttpResponse has it.
 const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
-const isHttpWhitespace = (code: number): boolean => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
-
 /** What the fetch Headers class does to a value: HTTP whitespace around it removed. */
-function trimHttpWhitespace(value: string): string {
-  let start = 0;
-  let end = value.length;
-  while (start < end && isHttpWhitespace(value.charCodeAt(start))) start++;
-  while (end > start && isHttpWhitespace(value.charCodeAt(end - 1))) end--;
-  return start === 0 && end === value.length ? value : value.slice(start, end);
-}
+const trimHttpWhitespace = (value: string): string => value.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
 
 export interface Answer {
   status: number;
@@ -59,7 +51,7 @@ export async function answerOf(response: InstanceType<typeof HttpResponse>): Pro
   return { status: response.status, headers, ...(body ? { body } : {}) };
 }
 
-/** The answer to whatever a handler returned: an HttpResponse, a plain init, or nothing. */
+/** The answer to whatever a function returned: an HttpResponse, a plain init, or nothing. */
 export async function answerTo(result: unknown): Promise<Answer> {
   if (result instanceof HttpResponse) return answerOf(result);
   const init = (result ?? {}) as HttpResponseInit;

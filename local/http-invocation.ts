@@ -1,12 +1,6 @@
 /**
- * What Azure's Node worker hands an HTTP function for a request: an `HttpRequest` around a fetch
- * `Request`, and an `InvocationContext`. The local host builds them for every request it serves; the
- * bench builds them the same way to time the app without HTTP around it.
- *
- * Like the worker, it gives the library the request's parts (URL, method, headers, body bytes) and
- * lets the library build the fetch `Request`, so the app meets the objects Azure builds, made the
- * way Azure makes them (the headers are checked once, as there). The query, too, is given as Azure's
- * host gives it, while the URL keeps the raw query string.
+ * What Azure's Node worker hands an HTTP function: an `HttpRequest`, which the library builds from the
+ * request's parts as the worker has it build them, and an `InvocationContext`. Used by the host and the bench.
  */
 import functions, { type HttpRequest, type InvocationContext } from '@azure/functions';
 import { invocationContext, type LogFunction } from './registrations.js';
@@ -16,12 +10,11 @@ const { HttpRequest: HttpRequestClass } = functions;
 
 export interface HttpInvocationInput {
   functionName: string;
-  /** The function's HTTP trigger binding, as registered. */
   trigger: object;
   url: URL;
   method: string;
-  /** Lower-case names; a repeated header's values joined by ",", as Azure's host passes them. */
-  headers: Record<string, string>;
+  /** The headers as received: a repeated header once for each of its values. */
+  headers: Iterable<[string, string]>;
   /** The request body, read whole or as it arrives; none for GET and HEAD. */
   body?: Uint8Array | ReadableStream;
   params: Record<string, string>;
@@ -29,17 +22,16 @@ export interface HttpInvocationInput {
 }
 
 /**
- * Name/value pairs as Azure's host (ASP.NET Core) collects them before passing them to the worker:
- * names compared without regard to case, the first spelling kept, and a repeated name's values joined
- * by "," with empty ones left out (StringValues.ToString()), so `a=&a=x` is `x`.
+ * Name/value pairs as Azure's host (ASP.NET Core) collects them: names compared without regard to
+ * case, the first spelling kept, and a repeated name's values joined by "," with empty ones left out
+ * (StringValues.ToString()), so `a=&a=x` is `x`.
  */
-export function joinedAsAzure(pairs: Iterable<[string, string]>): Record<string, string> {
+function joinedAsAzure(pairs: Iterable<[string, string]>): Record<string, string> {
   const byName = new Map<string, { name: string; values: string[] }>();
   for (const [name, value] of pairs) {
-    const key = name.toLowerCase();
-    const entry = byName.get(key);
+    const entry = byName.get(name.toLowerCase());
     if (entry) entry.values.push(value);
-    else byName.set(key, { name, values: [value] });
+    else byName.set(name.toLowerCase(), { name, values: [value] });
   }
   // No prototype: a parameter named __proto__ stays a parameter.
   const joined = Object.create(null) as Record<string, string>;
@@ -48,13 +40,14 @@ export function joinedAsAzure(pairs: Iterable<[string, string]>): Record<string,
 }
 
 export function httpInvocation(input: HttpInvocationInput): [HttpRequest, InvocationContext] {
-  const { functionName, method, headers, body, params, log } = input;
-  // The library builds `request.query` from this record, as from the worker's `nullableQuery`.
-  const query = joinedAsAzure(input.url.searchParams);
+  const { url, method, body, params } = input;
+  const headers = joinedAsAzure(input.headers);
+  // The library builds `request.query` from this record, as from the worker's `nullableQuery`; the URL keeps the raw query string.
+  const query = joinedAsAzure(url.searchParams);
   const request =
     body instanceof ReadableStream
       ? // A body still arriving: a fetch Request streaming it, as the library's HTTP stream mode builds.
-        new HttpRequestClass({ nativeRequest: new Request(input.url, { method, headers, body, duplex: 'half' }), params, query } as never)
-      : new HttpRequestClass({ url: input.url.href, method, headers, params, query, ...(body ? { body: { bytes: body } } : {}) });
-  return [request, invocationContext(functionName, { ...input.trigger, name: 'request' }, log)];
+        new HttpRequestClass({ nativeRequest: new Request(url, { method, headers, body, duplex: 'half' }), params, query } as never)
+      : new HttpRequestClass({ url: url.href, method, headers, params, query, ...(body ? { body: { bytes: body } } : {}) });
+  return [request, invocationContext(input.functionName, { ...input.trigger, name: 'request' }, input.log)];
 }

@@ -1,36 +1,31 @@
-/**
- * The ports of `npm start`, from PORT and LOCAL_IDP_PORT, and a port that is taken told in one line
- * naming the setting that moves it, instead of an EADDRINUSE stack.
- */
+/** The ports of `npm start`, from PORT and LOCAL_IDP_PORT; a port that is taken is told in one line naming the setting that moves it. */
 import { createServer } from 'node:net';
 import { SETTINGS } from '../shared/settings.js';
 
 /** A mistake the user can fix from its message alone: `npm start` prints the message, not a stack. */
 export class StartError extends Error {}
 
-export function portSetting(name: 'PORT' | 'LOCAL_IDP_PORT'): number {
-  const value = process.env[name];
-  if (value === undefined || value === '') return Number(SETTINGS[name].default);
+type PortSetting = 'PORT' | 'LOCAL_IDP_PORT';
+const WHAT: Record<PortSetting, string> = { PORT: "the API's", LOCAL_IDP_PORT: "the local identity provider's" };
+
+export function portSetting(name: PortSetting): number {
+  const value = process.env[name] || SETTINGS[name].default;
   const number = Number(value);
   if (!Number.isInteger(number) || number < 0 || number > 65535) throw new StartError(`${name} must be a port number (0 to 65535), not "${value}".`);
   return number;
 }
 
-const WHAT: Record<'PORT' | 'LOCAL_IDP_PORT', string> = { PORT: "the API's", LOCAL_IDP_PORT: "the local identity provider's" };
-
 /** Rejects with a StartError naming `setting` when something already listens on the port (0: any free port, nothing to check). */
-export async function ensurePortFree(setting: 'PORT' | 'LOCAL_IDP_PORT', port: number, host = '127.0.0.1'): Promise<void> {
+export async function ensurePortFree(setting: PortSetting, port: number): Promise<void> {
   if (port === 0) return;
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EADDRINUSE') reject(error);
-      else {
-        const example = `${setting}=${port + 10 <= 65535 ? port + 10 : port - 10} npm start`;
-        reject(new StartError(`Port ${port}, ${WHAT[setting]}, is in use (another \`npm start\`?): set ${setting} to a free port, e.g. ${example}`));
-      }
+      if (error.code !== 'EADDRINUSE') return reject(error);
+      const example = `${setting}=${port + 10 <= 65535 ? port + 10 : port - 10} npm start`;
+      reject(new StartError(`Port ${port}, ${WHAT[setting]}, is in use (another \`npm start\`?): set ${setting} to a free port, e.g. ${example}`));
     });
-    server.listen(port, host, () => server.close(() => resolve()));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
   });
 }
 

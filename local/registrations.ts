@@ -1,11 +1,21 @@
 /**
  * The functions an app registered: what `app.http`, `app.storageQueue` and the like hand to
- * `@azure/functions-core`, the module the Functions host supplies. The local host supplies its own
- * (local/functions-core, on NODE_PATH), and reads the registrations back from it.
+ * `@azure/functions-core`, the module the Functions host supplies (locally local/functions-core, on
+ * NODE_PATH), and what the host does with each of them whatever its trigger.
  */
 import { randomUUID } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import functions, { type InvocationContextInit } from '@azure/functions';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import functions, {
+  type CosmosDBv4TriggerOptions,
+  type HttpTriggerOptions,
+  type InvocationContextInit,
+  type StorageQueueTriggerOptions,
+  type TimerTriggerOptions,
+} from '@azure/functions';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
@@ -15,41 +25,17 @@ export type LogFunction = (functionName: string, level: string, message: string)
 export interface Registration {
   metadata: {
     name: string;
-    bindings: Record<
-      string,
-      {
-        name: string;
-        type: string;
-        direction: string;
-        route?: string;
-        methods?: string[];
-        queueName?: string;
-        connection?: string;
-        schedule?: string;
-        runOnStartup?: boolean;
-        databaseName?: string;
-        containerName?: string;
-        leaseConnection?: string;
-        leaseDatabaseName?: string;
-        leaseContainerName?: string;
-        leaseContainerPrefix?: string;
-        createLeaseContainerIfNotExists?: boolean;
-        feedPollDelay?: number;
-        leaseAcquireInterval?: number;
-        leaseExpirationInterval?: number;
-        leaseRenewInterval?: number;
-        maxItemsPerInvocation?: number;
-        startFromBeginning?: boolean;
-        startFromTime?: string;
-      }
-    >;
+    bindings: Record<string, Binding>;
     /** The function's retry policy, as `@azure/functions` hands it to the host: durations in whole seconds. */
     retryOptions?: RetryOptions;
   };
   callback: (...args: unknown[]) => unknown;
 }
 
-export type Binding = Registration['metadata']['bindings'][string];
+/** A binding as registered: the options of its trigger (`app.http`, `app.storageQueue`, …), with its type, direction and name. */
+export type Binding = { name: string; type: string; direction: string } & Partial<
+  HttpTriggerOptions & StorageQueueTriggerOptions & TimerTriggerOptions & CosmosDBv4TriggerOptions
+>;
 
 export interface RetryOptions {
   retryStrategy: 'fixedDelay' | 'exponentialBackoff';
@@ -60,17 +46,41 @@ export interface RetryOptions {
   maximumInterval?: { seconds: number };
 }
 
-const require = createRequire(import.meta.url);
-
-/** Every function registered so far. Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with. */
-export function registrations(): Registration[] {
-  return (require('@azure/functions-core') as { registrations: Registration[] }).registrations;
+interface FunctionsCore {
+  registrations: Registration[];
+  hooks: { hookName: string; callback: (context: object) => unknown }[];
 }
 
-/** Runs the app's `app.hook.appStart` handlers, as the worker does once it has loaded the app. */
-export async function runAppStartHooks(): Promise<void> {
-  const { hooks } = require('@azure/functions-core') as { hooks: { hookName: string; callback: (context: object) => unknown }[] };
-  for (const hook of hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
+// Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
+const functionsCore = () => createRequire(import.meta.url)('@azure/functions-core') as FunctionsCore;
+
+/** Every function registered so far. */
+export const registrations = (): Registration[] => functionsCore().registrations;
+
+/** The files of package.json's `main` (a path or a `dir/*.js` pattern), as the worker resolves them. */
+export async function appFiles(appRoot: string): Promise<string[]> {
+  const { main } = JSON.parse(await readFile(join(appRoot, 'package.json'), 'utf8')) as { main?: string };
+  if (!main) throw new Error('package.json has no "main": the host would find no functions');
+  const pattern = resolve(appRoot, main);
+  const name = pattern.slice(dirname(pattern).length + 1);
+  if (!name.includes('*')) return [pattern];
+  if (dirname(pattern).includes('*')) throw new Error(`Only the file name of "main" may hold a wildcard: ${main}`);
+  const matcher = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+  const entries = (await readdir(dirname(pattern))).filter((entry) => matcher.test(entry)).sort();
+  return entries.map((entry) => join(dirname(pattern), entry));
+}
+
+/**
+ * Loads the app as the worker does (every file of `main`, then the `app.hook.appStart` handlers) and
+ * returns the functions not switched off by an app setting `AzureWebJobs.<name>.Disabled=true`.
+ */
+export async function loadApp(appRoot: string, environment: Record<string, string | undefined>): Promise<Registration[]> {
+  for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
+  for (const hook of functionsCore().hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
+  const disabled = Object.entries(environment)
+    .filter(([name, value]) => /^AzureWebJobs\..+\.Disabled$/i.test(name) && value?.trim().toLowerCase() === 'true')
+    .map(([name]) => name.slice('AzureWebJobs.'.length, -'.Disabled'.length).toLowerCase());
+  return registrations().filter((registration) => !disabled.includes(registration.metadata.name.toLowerCase()));
 }
 
 /** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
@@ -87,16 +97,6 @@ export function triggerOf(registration: Registration, type: string): Binding | u
   return Object.values(registration.metadata.bindings).find((binding) => binding.type.toLowerCase() === type.toLowerCase());
 }
 
-/** The registrations not switched off by an app setting `AzureWebJobs.<function name>.Disabled` = `true`, as Azure's host leaves such a function out. */
-export function enabled(all: Registration[], environment: Record<string, string | undefined>): Registration[] {
-  const disabled = new Set(
-    Object.entries(environment)
-      .filter(([name, value]) => /^AzureWebJobs\..+\.Disabled$/i.test(name) && value?.trim().toLowerCase() === 'true')
-      .map(([name]) => name.slice('AzureWebJobs.'.length, -'.Disabled'.length).toLowerCase()),
-  );
-  return all.filter((registration) => !disabled.has(registration.metadata.name.toLowerCase()));
-}
-
 /** The InvocationContext the Node worker hands a function: its trigger binding, its log lines to `log`, and what its trigger adds. */
 export function invocationContext(name: string, trigger: object, log: LogFunction, init: Partial<InvocationContextInit> = {}) {
   return new InvocationContext({
@@ -106,4 +106,62 @@ export function invocationContext(name: string, trigger: object, log: LogFunctio
     logHandler: (level, ...args) => log(name, level, args.map(String).join(' ')),
     ...init,
   });
+}
+
+export const errorText = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
+
+/** One invocation, its outcome logged as Azure's host logs it: the result, or undefined when it threw. */
+export async function invoke<T>(
+  context: InstanceType<typeof InvocationContext>,
+  run: () => Promise<T> | T,
+  log: LogFunction,
+  successLevel = 'information',
+): Promise<{ result: T } | undefined> {
+  const started = Date.now();
+  const executed = (outcome: string) =>
+    `Executed 'Functions.${context.functionName}' (${outcome}, Id=${context.invocationId}, Duration=${Date.now() - started}ms)`;
+  try {
+    const result = await run();
+    log(context.functionName, successLevel, executed('Succeeded'));
+    return { result };
+  } catch (error) {
+    log(context.functionName, 'error', `${executed('Failed')}\n${errorText(error)}`);
+    return undefined;
+  }
+}
+
+export interface Triggers<Info extends { name: string }> {
+  /** The functions listening (one whose binding cannot be used is logged and left out, as Azure's host does). */
+  functions: Info[];
+  /** Stops them and waits, at most `graceMs`, for the invocations under way. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** Starts every function whose trigger is of `type`; `start` returns what it listens to and how to stop it (resolving once its invocations are done). */
+export function startTriggers<Info extends { name: string }>(
+  all: Registration[],
+  type: string,
+  log: LogFunction,
+  start: (registration: Registration, trigger: Binding) => { info: Info; stop(): Promise<void> },
+): Triggers<Info> {
+  const started = all.flatMap((registration) => {
+    const trigger = triggerOf(registration, type);
+    if (!trigger) return [];
+    try {
+      return [start(registration, trigger)];
+    } catch (error) {
+      const { name } = registration.metadata;
+      log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);
+      return [];
+    }
+  });
+  const stopWithin = async (graceMs: number, each: (typeof started)[number]) => {
+    if (!(await Promise.race([each.stop().then(() => true), sleep(graceMs, false, { ref: false })]))) {
+      log(each.info.name, 'warning', `Stopping with invocations still running after ${graceMs} ms`);
+    }
+  };
+  return {
+    functions: started.map(({ info }) => info),
+    stop: async (graceMs) => void (await Promise.all(started.map((each) => stopWithin(graceMs, each)))),
+  };
 }

@@ -1,8 +1,6 @@
 /**
- * Route templates as the Functions host reads them (ASP.NET style), matched by find-my-way: literal
- * segments without regard to case, `{name}`, `{name:constraint}`, an optional last `{name?}` and a
- * catch-all `{*name}`; when several match, the most specific wins (literal, then parameter, then
- * catch-all), and a method a route does not name falls through to the next, as in ASP.NET routing.
+ * Route templates as the Functions host reads them (ASP.NET's `{name}`, `{name:constraint}`, `{name?}`,
+ * `{*name}`), matched by find-my-way with ASP.NET's precedence: literal, then parameter, then catch-all.
  */
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 

@@ -1,8 +1,7 @@
 /**
- * The whole API on one machine: the app's functions in the local Functions host, plus whatever
- * embedded part stands in for a setting that is not given (Cosmos DB, Entra ID, the storage queue).
- * A setting that is given is always used, so the same stack can run against real Azure resources
- * and a real tenant.
+ * The whole API on one machine: the app's functions in the local Functions host, plus an embedded part
+ * for each setting that is not given (Cosmos DB, Entra ID and Graph, the storage queue). A setting that
+ * is given is always used, so the same stack can run against real Azure resources and a real tenant.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -10,18 +9,21 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { startAzuriteQueue, type AzuriteQueue } from './azurite.js';
+import { createInterface } from 'node:readline';
 import { appRootAbove } from '../shared/app-root.js';
+import { SETTINGS } from '../shared/settings.js';
+import { startAzuriteQueue } from './azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import type { HostReady } from './functions-host.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
 import { DEFAULT_LOCAL_USERNAME, GRAPH_RESOURCE, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
-import { SETTINGS } from '../shared/settings.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 // The database setting the app and its change feed trigger share, as the settings name it.
 const COSMOS_CONNECTION = 'COSMOS_CONNECTION' satisfies keyof typeof SETTINGS;
 const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
+const LOCAL_TENANTS = [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID];
 
 export interface StackOptions {
   apiPort: number;
@@ -30,17 +32,15 @@ export interface StackOptions {
   dataDir?: string;
   /** The settings given (environment, local.settings.json); empty values count as not given. */
   settings: Record<string, string | undefined>;
-  /** 'inherit' shows the host's log on this console; 'pipe' hands each line to onHostOutput. */
-  hostOutput: 'inherit' | 'pipe';
-  onHostOutput?: (line: string) => void;
+  /** The host's log: 'inherit' shows it on this console, a function gets it line by line; without either it is dropped. */
+  hostOutput?: 'inherit' | ((line: string) => void);
 }
 
 /** The folder holding the app's package.json, whether this runs from source or from dist/. */
 export const appRoot = (): string => appRootAbove(import.meta.url);
 
 function given(settings: StackOptions['settings'], name: string): string | undefined {
-  const value = settings[name]?.trim();
-  return value ? value : undefined;
+  return settings[name]?.trim() || undefined;
 }
 
 /** The local identity provider stands in for Entra ID only when no auth setting is given. */
@@ -48,78 +48,60 @@ export function embedsIdentityProvider(settings: StackOptions['settings']): bool
   return !AUTH_SETTINGS.some((name) => given(settings, name));
 }
 
-/** Who is in each local tenant's directory: the default token user and a few dozen colleagues. */
-function localDirectory() {
-  return Object.fromEntries(
-    [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID].map((tenant) => [
-      tenant,
-      [directoryUser(tenant, DEFAULT_LOCAL_USERNAME, 'Dev User'), ...generateDirectoryUsers(tenant, 30)],
-    ]),
-  );
-}
-
 export async function startStack(options: StackOptions) {
+  const { settings, dataDir, hostOutput } = options;
   const hostEnvironment: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.settings)) if (value?.trim()) hostEnvironment[name] = value;
+  for (const [name, value] of Object.entries(settings)) if (value?.trim()) hostEnvironment[name] = value;
   const started: { close(): Promise<void> }[] = [];
   const embedded: string[] = [];
   // Without a data folder the certificate lives in a temporary one, removed when the stack stops.
-  const tlsDir = options.dataDir ? join(options.dataDir, 'tls') : await mkdtemp(join(tmpdir(), 'lms-local-tls-'));
-  if (!options.dataDir) started.push({ close: () => rm(tlsDir, { recursive: true, force: true }) });
+  const tlsDir = dataDir ? join(dataDir, 'tls') : await mkdtemp(join(tmpdir(), 'lms-local-tls-'));
+  if (!dataDir) started.push({ close: () => rm(tlsDir, { recursive: true, force: true }) });
   const tls = await loadOrCreateTlsCertificate(tlsDir);
 
   try {
     let identityProvider: IdentityProvider | undefined;
-    if (embedsIdentityProvider(options.settings)) {
+    let graph: GraphStandIn | undefined;
+    if (embedsIdentityProvider(settings)) {
+      const identityDir = dataDir ? join(dataDir, 'identity') : undefined;
       identityProvider = await startIdentityProvider({
         port: options.identityProviderPort,
-        tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
+        tenants: LOCAL_TENANTS,
         clientId: LOCAL_CLIENT_ID,
         tls,
-        ...(options.dataDir ? { dataDir: join(options.dataDir, 'identity') } : {}),
+        ...(identityDir ? { dataDir: identityDir } : {}),
       });
       started.push(identityProvider);
+      const { authorityHost } = identityProvider;
       Object.assign(hostEnvironment, {
         AUTH_TENANT_ID: LOCAL_HOME_TENANT_ID,
-        AUTH_ALLOWED_TENANTS: `${LOCAL_HOME_TENANT_ID},${LOCAL_OTHER_TENANT_ID}`,
+        AUTH_ALLOWED_TENANTS: LOCAL_TENANTS.join(','),
         AUTH_CLIENT_ID: LOCAL_CLIENT_ID,
-        AUTH_AUTHORITY_HOST: identityProvider.authorityHost,
+        AUTH_AUTHORITY_HOST: authorityHost,
       });
-      embedded.push(`identity provider ${identityProvider.authorityHost}`);
-      if (options.dataDir) {
-        await writeIdentityProviderInfo(join(options.dataDir, 'identity'), {
-          authorityHost: identityProvider.authorityHost,
-          tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
-          clientId: LOCAL_CLIENT_ID,
-          caCertPath: tls.certPath,
-        });
+      embedded.push(`identity provider ${authorityHost}`);
+      if (identityDir) {
+        await writeIdentityProviderInfo(identityDir, { authorityHost, tenants: LOCAL_TENANTS, clientId: LOCAL_CLIENT_ID, caCertPath: tls.certPath });
+      }
+      // The local identity provider takes any secret; On-Behalf-Of needs one to send.
+      if (!given(settings, 'AUTH_CLIENT_CERTIFICATE_PATH')) hostEnvironment.AUTH_CLIENT_SECRET ??= 'local-development-secret';
+      // Microsoft Graph can only be played locally for tokens of the local identity provider.
+      if (!given(settings, 'GRAPH_BASE_URL')) {
+        // Each local tenant's directory: the default token user and a few dozen colleagues.
+        const users = Object.fromEntries(
+          LOCAL_TENANTS.map((tenant) => [tenant, [directoryUser(tenant, DEFAULT_LOCAL_USERNAME, 'Dev User'), ...generateDirectoryUsers(tenant, 30)]]),
+        );
+        graph = await startGraphStandIn({ identityProvider, users });
+        started.push(graph);
+        Object.assign(hostEnvironment, { GRAPH_BASE_URL: graph.baseUrl, GRAPH_RESOURCE });
+        embedded.push(`Microsoft Graph ${graph.baseUrl}`);
       }
     }
 
-    // Microsoft Graph can only be played locally for tokens of the local identity provider.
-    let graph: GraphStandIn | undefined;
-    if (identityProvider && !given(options.settings, 'GRAPH_BASE_URL')) {
-      graph = await startGraphStandIn({ identityProvider, users: localDirectory() });
-      started.push(graph);
-      hostEnvironment.GRAPH_BASE_URL = graph.baseUrl;
-      hostEnvironment.GRAPH_RESOURCE = GRAPH_RESOURCE;
-      embedded.push(`Microsoft Graph ${graph.baseUrl}`);
-    }
-    if (identityProvider && !given(options.settings, 'AUTH_CLIENT_SECRET') && !given(options.settings, 'AUTH_CLIENT_CERTIFICATE_PATH')) {
-      // The local identity provider takes any secret; On-Behalf-Of needs one to send.
-      hostEnvironment.AUTH_CLIENT_SECRET = 'local-development-secret';
-    }
-
     let cosmos: CosmosEmulator | undefined;
-    if (!given(options.settings, COSMOS_CONNECTION) && !given(options.settings, `${COSMOS_CONNECTION}__accountEndpoint`)) {
-      const database = given(options.settings, 'COSMOS_DATABASE') ?? SETTINGS.COSMOS_DATABASE.default;
-      cosmos = await startCosmosEmulator({
-        port: 0,
-        host: '127.0.0.1',
-        database,
-        tls,
-        ...(options.dataDir ? { dataDir: join(options.dataDir, 'cosmos') } : {}),
-      });
+    if (!given(settings, COSMOS_CONNECTION) && !given(settings, `${COSMOS_CONNECTION}__accountEndpoint`)) {
+      const database = given(settings, 'COSMOS_DATABASE') ?? SETTINGS.COSMOS_DATABASE.default;
+      cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database, tls, ...(dataDir ? { dataDir: join(dataDir, 'cosmos') } : {}) });
       started.push(cosmos);
       Object.assign(hostEnvironment, { [COSMOS_CONNECTION]: cosmos.connectionString, COSMOS_DATABASE: database });
       embedded.push(`Cosmos DB ${cosmos.endpoint}${cosmos.restored ? ` (${cosmos.restored} documents restored)` : ''}`);
@@ -127,40 +109,27 @@ export async function startStack(options: StackOptions) {
 
     // A storage account given by a connection string (UseDevelopmentStorage=true included) or by
     // identity-based settings (AzureWebJobsStorage__queueServiceUri) is used as it is.
-    let azurite: AzuriteQueue | undefined;
-    const storageGiven = Object.keys(options.settings).some((name) => /^AzureWebJobsStorage(__|$)/.test(name) && given(options.settings, name));
-    if (!storageGiven) {
-      azurite = await startAzuriteQueue(options.dataDir ? { dataDir: join(options.dataDir, 'azurite') } : {});
+    if (!Object.keys(settings).some((name) => /^AzureWebJobsStorage(__|$)/.test(name) && given(settings, name))) {
+      const azurite = await startAzuriteQueue(dataDir ? { dataDir: join(dataDir, 'azurite') } : {});
       started.push(azurite);
       hostEnvironment.AzureWebJobsStorage = azurite.connectionString;
       embedded.push(`Azurite queue ${azurite.queueEndpoint}`);
     }
-    if (!given(options.settings, 'RAG_QUEUE_NAME')) hostEnvironment.RAG_QUEUE_NAME = SETTINGS.RAG_QUEUE_NAME.default;
-    if (!given(options.settings, 'CURSOR_SIGNING_KEY')) hostEnvironment.CURSOR_SIGNING_KEY = await cursorSigningKey(options.dataDir);
+    hostEnvironment.CURSOR_SIGNING_KEY ??= await cursorSigningKey(dataDir);
     // Receivers on a developer's machine listen on loopback, over plain http.
     hostEnvironment.WEBHOOKS_ALLOW_LOOPBACK ??= 'true';
-    hostEnvironment.WEBHOOKS_QUEUE_NAME ??= SETTINGS.WEBHOOKS_QUEUE_NAME.default;
-    hostEnvironment.WEBHOOKS_SWEEP_SCHEDULE ??= SETTINGS.WEBHOOKS_SWEEP_SCHEDULE.default;
+    for (const name of ['RAG_QUEUE_NAME', 'WEBHOOKS_QUEUE_NAME', 'WEBHOOKS_SWEEP_SCHEDULE'] as const) hostEnvironment[name] ??= SETTINGS[name].default;
 
-    const host = await startHostProcess({
-      port: options.apiPort,
-      environment: hostEnvironment,
-      extraCaCerts: await trustedCertificates(options, tls.certPath),
-      hostOutput: options.hostOutput,
-      onHostOutput: options.onHostOutput,
-    });
-    started.push({ close: host.stop });
+    const extraCaCerts = await trustedCertificates(settings, tls.certPath);
+    const { pid: hostPid, stop: stopHost, ...host } = await startHostProcess({ port: options.apiPort, environment: hostEnvironment, extraCaCerts, hostOutput });
+    started.push({ close: stopHost });
 
     return {
+      ...host,
+      hostPid,
       apiBaseUrl: `http://localhost:${host.port}/api`,
       caCertPath: tls.certPath,
       tls,
-      port: host.port,
-      hostPid: host.pid,
-      routes: host.routes,
-      queueFunctions: host.queueFunctions,
-      timerFunctions: host.timerFunctions,
-      cosmosFunctions: host.cosmosFunctions,
       /** The storage account the host uses, unless it is given by identity-based settings. */
       storageConnectionString: hostEnvironment.AzureWebJobsStorage,
       cursorSigningKey: hostEnvironment.CURSOR_SIGNING_KEY,
@@ -169,7 +138,6 @@ export async function startStack(options: StackOptions) {
       identityProvider,
       graph,
       cosmos,
-      azurite,
       embedded,
       async stop(): Promise<void> {
         for (const part of started.reverse()) await part.close();
@@ -183,23 +151,13 @@ export async function startStack(options: StackOptions) {
 
 export type LocalStack = Awaited<ReturnType<typeof startStack>>;
 
-interface HostReady {
-  ready: true;
-  port: number;
-  routes: { name: string; methods: string[]; template: string }[];
-  queueFunctions: { name: string; queue: string }[];
-  timerFunctions: { name: string; schedule: string }[];
-  cosmosFunctions: { name: string; container: string; leaseContainer: string }[];
-}
-
 export interface HostProcessOptions {
   port: number;
   /** Exactly the settings the app sees, as in Azure's app settings. */
   environment: Record<string, string>;
   /** A PEM file with extra certificates to trust (the embedded parts' certificate). */
   extraCaCerts?: string;
-  hostOutput: StackOptions['hostOutput'];
-  onHostOutput?: StackOptions['onHostOutput'];
+  hostOutput?: StackOptions['hostOutput'];
   /** The function app to load; by default this one. */
   appRoot?: string;
 }
@@ -210,6 +168,8 @@ export async function startHostProcess(options: HostProcessOptions) {
   const script = join(root, 'dist', 'local', 'functions-host.js');
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
   const functionApp = options.appRoot ?? root;
+  const { hostOutput } = options;
+  const output = typeof hostOutput === 'function' ? 'pipe' : (hostOutput ?? 'ignore');
   const child = fork(script, [], {
     // The app is a minified bundle: stack traces in the log should still name the source.
     execArgv: ['--enable-source-maps'],
@@ -222,31 +182,14 @@ export async function startHostProcess(options: HostProcessOptions) {
       LOCAL_APP_ROOT: functionApp,
       LOCAL_PORT: String(options.port),
     },
-    stdio: options.hostOutput === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'],
+    stdio: ['ignore', output, output, 'ipc'],
   });
-  if (options.hostOutput === 'pipe') {
-    for (const stream of [child.stdout, child.stderr]) {
-      let buffered = '';
-      stream?.setEncoding('utf8').on('data', (chunk: string) => {
-        const lines = (buffered + chunk).split('\n');
-        buffered = lines.pop() ?? '';
-        for (const line of lines) options.onHostOutput?.(line);
-      });
-    }
-  }
+  if (typeof hostOutput === 'function') for (const input of [child.stdout!, child.stderr!]) createInterface({ input }).on('line', hostOutput);
   const ready = await new Promise<HostReady>((resolve, reject) => {
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
-  return {
-    pid: child.pid!,
-    port: ready.port,
-    routes: ready.routes,
-    queueFunctions: ready.queueFunctions,
-    timerFunctions: ready.timerFunctions,
-    cosmosFunctions: ready.cosmosFunctions,
-    stop: () => stopProcess(child),
-  };
+  return { ...ready, pid: child.pid!, stop: () => stopProcess(child) };
 }
 
 /** A key to sign paging cursors with: kept in the data folder, so cursors survive a restart, or new for a stack without one. */
@@ -254,22 +197,18 @@ async function cursorSigningKey(dataDir: string | undefined): Promise<string> {
   const fresh = randomBytes(32).toString('base64');
   if (!dataDir) return fresh;
   const file = join(dataDir, 'cursor-signing-key');
-  try {
-    return (await readFile(file, 'utf8')).trim();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
   await mkdir(dataDir, { recursive: true });
-  await writeFile(file, fresh, { mode: 0o600 });
-  return fresh;
+  await writeFile(file, fresh, { mode: 0o600, flag: 'wx' }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
+  return (await readFile(file, 'utf8')).trim();
 }
 
 /** NODE_EXTRA_CA_CERTS takes one file: the local certificate, plus any the user already trusts. */
-async function trustedCertificates(options: StackOptions, caCertPath: string): Promise<string> {
-  const userFile = given(options.settings, 'NODE_EXTRA_CA_CERTS');
+async function trustedCertificates(settings: StackOptions['settings'], caCertPath: string): Promise<string> {
+  const userFile = given(settings, 'NODE_EXTRA_CA_CERTS');
   if (!userFile) return caCertPath;
   const combined = join(dirname(caCertPath), 'trusted-certificates.pem');
-  await mkdir(dirname(combined), { recursive: true });
   await writeFile(combined, `${await readFile(caCertPath, 'utf8')}\n${await readFile(userFile, 'utf8')}`);
   return combined;
 }

@@ -1,7 +1,7 @@
 /**
- * `npm start`: the API on http://localhost:7071/api (PORT overrides) with embedded parts for every
- * setting that is not given, keeping their data in `.local` (LOCAL_DATA_DIR overrides). Settings come from the environment and, like `func start`, from
- * local.settings.json's Values, and its Host.CORS and Host.CORSCredentials (the environment wins).
+ * `npm start`: the API on http://localhost:7071/api (PORT) with embedded parts for every setting not
+ * given, their data kept in `.local` (LOCAL_DATA_DIR). Settings come from the environment and, as in
+ * `func start`, from local.settings.json's Values, Host.CORS and Host.CORSCredentials (the environment wins).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -33,15 +33,15 @@ async function startOptions() {
 
 const stack = await startOptions().then(startStack, stopOnStartError);
 
-const width = Math.max(...[...stack.routes, ...stack.queueFunctions, ...stack.timerFunctions, ...stack.cosmosFunctions].map((fn) => fn.name.length));
-const functionLines = [
-  ...stack.routes.map((route) => `  ${route.name.padEnd(width)}  [${route.methods.join(',')}] http://localhost:${stack.port}/${route.template}`),
-  ...stack.queueFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [queue] ${fn.queue}`),
-  ...stack.timerFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [timer] ${fn.schedule}`),
-  ...stack.cosmosFunctions.map((fn) => `  ${fn.name.padEnd(width)}  [cosmosDB] ${fn.container} (leases in ${fn.leaseContainer})`),
+const functions = [
+  ...stack.routes.map(({ name, methods, template }) => ({ name, what: `[${methods.join(',')}] http://localhost:${stack.port}/${template}` })),
+  ...stack.queueFunctions.map(({ name, queue }) => ({ name, what: `[queue] ${queue}` })),
+  ...stack.timerFunctions.map(({ name, schedule }) => ({ name, what: `[timer] ${schedule}` })),
+  ...stack.cosmosFunctions.map(({ name, container, leaseContainer }) => ({ name, what: `[cosmosDB] ${container} (leases in ${leaseContainer})` })),
 ];
-console.log(`\nFunctions:\n${functionLines.join('\n')}`);
-console.log(`\nEmbedded parts: ${stack.embedded.length ? stack.embedded.join('; ') : 'none (every setting is given)'}`);
+const width = Math.max(...functions.map(({ name }) => name.length));
+console.log(`\nFunctions:\n${functions.map(({ name, what }) => `  ${name.padEnd(width)}  ${what}`).join('\n')}`);
+console.log(`\nEmbedded parts: ${stack.embedded.join('; ') || 'none (every setting is given)'}`);
 console.log(`\nThe API is at ${stack.apiBaseUrl}`);
 if (stack.environment.CORS_ALLOWED_ORIGINS) console.log(`Browsers may call it from: ${stack.environment.CORS_ALLOWED_ORIGINS}`);
 if (stack.identityProvider) console.log('Get a token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');

@@ -1,7 +1,7 @@
 /**
- * Key material of the embedded parts: one TLS certificate for localhost and 127.0.0.1 that both the
- * identity provider and the Cosmos emulator serve, and the helper that keeps PEM pairs on disk so a
- * restart of `npm start` keeps certificates (and so tokens) valid.
+ * Key material of the embedded parts: one TLS certificate for localhost and 127.0.0.1, served by the
+ * identity provider and the Cosmos emulator, and PEM pairs kept on disk so that a restart of `npm start`
+ * keeps certificates (and so tokens) valid.
  */
 import { randomUUID, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -10,7 +10,6 @@ import { generate as generateCertificate } from 'selfsigned';
 
 export const CERTIFICATE_VALIDITY_DAYS = 825;
 const TLS_CERT_FILE = 'tls-cert.pem';
-const TLS_KEY_FILE = 'tls-key.pem';
 
 export interface PemPair {
   cert: string;
@@ -22,13 +21,9 @@ export interface TlsCertificate extends PemPair {
   certPath: string;
 }
 
-export function daysFromNow(days: number): Date {
-  return new Date(Date.now() + days * 24 * 60 * 60 * 1000);
-}
+export const daysFromNow = (days: number): Date => new Date(Date.now() + days * 24 * 60 * 60 * 1000);
 
-export function isFileMissing(error: unknown): boolean {
-  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
-}
+export const isFileMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 
 /** Reads a certificate and its key from dir unless missing or about to expire; otherwise creates and stores new ones. */
 export async function loadOrCreatePemPair(dir: string | undefined, certFile: string, keyFile: string, create: () => Promise<PemPair>): Promise<PemPair> {
@@ -49,8 +44,7 @@ export async function loadOrCreatePemPair(dir: string | undefined, certFile: str
 }
 
 async function createTlsCertificate(): Promise<PemPair> {
-  // A subject of its own: TLS clients find the issuer by name, so two stacks' certificates trusted
-  // side by side must not share one.
+  // A subject of its own: TLS clients find the issuer by name, so two stacks' certificates trusted side by side must not share one.
   const subject = [
     { name: 'commonName', value: 'localhost' },
     { name: 'organizationName', value: `LMS local stack ${randomUUID()}` },
@@ -77,6 +71,6 @@ async function createTlsCertificate(): Promise<PemPair> {
 
 /** The certificate kept in dir, or a new one stored there. */
 export async function loadOrCreateTlsCertificate(dir: string): Promise<TlsCertificate> {
-  const pems = await loadOrCreatePemPair(dir, TLS_CERT_FILE, TLS_KEY_FILE, createTlsCertificate);
+  const pems = await loadOrCreatePemPair(dir, TLS_CERT_FILE, 'tls-key.pem', createTlsCertificate);
   return { ...pems, certPath: path.resolve(dir, TLS_CERT_FILE) };
 }

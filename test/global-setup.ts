@@ -48,8 +48,7 @@ export async function setup(project: TestProject): Promise<void> {
     apiPort: 0,
     identityProviderPort: 0,
     settings,
-    hostOutput: 'pipe',
-    onHostOutput: (line) => appendFileSync(hostLogFile, `${line}\n`),
+    hostOutput: (line) => appendFileSync(hostLogFile, `${line}\n`),
   });
   const { identityProvider, cosmos } = stack;
   // Test workers start after this, so they trust the embedded parts' certificate as the host does.
@@ -68,7 +67,7 @@ export async function setup(project: TestProject): Promise<void> {
     cosmosConnectionString: cosmos!.connectionString,
     storageConnectionString: stack.storageConnectionString!,
     graphBaseUrl: stack.graph!.baseUrl,
-    cursorSigningKey: stack.cursorSigningKey!,
+    cursorSigningKey: stack.cursorSigningKey,
     hostLogFile,
   });
 }

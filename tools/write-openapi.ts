@@ -10,8 +10,7 @@ import { fork } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { appFiles } from '../local/app-files.js';
-import { registrations, triggerOf, type Registration } from '../local/registrations.js';
+import { appFiles, registrations, triggerOf, type Registration } from '../local/registrations.js';
 import { buildOpenApiDocument, type HttpRegistration } from './openapi-document.js';
 import { documentFile } from '../shared/openapi/document-file.js';
 

@@ -5,7 +5,7 @@ import { CLIENT_ID, HOME_TENANT, stack, stackAppSettings, token } from '../suppo
 /** The app as Azure runs it: only the settings given, nothing embedded to fall back on. */
 async function hostWith(environment: Record<string, string>) {
   const lines: string[] = [];
-  const host = await startHostProcess({ port: 0, environment, extraCaCerts: stack.caCertPath, hostOutput: 'pipe', onHostOutput: (line) => lines.push(line) });
+  const host = await startHostProcess({ port: 0, environment, extraCaCerts: stack.caCertPath, hostOutput: (line) => lines.push(line) });
   hosts.push(host);
   return { url: `http://127.0.0.1:${host.port}/api`, lines };
 }
@@ -72,8 +72,7 @@ describe('settings that are given replace the embedded parts', () => {
         AzureWebJobsStorage: stack.storageConnectionString,
         NODE_EXTRA_CA_CERTS: stack.caCertPath,
       },
-      hostOutput: 'pipe',
-      onHostOutput: (line) => lines.push(line),
+      hostOutput: (line) => lines.push(line),
     });
     hosts.push({ stop: () => second.stop() });
     expect(second.embedded).toEqual([]);

@@ -37,7 +37,6 @@ describe('an add-in page of another origin calls the API from headless Chromium'
       port: 0,
       environment: { ...stackAppSettings, CORS_ALLOWED_ORIGINS: allowedOrigin },
       extraCaCerts: stack.caCertPath,
-      hostOutput: 'pipe',
     });
     apiBaseUrl = `http://127.0.0.1:${host.port}/api`;
     // The sample's token comes from the identity provider's token endpoint, as with `npm run sample`.

@@ -95,7 +95,6 @@ describe('when Microsoft Graph fails', () => {
         GRAPH_BASE_URL: graphBaseUrl,
       },
       extraCaCerts: stack.caCertPath,
-      hostOutput: 'pipe',
     });
     stops.push(host.stop);
     return async () => fetch(`http://127.0.0.1:${host.port}/api/users?source=directory`, { headers: { authorization: `Bearer ${await reader()}` } });

@@ -16,8 +16,7 @@ function hostWithCors(cors: Record<string, string>, output: string[] = []): Prom
     port: 0,
     environment: { ...stackAppSettings, ...cors },
     extraCaCerts: stack.caCertPath,
-    hostOutput: 'pipe',
-    onHostOutput: (line) => output.push(line),
+    hostOutput: (line) => output.push(line),
   });
 }
 

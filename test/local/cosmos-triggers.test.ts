@@ -262,8 +262,7 @@ describe('Cosmos DB triggers of one app in two local host processes', () => {
       appRoot: appFolder,
       environment: { TestCosmos: emulator.connectionString, HANDED_OVER: join(folder, 'handed-over.log'), HOST_NAME: name },
       extraCaCerts: stack.caCertPath,
-      hostOutput: 'pipe',
-      onHostOutput: (line) => appendFileSync(join(folder, `${name}.log`), `${line}\n`),
+      hostOutput: (line) => appendFileSync(join(folder, `${name}.log`), `${line}\n`),
     });
   }
 

@@ -317,8 +317,7 @@ app.http('ping', { handler: () => ({ body: 'pong' }) });
       appRoot: appDir,
       port: 0,
       environment: { AzureWebJobsStorage: azurite.connectionString, JOBS_QUEUE: queue, RECORD_FILE: recordFile },
-      hostOutput: 'pipe',
-      onHostOutput: (line) => hostLog.push(line),
+      hostOutput: (line) => hostLog.push(line),
     });
     try {
       expect(host.queueFunctions).toEqual([{ name: 'recordJob', queue }]);

@@ -1,8 +1,9 @@
 /**
  * The local host hands a function the request as Azure's Functions host does: the query as a record
  * whose repeated keys are merged (without case) and joined by ",", repeated headers joined by ",",
- * and a body sent without Content-Length empty. An app of one function that echoes what it received
- * runs in the local host, and raw node:http requests control the repetitions and the chunking.
+ * and a body sent without Content-Length empty; a Host header that names no host it refuses. An app
+ * of one function that echoes what it received runs in the local host, and raw node:http requests
+ * control the repetitions and the chunking.
  */
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
@@ -43,7 +44,7 @@ beforeAll(async () => {
   await writeFile(join(appFolder, 'echo.cjs'), ECHO_APP);
   // The app's dependencies, as a deployed app carries them.
   await symlink(join(projectRoot, 'node_modules'), join(appFolder, 'node_modules'));
-  host = await startHostProcess({ port: 0, environment: {}, hostOutput: 'pipe', appRoot: appFolder });
+  host = await startHostProcess({ port: 0, environment: {}, appRoot: appFolder });
 });
 afterAll(async () => {
   await host?.stop();
@@ -64,6 +65,16 @@ function echo(method: string, path: string, options: { headers?: OutgoingHttpHea
   });
 }
 
+/** The status of a request with these headers, without reading what it says. */
+function statusOf(headers: OutgoingHttpHeaders): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: '127.0.0.1', port: host.port, path: '/api/echo', headers }, (response) => {
+      response.resume().on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('error', reject).end();
+  });
+}
+
 describe("the local host's request conversion, as Azure's host does it", () => {
   it('merges query keys without case, first spelling kept, joining non-empty values by ","; the URL keeps the raw query string', async () => {
     const raw = '?status=Active&STATUS=OnHold&q=&q=x&blank=&blank=&list=a%2Cb&plus=a+b';
@@ -75,6 +86,11 @@ describe("the local host's request conversion, as Azure's host does it", () => {
   it('joins a repeated header\'s non-empty values by "," without a space, under its lower-case name', async () => {
     const received = await echo('GET', '', { headers: { 'X-Repeated': ['a', '', 'b'], 'x-single': 'c, d' } });
     expect(received.headers).toMatchObject({ 'x-repeated': 'a,b', 'x-single': 'c, d' });
+  });
+
+  it('refuses a Host header that names no host with a 400, as Kestrel does, and goes on serving', async () => {
+    expect(await statusOf({ host: 'a b' })).toBe(400);
+    expect(await statusOf({ host: 'localhost' })).toBe(200);
   });
 
   it('hands over a body with Content-Length whole, small or large, and one sent chunked empty', async () => {

@@ -28,7 +28,7 @@ describe('the OpenAPI document', () => {
 
   it('lists every route the app registers, and only those', async () => {
     // A host of its own, without settings: it loads the app and reports its routes, and runs nothing.
-    const host = await startHostProcess({ port: 0, environment: {}, hostOutput: 'pipe' });
+    const host = await startHostProcess({ port: 0, environment: {} });
     try {
       const registered = host.routes
         .filter((route) => !route.template.includes('{*'))

@@ -36,7 +36,6 @@ describe('round trips per operation', () => {
         CURSOR_SIGNING_KEY: stack.cursorSigningKey,
       },
       extraCaCerts: stack.caCertPath,
-      hostOutput: 'pipe',
     });
     stopHost = host.stop;
     baseUrl = `http://127.0.0.1:${host.port}/api`;

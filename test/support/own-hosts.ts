@@ -48,8 +48,7 @@ export async function startOwnHost(environment: Record<string, string>, port = 0
     port,
     environment: { ...environment, HOSTILE_HOST_TAG: tag },
     extraCaCerts: stack.caCertPath,
-    hostOutput: 'pipe',
-    onHostOutput: (line) => lines.push(line),
+    hostOutput: (line) => lines.push(line),
   });
   let stopped = false;
   const own: OwnHost = {
