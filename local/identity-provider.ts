@@ -21,9 +21,8 @@ import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
 import { loadOrCreateSigner } from './identity-provider/signing.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
 
-export type { TlsCertificate };
 export { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localUserObjectId, type TokenOptions } from './identity-provider/claims.js';
-export { GRAPH_APP_ID, GRAPH_CONSENTED_SCOPES, GRAPH_RESOURCE, NEEDS_CONSENT_USER_PREFIX, NEEDS_MFA_USER_PREFIX } from './identity-provider/on-behalf-of.js';
+export { GRAPH_APP_ID, GRAPH_RESOURCE } from './identity-provider/on-behalf-of.js';
 export { localIdentityDataDir, readIdentityProviderInfo, writeIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider/provider-info.js';
 
 export interface IdentityProviderOptions {

@@ -15,7 +15,7 @@ import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdent
 // The API's allowance for clock skew (its token validator's), told in the help; the CLI's test holds the two together.
 const API_CLOCK_SKEW_MINUTES = 5;
 
-export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
+const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
 
 Prints an access token issued by the local identity provider (start it with \`npm start\`).
 

@@ -23,20 +23,11 @@ export const GRAPH_RESOURCE = 'https://graph.microsoft.com';
 /** Microsoft Graph's application id, the other name Entra knows Graph by. */
 export const GRAPH_APP_ID = '00000003-0000-0000-c000-000000000000';
 /** What Graph's `.default` scope grants: the delegated permissions the API is taken to have, admin-consented. */
-export const GRAPH_CONSENTED_SCOPES = ['User.Read', 'User.Read.All'];
-/** LOCAL DEVELOPMENT EXTENSION: users whose names start so get Entra's consent or multi-factor error, for tests of callers. */
-export const NEEDS_CONSENT_USER_PREFIX = 'needs-consent';
-export const NEEDS_MFA_USER_PREFIX = 'needs-mfa';
+const GRAPH_CONSENTED_SCOPES = ['User.Read', 'User.Read.All'];
 
 export const ON_BEHALF_OF_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 // The Conditional Access policy named in the claims challenge of simulated MFA; any GUID does.
 const MFA_POLICY_ID = 'c0ffee00-1e55-4a11-8b0b-5eedfacade01';
-
-interface AssertedUser {
-  oid: string;
-  username: string;
-  name: string | undefined;
-}
 
 export async function onBehalfOf(form: URLSearchParams, client: ClientCredentials, lifetime: number, context: TokenEndpointContext) {
   const clientAuthentication = authenticateClient(client, context);
@@ -70,7 +61,7 @@ export async function onBehalfOf(form: URLSearchParams, client: ClientCredential
 }
 
 /** The user of an assertion, once it is known to be a user's access token to the API from this provider and tenant. */
-async function verifyUserAssertion(assertion: string, presentingClientId: string, context: TokenEndpointContext): Promise<AssertedUser> {
+async function verifyUserAssertion(assertion: string, presentingClientId: string, context: TokenEndpointContext) {
   // Entra's code for an assertion that is invalid for any other reason.
   const invalid = (description: string) => new EntraError(400, 'invalid_grant', 50013, description);
   // The assertion must be for the API, and the API must be the client presenting it.
@@ -120,15 +111,15 @@ function requestedGraphScopes(scopeParameter: string, tenantId: string): { resou
   return { resource: requested.resource, names: GRAPH_CONSENTED_SCOPES };
 }
 
-/** The failures of the LOCAL DEVELOPMENT EXTENSION users, in Entra's words. */
+/** LOCAL DEVELOPMENT EXTENSION: users named needs-consent... or needs-mfa... get Entra's consent or multi-factor error, for tests of callers. */
 function simulateFailure(username: string, clientId: string): void {
   const name = username.toLowerCase();
-  if (name.startsWith(NEEDS_CONSENT_USER_PREFIX)) {
+  if (name.startsWith('needs-consent')) {
     const description = `The user or administrator has not consented to use the application with ID '${clientId}' named 'Local API'.`;
     const action = 'Send an interactive authorization request for this user and resource.';
     throw new EntraError(400, 'invalid_grant', 65001, `${description} ${action}`, { suberror: 'consent_required' });
   }
-  if (name.startsWith(NEEDS_MFA_USER_PREFIX)) {
+  if (name.startsWith('needs-mfa')) {
     const why = 'Due to a configuration change made by your administrator, or because you moved to a new location,';
     const description = `${why} you must use multi-factor authentication to access '${GRAPH_APP_ID}'.`;
     const claims = JSON.stringify({ access_token: { capolids: { essential: true, values: [MFA_POLICY_ID] } } });
