@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import type { OperationInput } from '@azure/cosmos';
 import { LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
-import { startEmbeddingsStandIn } from '../local/embeddings-stand-in.js';
+import { startEmbeddingsStandIn } from '../test/support/embeddings-stand-in.js';
 import { startHostProcess, startStack, type LocalStack } from '../local/stack.js';
 import { writeInBatches } from '../shared/data/batches.js';
 import { taskDocument } from '../shared/data/tasks-repository.js';

@@ -1,7 +1,6 @@
 /**
- * The checks Entra's services make of an access token of the local identity provider: its signature
- * and lifetime (jose), its tenant, its issuer (v1 or v2 of that tenant) and its audience. The Graph
- * stand-in and the On-Behalf-Of grant make them here and answer each failure in their own words.
+ * The checks Entra's services make of an access token of the local identity provider (signature and lifetime
+ * by jose, tenant, issuer, audience), for the Graph stand-in and On-Behalf-Of to answer in their own words.
  */
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from 'jose';
 import { GUID } from './defaults.js';
@@ -9,7 +8,7 @@ import { GUID } from './defaults.js';
 export const v1Issuer = (tenantId: string): string => `https://sts.windows.net/${tenantId}/`;
 export const v2Issuer = (authorityHost: string, tenantId: string): string => `${authorityHost}/${tenantId}/v2.0`;
 
-/** What is wrong with a token, in the order checked. */
+/** In the order checked. */
 export type TokenProblem = 'malformed' | 'tenant' | 'key' | 'signature' | 'lifetime' | 'issuer' | 'audience';
 
 export class TokenCheckFailed extends Error {

@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import { text } from 'node:stream/consumers';
 import { pathToFileURL } from 'node:url';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { parseArgs } from 'node:util';
 import { GUID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { appRootAbove } from '../shared/app-root.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
@@ -15,7 +15,7 @@ import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdent
 // The API's allowance for clock skew (its token validator's), told in the help; the CLI's test holds the two together.
 const API_CLOCK_SKEW_MINUTES = 5;
 
-export const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
+const TOKEN_CLI_USAGE = `Usage: npm run -s token -- [options]
 
 Prints an access token issued by the local identity provider (start it with \`npm start\`).
 
@@ -37,125 +37,104 @@ export interface TokenRequest {
   tenantId: string;
   kind: 'user' | 'app';
   roles: string[];
-  /** User tokens only. */
+  /** username, name and scope are of user tokens only. */
   username: string;
-  /** User tokens only. */
   name?: string;
-  /** User tokens only. */
   scope: string;
   version: 1 | 2;
   expiresInSeconds?: number;
 }
 
-export type TokenCommand = { help: true } | { help: false; request: TokenRequest };
+/** What the CLI asks for without options: a v1 token of the default user of the home tenant. */
+export const DEFAULT_TOKEN_REQUEST: TokenRequest = {
+  tenantId: LOCAL_HOME_TENANT_ID,
+  kind: 'user',
+  roles: [],
+  username: DEFAULT_LOCAL_USERNAME,
+  scope: API_USER_SCOPE,
+  version: 1,
+};
 
 /** A mistake on the command line. */
 export class UsageError extends Error {}
 
-export interface TokenCliIo {
-  /** Where provider.json is; by default where `npm start` keeps it (LOCAL_DATA_DIR, or `.local`, then `identity`). */
-  dataDir?: string;
-  stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
-}
-
-// Any non-empty value passes; these only make the requests well-formed.
-const LOCAL_PASSWORD = 'local-development';
-const LOCAL_CLIENT_SECRET = 'local-development';
+// Any non-empty value passes; this only makes the requests well-formed.
+const LOCAL_SECRET = 'local-development';
 const REQUEST_TIMEOUT_MS = 10_000;
 
-const CLI_OPTIONS = {
-  role: { type: 'string', multiple: true },
-  tenant: { type: 'string' },
-  user: { type: 'string' },
-  name: { type: 'string' },
-  app: { type: 'boolean' },
-  v2: { type: 'boolean' },
-  scope: { type: 'string' },
-  'expires-in': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const satisfies ParseArgsConfig['options'];
-
-export function parseTokenArguments(args: string[]): TokenCommand {
-  const values = parseCliOptions(args);
-  if (values.help) return { help: true };
-
-  const kind = values.app ? 'app' : 'user';
-  if (kind === 'app' && (values.user !== undefined || values.name !== undefined || values.scope !== undefined)) {
-    throw new UsageError('--user, --name and --scope describe user tokens; leave them out with --app.');
-  }
-  const roles = values.role ?? [];
-  const badRole = roles.find((role) => !/^[^\s,]+$/.test(role));
-  if (badRole !== undefined) throw new UsageError(`Invalid role '${badRole}': one role per --role, without spaces or commas.`);
-
-  const scope = values.scope ?? API_USER_SCOPE;
-  if (!/^[^\s/]+$/.test(scope)) throw new UsageError(`Invalid scope '${scope}': give the scope name only, e.g. ${API_USER_SCOPE}.`);
-
-  const request: TokenRequest = {
-    tenantId: tenantIdFor(values.tenant ?? 'home'),
-    kind,
-    roles,
-    username: values.user ?? DEFAULT_LOCAL_USERNAME,
-    scope,
-    version: values.v2 ? 2 : 1,
-  };
-  if (values.name !== undefined) request.name = values.name;
-  if (values['expires-in'] !== undefined) {
-    if (!/^[1-9]\d{0,7}$/.test(values['expires-in'])) {
-      throw new UsageError(`Invalid --expires-in '${values['expires-in']}': give a positive number of seconds.`);
-    }
-    request.expiresInSeconds = Number(values['expires-in']);
-  }
-  return { help: false, request };
-}
-
-function parseCliOptions(args: string[]) {
+export function parseTokenArguments(args: string[]): { help: true } | { help: false; request: TokenRequest } {
+  let values;
   try {
-    return parseArgs({ args, options: CLI_OPTIONS, strict: true, allowPositionals: false }).values;
+    ({ values } = parseArgs({
+      args,
+      options: {
+        role: { type: 'string', multiple: true, default: [] },
+        tenant: { type: 'string', default: 'home' },
+        user: { type: 'string' },
+        name: { type: 'string' },
+        app: { type: 'boolean' },
+        v2: { type: 'boolean' },
+        scope: { type: 'string' },
+        'expires-in': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-}
-
-function tenantIdFor(tenant: string): string {
-  if (tenant === 'home') return LOCAL_HOME_TENANT_ID;
-  if (tenant === 'other') return LOCAL_OTHER_TENANT_ID;
-  if (GUID.test(tenant.toLowerCase())) return tenant.toLowerCase();
-  throw new UsageError(`Invalid --tenant '${tenant}': give a tenant id, 'home' or 'other'.`);
+  if (values.help) return { help: true };
+  if (values.app && (values.user ?? values.name ?? values.scope) !== undefined) {
+    throw new UsageError('--user, --name and --scope describe user tokens; leave them out with --app.');
+  }
+  const badRole = values.role.find((role) => !/^[^\s,]+$/.test(role));
+  if (badRole !== undefined) throw new UsageError(`Invalid role '${badRole}': one role per --role, without spaces or commas.`);
+  const scope = values.scope ?? API_USER_SCOPE;
+  if (!/^[^\s/]+$/.test(scope)) throw new UsageError(`Invalid scope '${scope}': give the scope name only, e.g. ${API_USER_SCOPE}.`);
+  const tenant = values.tenant.toLowerCase();
+  const tenantId = tenant === 'home' ? LOCAL_HOME_TENANT_ID : tenant === 'other' ? LOCAL_OTHER_TENANT_ID : tenant;
+  if (!GUID.test(tenantId)) throw new UsageError(`Invalid --tenant '${values.tenant}': give a tenant id, 'home' or 'other'.`);
+  const expiresIn = values['expires-in'];
+  if (expiresIn !== undefined && !/^[1-9]\d{0,7}$/.test(expiresIn)) {
+    throw new UsageError(`Invalid --expires-in '${expiresIn}': give a positive number of seconds.`);
+  }
+  const request: TokenRequest = {
+    ...DEFAULT_TOKEN_REQUEST,
+    tenantId,
+    kind: values.app ? 'app' : 'user',
+    roles: values.role,
+    scope,
+    version: values.v2 ? 2 : 1,
+  };
+  if (values.user !== undefined) request.username = values.user;
+  if (values.name !== undefined) request.name = values.name;
+  if (expiresIn !== undefined) request.expiresInSeconds = Number(expiresIn);
+  return { help: false, request };
 }
 
 /** The token endpoint form: password grant for users, client credentials for apps, plus the local extension fields. */
 export function tokenRequestForm(request: TokenRequest, clientId: string): URLSearchParams {
-  const form = new URLSearchParams({ client_id: clientId });
-  if (request.kind === 'app') {
-    form.set('grant_type', 'client_credentials');
-    form.set('client_secret', LOCAL_CLIENT_SECRET);
-    form.set('scope', `api://${clientId}/.default`);
-  } else {
-    form.set('grant_type', 'password');
-    form.set('username', request.username);
-    form.set('password', LOCAL_PASSWORD);
-    form.set('scope', `api://${clientId}/${request.scope}`);
-    if (request.name !== undefined) form.set('name', request.name);
-  }
-  form.set('token_version', String(request.version));
+  const user = request.kind === 'user';
+  const form = new URLSearchParams({
+    client_id: clientId,
+    ...(user
+      ? { grant_type: 'password', username: request.username, password: LOCAL_SECRET, scope: `api://${clientId}/${request.scope}` }
+      : { grant_type: 'client_credentials', client_secret: LOCAL_SECRET, scope: `api://${clientId}/.default` }),
+    token_version: String(request.version),
+  });
+  if (user && request.name !== undefined) form.set('name', request.name);
   if (request.roles.length > 0) form.set('roles', request.roles.join(' '));
   if (request.expiresInSeconds !== undefined) form.set('expires_in', String(request.expiresInSeconds));
   return form;
 }
 
 export async function requestAccessToken(info: IdentityProviderInfo, request: TokenRequest): Promise<string> {
-  let ca: string;
-  try {
-    ca = await readFile(info.caCertPath, 'utf8');
-  } catch (error) {
+  const ca = await readFile(info.caCertPath, 'utf8').catch((error: unknown) => {
     throw new Error(`Cannot read the identity provider's certificate ${info.caCertPath}: start the API with \`npm start\` again.`, { cause: error });
-  }
-  const url = new URL(`${info.authorityHost}/${encodeURIComponent(request.tenantId)}/oauth2/v2.0/token`);
+  });
+  const url = `${info.authorityHost}/${encodeURIComponent(request.tenantId)}/oauth2/v2.0/token`;
   const response = await postForm(url, tokenRequestForm(request, info.clientId), ca).catch((error: unknown) => {
     throw new Error(`Cannot reach the identity provider at ${info.authorityHost} (${(error as Error).message}): is \`npm start\` running?`, { cause: error });
   });
-
   let body: { access_token?: unknown; error?: unknown; error_description?: unknown };
   try {
     body = JSON.parse(response.text) as typeof body;
@@ -168,27 +147,24 @@ export async function requestAccessToken(info: IdentityProviderInfo, request: To
   return body.access_token;
 }
 
-function postForm(url: URL, form: URLSearchParams, ca: string): Promise<{ status: number; text: string }> {
-  const body = form.toString();
+/** A POST trusting the provider's own certificate; fetch cannot be given a CA. */
+function postForm(url: string, form: URLSearchParams, ca: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const request = https.request(
-      url,
-      {
-        method: 'POST',
-        ca,
-        timeout: REQUEST_TIMEOUT_MS,
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
-      },
-      (response) => void text(response).then((answer) => resolve({ status: response.statusCode ?? 0, text: answer }), reject),
-    );
+    const headers = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    const request = https.request(url, { method: 'POST', ca, timeout: REQUEST_TIMEOUT_MS, headers }, (response) => {
+      text(response).then((answer) => resolve({ status: response.statusCode ?? 0, text: answer }), reject);
+    });
     request.on('timeout', () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
     request.on('error', reject);
-    request.end(body);
+    request.end(form.toString());
   });
 }
 
-/** Runs the CLI and returns its exit code. */
-export async function runTokenCli(args: string[], io: TokenCliIo): Promise<number> {
+/** Runs the CLI and returns its exit code. `dataDir` is where provider.json is, by default where `npm start` keeps it. */
+export async function runTokenCli(
+  args: string[],
+  io: { dataDir?: string; stdout: { write(text: string): unknown }; stderr: { write(text: string): unknown } },
+): Promise<number> {
   try {
     const command = parseTokenArguments(args);
     if (command.help) {

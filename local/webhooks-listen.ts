@@ -1,45 +1,39 @@
 /**
- * `npm run -s webhooks:listen`: subscribes a receiver on this machine to every event of the running
- * API, prints each delivery as it arrives with its signature checked by the Standard Webhooks
- * library, and unsubscribes on Ctrl+C. The token is $TOKEN when it is exported, otherwise an
- * LMS.Admin token of the local identity provider that `npm start` runs, as `npm run token` gets one.
- * Every failure a user can fix is one line saying what to change, never a stack.
+ * `npm run -s webhooks:listen`: subscribes a receiver on this machine to every event of the running API, prints
+ * each delivery with its signature checked by the Standard Webhooks library, and unsubscribes on Ctrl+C. Every
+ * failure a user can fix is one line saying what to change, never a stack.
  */
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
 import { appRootAbove } from '../shared/app-root.js';
 import { DEFAULT_API_PORT } from './defaults.js';
 import { localIdentityDataDir, readIdentityProviderInfo } from './identity-provider.js';
-import { parseTokenArguments, requestAccessToken } from './token.js';
+import { DEFAULT_TOKEN_REQUEST, requestAccessToken } from './token.js';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from './webhook-receiver.js';
-
-const DEFAULT_RECEIVER_PORT = 7073;
 
 /** A failure the user can fix from its message alone. */
 class ListenError extends Error {}
 
 function options() {
+  let values;
   try {
-    const { values } = parseArgs({
-      options: {
-        port: { type: 'string', default: String(DEFAULT_RECEIVER_PORT) },
-        api: { type: 'string', default: `http://localhost:${process.env.PORT || DEFAULT_API_PORT}/api` },
-      },
-    });
-    const port = Number(values.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ListenError(`--port must be a port number (0 to 65535), not "${values.port}".`);
-    return { port, api: values.api.replace(/\/$/, '') };
+    ({ values } = parseArgs({
+      options: { port: { type: 'string', default: '7073' }, api: { type: 'string', default: `http://localhost:${process.env.PORT || DEFAULT_API_PORT}/api` } },
+    }));
   } catch (error) {
-    throw error instanceof ListenError ? error : new ListenError(`${(error as Error).message} (options: --port <receiver port>, --api <API base URL>)`);
+    throw new ListenError(`${(error as Error).message} (options: --port <receiver port>, --api <API base URL>)`);
   }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ListenError(`--port must be a port number (0 to 65535), not "${values.port}".`);
+  return { port, api: values.api.replace(/\/$/, '') };
 }
 
+/** $TOKEN when exported, otherwise an LMS.Admin token of the local identity provider. */
 async function adminToken(): Promise<string> {
   if (process.env.TOKEN) return process.env.TOKEN;
-  const command = parseTokenArguments(['--role', 'LMS.Admin']);
-  if (command.help) throw new Error('unreachable: no --help was given');
   try {
-    return await requestAccessToken(await readIdentityProviderInfo(localIdentityDataDir(appRootAbove(import.meta.url))), command.request);
+    const info = await readIdentityProviderInfo(localIdentityDataDir(appRootAbove(import.meta.url)));
+    return await requestAccessToken(info, { ...DEFAULT_TOKEN_REQUEST, roles: ['LMS.Admin'] });
   } catch (error) {
     throw new ListenError(`${(error as Error).message} Or export TOKEN, an LMS.Admin token of the API: export TOKEN=$(npm run -s token -- --role LMS.Admin)`);
   }
@@ -54,7 +48,6 @@ async function listen(port: number, onDelivery: (delivery: ReceivedDelivery) => 
   }
 }
 
-/** fetch to the API; an API that cannot be reached is said in one line. */
 async function callApi(api: string, path: string, init: RequestInit): Promise<Response> {
   try {
     return await fetch(`${api}${path}`, init);
@@ -64,12 +57,16 @@ async function callApi(api: string, path: string, init: RequestInit): Promise<Re
   }
 }
 
-/** Prints each delivery; one that came before the subscription's answer cannot be verified yet. */
-function printer(verifier: () => Webhook | undefined) {
-  return (delivery: ReceivedDelivery): void => {
+async function main(): Promise<void> {
+  const { port, api } = options();
+  const headers = { authorization: `Bearer ${await adminToken()}`, 'content-type': 'application/json' };
+  // Listening first: a port that is taken then leaves no subscription behind. A delivery that comes before the
+  // subscription's answer cannot be verified yet.
+  const signing: { verifier?: Webhook } = {};
+  const receiver = await listen(port, (delivery) => {
     const time = new Date(delivery.receivedAt).toISOString().slice(11, 19);
     try {
-      const { type, data } = verifier()!.verify(delivery.body, delivery.headers as Record<string, string>) as {
+      const { type, data } = signing.verifier!.verify(delivery.body, delivery.headers as Record<string, string>) as {
         type: string;
         data: { id?: string; jobId?: string };
       };
@@ -77,25 +74,11 @@ function printer(verifier: () => Webhook | undefined) {
     } catch (error) {
       console.log(`${time}  ✗ a delivery whose signature does not verify: ${error instanceof Error ? error.message : String(error)}`);
     }
-  };
-}
-
-async function main(): Promise<void> {
-  const { port, api } = options();
-  const headers = { authorization: `Bearer ${await adminToken()}`, 'content-type': 'application/json' };
-  // Listening first: a port that is taken then leaves no subscription behind.
-  const signing: { verifier?: Webhook } = {};
-  const receiver = await listen(
-    port,
-    printer(() => signing.verifier),
-  );
+  });
   let subscription: { id?: string; secret?: string; message?: string };
   try {
-    const subscribed = await callApi(api, '/webhooks', {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ url: receiver.url, description: 'npm run webhooks:listen' }),
-    });
+    const body = JSON.stringify({ url: receiver.url, description: 'npm run webhooks:listen' });
+    const subscribed = await callApi(api, '/webhooks', { method: 'POST', headers, body });
     subscription = (await subscribed.json()) as typeof subscription;
     if (!subscribed.ok || !subscription.id || !subscription.secret) {
       throw new ListenError(`The API refused the subscription (${subscribed.status}): ${subscription.message ?? ''}`);
@@ -115,10 +98,10 @@ async function main(): Promise<void> {
     const deleted = await callApi(api, `/webhooks/${id}`, { method: 'DELETE', headers }).catch((error: Error) => error);
     await receiver.close();
     if (deleted instanceof Response && (deleted.ok || deleted.status === 404)) console.log(`\nUnsubscribed ${id}.`);
-    else
-      console.error(
-        `\nCould not unsubscribe ${id} (${deleted instanceof Response ? deleted.status : deleted.message}): DELETE /api/webhooks/${id} removes it.`,
-      );
+    else {
+      const why = deleted instanceof Response ? deleted.status : deleted.message;
+      console.error(`\nCould not unsubscribe ${id} (${why}): DELETE /api/webhooks/${id} removes it.`);
+    }
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());

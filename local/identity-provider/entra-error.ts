@@ -1,8 +1,4 @@
-/**
- * Entra's errors: the EntraError the provider's parts throw (status, error, AADSTS code, description and the
- * suberror or claims challenge of errors a user can resolve), the JSON body Entra answers them with (trace
- * and correlation ids, timestamp, error_uri), and Entra's time format in error descriptions.
- */
+/** Entra's errors: what the provider's parts throw, and the JSON body Entra answers them with. */
 import { randomUUID } from 'node:crypto';
 
 export class EntraError extends Error {
@@ -10,7 +6,7 @@ export class EntraError extends Error {
     readonly status: number,
     readonly error: string,
     readonly code: number,
-    readonly description: string,
+    description: string,
     /** Members Entra adds for errors a user can resolve: suberror, and claims for a claims challenge. */
     readonly details: { suberror?: string; claims?: string } = {},
   ) {
@@ -41,6 +37,4 @@ export function entraErrorBody(error: EntraError, correlationId: string): Record
 }
 
 /** Entra's time format in error descriptions: ISO 8601 with seven fractional digits. */
-export function entraTime(milliseconds: number): string {
-  return new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
-}
+export const entraTime = (milliseconds: number): string => new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');

@@ -1,15 +1,13 @@
 /**
- * The token endpoint's form, as Entra reads it: the client's credentials (client_secret_post,
- * client_secret_basic or private_key_jwt), the LOCAL DEVELOPMENT EXTENSION fields (roles,
- * token_version, name, oid, expires_in) and the scope parameter as the one resource it names. The
- * grants that answer it are in grants.ts and on-behalf-of.ts.
+ * The token endpoint's form as Entra reads it: the client's credential (client_secret_post, client_secret_basic
+ * or private_key_jwt), the scope parameter as the one resource it names, and the LOCAL DEVELOPMENT EXTENSION
+ * fields. The grants that answer it are in grants.ts and on-behalf-of.ts.
  */
 import { decodeJwt, decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from 'jose';
 import { GUID } from '../defaults.js';
 import { v2Issuer } from '../entra-token.js';
 import type { TokenOptions } from './claims.js';
 import { EntraError, entraTime, malformedRequest } from './entra-error.js';
-import type { Signer } from './signing.js';
 
 const OPENID_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);
 const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -21,20 +19,9 @@ export interface TokenEndpointContext {
   /** The API's client id. */
   clientId: string;
   authorityHost: string;
-  signer: Signer;
   /** The provider's published keys, which verify the assertions On-Behalf-Of takes. */
   keys: JWTVerifyGetKey;
   issueToken(options: TokenOptions): Promise<string>;
-}
-
-export interface TokenResponse {
-  token_type: 'Bearer';
-  scope: string;
-  expires_in: number;
-  ext_expires_in: number;
-  access_token: string;
-  id_token?: string;
-  client_info?: string;
 }
 
 export interface ClientCredentials {
@@ -43,24 +30,21 @@ export interface ClientCredentials {
   assertion?: { type: string | null; jwt: string };
 }
 
+export const tokenResponse = (scope: string, lifetime: number, accessToken: string) => ({
+  token_type: 'Bearer',
+  scope,
+  expires_in: lifetime,
+  ext_expires_in: lifetime,
+  access_token: accessToken,
+});
+
 export function requiredParameter(form: URLSearchParams, name: string): string {
   const value = form.get(name);
   if (!value) throw new EntraError(400, 'invalid_request', 900144, `The request body must contain the following parameter: '${name}'.`);
   return value;
 }
 
-/** Entra puts the resource as requested (app ID URI or client id) in the aud of v1 tokens; v2 always has the client id. */
-export function audienceFor(resource: string, version: 1 | 2 | undefined): string | undefined {
-  return (version ?? 1) === 1 ? resource : undefined;
-}
-
 export const apiAudiences = (clientId: string): string[] => [`api://${clientId}`, clientId];
-
-export function requestedApiScopes(scopeParameter: string, context: TokenEndpointContext): { resource: string; names: string[] } {
-  const requested = requestedScopes(scopeParameter);
-  if (!apiAudiences(context.clientId).includes(requested.resource.toLowerCase())) throw unknownResource(requested.resource, context.tenantId);
-  return requested;
-}
 
 /** Scopes of the one resource a token request may name, without the OpenID Connect scopes. */
 export function requestedScopes(scopeParameter: string): { resource: string; names: string[] } {
@@ -73,12 +57,8 @@ export function requestedScopes(scopeParameter: string): { resource: string; nam
   const resource = parsed[0]?.resource;
   if (resource === undefined) throw invalidScope(scopeParameter);
   if (parsed.some((scope) => scope.resource !== resource)) {
-    throw new EntraError(
-      400,
-      'invalid_scope',
-      28000,
-      `Provided value for the input parameter scope is not valid because it contains more than one resource. Scope ${scopeParameter} is not valid.`,
-    );
+    const description = 'Provided value for the input parameter scope is not valid because it contains more than one resource.';
+    throw new EntraError(400, 'invalid_scope', 28000, `${description} Scope ${scopeParameter} is not valid.`);
   }
   return { resource, names: parsed.map((scope) => scope.name) };
 }
@@ -88,46 +68,37 @@ export function invalidScope(scopeParameter: string): EntraError {
     400,
     'invalid_scope',
     70011,
-    `The provided request must include a 'scope' input parameter. The provided value for the input parameter ` +
-      `'scope' is not valid. The scope ${scopeParameter} is not valid.`,
+    `The provided value for the input parameter 'scope' is not valid. The scope ${scopeParameter} is not valid.`,
   );
 }
 
 export function unknownResource(resource: string, tenantId: string): EntraError {
-  return new EntraError(
-    400,
-    'invalid_resource',
-    500011,
-    `The resource principal named ${resource} was not found in the tenant named ${tenantId}. This can happen ` +
-      `if the application has not been installed by the administrator of the tenant or consented to by any user ` +
-      `in the tenant. You might have sent your authentication request to the wrong tenant.`,
-  );
+  const why = 'This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant.';
+  return new EntraError(400, 'invalid_resource', 500011, `The resource principal named ${resource} was not found in the tenant named ${tenantId}. ${why}`);
 }
 
-type LocalExtension = Pick<TokenOptions, 'roles' | 'version' | 'name' | 'oid' | 'expiresInSeconds'>;
-
-export function localExtension(form: URLSearchParams): LocalExtension {
-  const extension: LocalExtension = {};
-  const roles = form.get('roles');
-  if (roles) extension.roles = roles.split(/[\s,]+/).filter(Boolean);
-  const version = form.get('token_version');
-  if (version) {
-    if (version !== '1' && version !== '2') throw malformedRequest("The 'token_version' parameter must be 1 or 2.");
-    extension.version = version === '1' ? 1 : 2;
-  }
-  const name = form.get('name');
-  if (name) extension.name = name;
-  const oid = form.get('oid')?.toLowerCase();
-  if (oid) {
-    if (!GUID.test(oid)) throw malformedRequest("The 'oid' parameter must be a GUID.");
-    extension.oid = oid;
-  }
-  const expiresIn = form.get('expires_in');
-  if (expiresIn) {
-    if (!/^[1-9]\d{0,7}$/.test(expiresIn)) throw malformedRequest("The 'expires_in' parameter must be a positive number of seconds.");
-    extension.expiresInSeconds = Number(expiresIn);
-  }
-  return extension;
+/**
+ * LOCAL DEVELOPMENT EXTENSION fields (Entra has none of them): `roles` (separated by spaces or commas),
+ * `token_version` (1 or 2), `name`, `oid` and `expires_in` (seconds), the only one On-Behalf-Of applies.
+ */
+export function localExtension(form: URLSearchParams): Pick<TokenOptions, 'roles' | 'version' | 'name' | 'oid' | 'expiresInSeconds'> {
+  const checked = (name: string, valid: RegExp, problem: string) => {
+    const value = form.get(name)?.toLowerCase() || undefined;
+    if (value !== undefined && !valid.test(value)) throw malformedRequest(`The '${name}' parameter must be ${problem}.`);
+    return value;
+  };
+  const version = checked('token_version', /^[12]$/, '1 or 2');
+  const expiresIn = checked('expires_in', /^[1-9]\d{0,7}$/, 'a positive number of seconds');
+  return {
+    roles: form
+      .get('roles')
+      ?.split(/[\s,]+/)
+      .filter(Boolean),
+    version: version ? (Number(version) as 1 | 2) : undefined,
+    name: form.get('name') || undefined,
+    oid: checked('oid', GUID, 'a GUID'),
+    expiresInSeconds: expiresIn ? Number(expiresIn) : undefined,
+  };
 }
 
 /** Client id and credential from the form (client_secret_post, private_key_jwt) or the Authorization header (client_secret_basic). */
@@ -178,11 +149,8 @@ function checkClientAssertion(clientId: string, assertion: NonNullable<ClientCre
   }
   const thumbprint = header.x5t ?? header['x5t#S256'];
   if ((header.alg !== 'RS256' && header.alg !== 'PS256') || typeof thumbprint !== 'string') {
-    throw invalidClient(
-      700027,
-      `Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used by client: ` +
-        `'${typeof thumbprint === 'string' ? thumbprint : ''}']`,
-    );
+    const reason = `[Reason - The key was not found., Thumbprint of key used by client: '${typeof thumbprint === 'string' ? thumbprint : ''}']`;
+    throw invalidClient(700027, `Client assertion contains an invalid signature. ${reason}`);
   }
   if (claims.iss !== clientId || claims.sub !== clientId) {
     throw invalidClient(700021, `Client assertion application identifier doesn't match 'client_id' parameter. ${guide}`);
@@ -194,10 +162,7 @@ function checkClientAssertion(clientId: string, assertion: NonNullable<ClientCre
   }
   const now = Math.floor(Date.now() / 1000);
   if (typeof claims.exp !== 'number' || claims.exp <= now || (claims.nbf ?? 0) > now + CLIENT_ASSERTION_CLOCK_SKEW_SECONDS) {
-    throw invalidClient(
-      700024,
-      `Client assertion is not within its valid time range. Current time: ${entraTime(now * 1000)}, ` +
-        `expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`,
-    );
+    const times = `Current time: ${entraTime(now * 1000)}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`;
+    throw invalidClient(700024, `Client assertion is not within its valid time range. ${times}`);
   }
 }

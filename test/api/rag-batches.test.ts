@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';

@@ -1,7 +1,7 @@
 import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { api, apiAt, HOME_TENANT, ownDatabase, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
 import { switchableQueue } from '../support/switchable-queue.js';

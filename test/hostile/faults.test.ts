@@ -13,7 +13,7 @@ import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
-import { startEmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import { startEmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
 import { hostileTest } from '../support/hostile-cases.js';

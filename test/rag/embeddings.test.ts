@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { standInEmbedding, startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import { standInEmbedding, startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import { ConfigurationError } from '../../shared/errors.js';
 import {
   createEmbedder,

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
-import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../../local/embeddings-stand-in.js';
+import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { RagJobMessage } from '../../shared/schemas/rag.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
