@@ -9,7 +9,7 @@ import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } fro
 import { isIP } from 'node:net';
 import { ApiError } from '../errors.js';
 import { translate } from '../messages.js';
-import { resolveWebhookHost, webhookUrl, type ResolvedAddress } from './url-rules.js';
+import { bareHost, resolveWebhookHost, webhookUrl, type ResolvedAddress } from './url-rules.js';
 
 export const ATTEMPT_TIMEOUT_MS = 10_000;
 /** How much of a receiver's answer is read: only its status counts, and past this the connection is closed. */
@@ -17,6 +17,8 @@ export const ANSWER_BODY_LIMIT = 64 * 1024;
 /** How long a connection waits for the next delivery to the same receiver (under the 5 s after which Node's servers close). */
 const IDLE_CONNECTION_MS = 4_000;
 const USER_AGENT = 'LMS-Platform-Webhooks/1';
+/** What a kept connection the receiver closed just as it was reused comes to. */
+const DEAD_KEPT_CONNECTION = new Set(['ECONNRESET', 'EPIPE']);
 
 /** What an attempt came to: the receiver's status, or why there was none (the receiver's fault or a refused URL). */
 export type AttemptOutcome = { status: number } | { status: undefined; error: string };
@@ -27,20 +29,17 @@ export type AttemptOutcome = { status: number } | { status: undefined; error: st
  * `host`; no lookup happens), and the agents pool connections by host, port and TLS server name, so a
  * pooled connection is reused only for the same checked address.
  */
-const keepAlive: AgentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' };
-const agents = { 'http:': new HttpAgent(keepAlive), 'https:': new HttpsAgent(keepAlive) };
+const keepAlive: AgentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
+const transports = {
+  'http:': { request: httpRequest, agent: new HttpAgent(keepAlive) },
+  'https:': { request: httpsRequest, agent: new HttpsAgent(keepAlive) },
+};
 
-const tooLate = (deadlineMs: number) => `no complete answer within ${deadlineMs / 1000} s`;
+const tooLate = (deadlineMs: number): AttemptOutcome => ({ status: undefined, error: `no complete answer within ${deadlineMs / 1000} s` });
 
-/** The promise, or the deadline's rejection if that comes first (a lookup cannot be cancelled, only left behind). */
-function beforeDeadline<T>(promise: Promise<T>, deadline: AbortSignal): Promise<T> {
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(deadline.reason as Error);
-    if (deadline.aborted) onAbort();
-    else deadline.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([promise, aborted]).finally(() => deadline.removeEventListener('abort', onAbort));
+/** The promise's value, or undefined if the deadline comes first (a lookup cannot be cancelled, only left behind). */
+function beforeDeadline<T>(promise: Promise<T>, deadline: AbortSignal): Promise<T | undefined> {
+  return Promise.race([promise, new Promise<undefined>((resolve) => deadline.addEventListener('abort', () => resolve(undefined)))]);
 }
 
 interface Exchange {
@@ -52,14 +51,16 @@ interface Exchange {
   deadlineMs: number;
 }
 
-function post(exchange: Exchange, mayRetryOnFreshConnection = true): Promise<AttemptOutcome> {
+function post(exchange: Exchange, newConnection = false): Promise<AttemptOutcome> {
   const { url, address, headers, body, deadline, deadlineMs } = exchange;
-  const name = url.hostname.replace(/^\[|\]$/g, '');
+  const transport = transports[url.protocol as keyof typeof transports];
+  const name = bareHost(url);
   const options: RequestOptions = {
     method: 'POST',
     host: address.address,
     family: address.family,
-    port: url.port || (url.protocol === 'https:' ? 443 : 80),
+    // Empty for the scheme's own port, which the agent knows.
+    port: url.port,
     path: `${url.pathname}${url.search}`,
     // The certificate is checked against the URL's host name (SNI too), not the address connected to.
     servername: isIP(name) ? '' : name,
@@ -70,39 +71,34 @@ function post(exchange: Exchange, mayRetryOnFreshConnection = true): Promise<Att
       'content-length': String(Buffer.byteLength(body)),
       'user-agent': USER_AGENT,
     },
-    agent: agents[url.protocol as keyof typeof agents],
+    // A one-off agent makes a new connection, and keeps it for nothing else.
+    agent: newConnection ? false : transport.agent,
+    // At the deadline Node destroys the request, whatever it waits for: the connection, the answer's headers or body.
+    signal: deadline,
   };
-  if (deadline.aborted) return Promise.resolve({ status: undefined, error: tooLate(deadlineMs) });
   return new Promise((resolve) => {
-    let settled = false;
-    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(options, (response) => {
+    const failure = (reason: string) => (deadline.aborted ? tooLate(deadlineMs) : { status: undefined, error: reason });
+    // Destroying the request closes its connection, unless its answer ended cleanly: Node has then put the
+    // connection back in the pool already. Later calls change nothing: the outcome is the first one.
+    const settle = (outcome: AttemptOutcome | Promise<AttemptOutcome>) => {
+      request.destroy();
+      resolve(outcome);
+    };
+    const request = transport.request(options, (response) => {
       const status = response.statusCode ?? 0;
       let read = 0;
       response.on('data', (chunk: Buffer) => {
         read += chunk.length;
         // Enough: the status is all that counts, and the rest is not read.
-        if (read > ANSWER_BODY_LIMIT) settle({ status }, true);
+        if (read > ANSWER_BODY_LIMIT) settle({ status });
       });
-      // The whole answer within the deadline: the connection goes back to the pool for the next delivery.
-      response.on('end', () => settle({ status }, false));
-      response.on('error', (error: NodeJS.ErrnoException) => settle({ status: undefined, error: error.code ?? error.message }, true));
-      response.on('close', () => settle({ status: undefined, error: 'the connection closed before the answer ended' }, true));
+      response.on('end', () => settle({ status }));
+      response.on('close', () => settle(failure('the connection closed before the answer ended')));
     });
-    const onDeadline = () => settle({ status: undefined, error: tooLate(deadlineMs) }, true);
-    function settle(outcome: AttemptOutcome | Promise<AttemptOutcome>, closeConnection: boolean): void {
-      if (settled) return;
-      settled = true;
-      deadline.removeEventListener('abort', onDeadline);
-      // A connection whose answer did not end cleanly cannot carry another delivery: it goes with the attempt.
-      if (closeConnection) request.destroy();
-      resolve(outcome);
-    }
-    deadline.addEventListener('abort', onDeadline, { once: true });
     request.on('error', (error: NodeJS.ErrnoException) => {
       // A kept connection the receiver closed meanwhile: once more, on a new connection, within the same deadline.
-      if (mayRetryOnFreshConnection && request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE'))
-        return settle(post(exchange, false), true);
-      settle({ status: undefined, error: error.code ?? error.message }, true);
+      if (request.reusedSocket && DEAD_KEPT_CONNECTION.has(error.code!)) return settle(post(exchange, true));
+      settle(failure(error.code ?? error.message));
     });
     request.end(body);
   });
@@ -119,16 +115,18 @@ export async function attemptDelivery(
   allowLoopback: boolean,
   deadlineMs = ATTEMPT_TIMEOUT_MS,
 ): Promise<AttemptOutcome> {
-  const deadline = AbortSignal.timeout(deadlineMs);
-  let url: URL;
-  let addresses: ResolvedAddress[];
+  const deadline = new AbortController();
+  // Cleared when the attempt ends: no timer outlives it.
+  const timer = setTimeout(() => deadline.abort(), deadlineMs);
   try {
-    url = webhookUrl(target, allowLoopback);
-    addresses = await beforeDeadline(resolveWebhookHost(url, allowLoopback), deadline);
+    const url = webhookUrl(target, allowLoopback);
+    const addresses = await beforeDeadline(resolveWebhookHost(url, allowLoopback), deadline.signal);
+    if (!addresses) return tooLate(deadlineMs);
+    return await post({ url, address: addresses[0]!, headers, body, deadline: deadline.signal, deadlineMs });
   } catch (error) {
     if (error instanceof ApiError) return { status: undefined, error: translate(error.messageKey, 'en', error.params) };
-    if (deadline.aborted) return { status: undefined, error: tooLate(deadlineMs) };
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
-  return post({ url, address: addresses[0]!, headers, body, deadline, deadlineMs });
 }

@@ -142,9 +142,14 @@ export function webhookUrl(value: string, allowLoopback: boolean): URL {
   return url;
 }
 
+/** The URL's host as a name or an address (an IPv6 address without its brackets). */
+export function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '');
+}
+
 /** Every address the URL's host stands for, each checked; plain http must lead to this machine only. */
 export async function resolveWebhookHost(url: URL, allowLoopback: boolean): Promise<ResolvedAddress[]> {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = bareHost(url);
   let addresses: ResolvedAddress[];
   const literal = isIP(host);
   if (literal) {
