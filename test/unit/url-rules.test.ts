@@ -1,7 +1,9 @@
 /**
  * The webhook URL rules against server-side request forgery, in process: each refused range at its
- * edges, the URL's form, and the addresses a host name stands for (localhost is resolved by this
- * machine, no network needed). "Public" addresses here are real public ones, never documentation ranges.
+ * edges; every special-purpose range of the IANA IPv4 and IPv6 registries, and every IPv6 form that
+ * embeds an IPv4 address other than the plain mapped one (judged as the IPv4 address it is); the URL's
+ * form; and the addresses a host name stands for (localhost is resolved by this machine, no network
+ * needed). "Public" addresses here are real public ones, never documentation ranges; nothing connects anywhere.
  */
 import { describe, expect, it } from 'vitest';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../shared/schemas/webhooks.js';
@@ -15,6 +17,7 @@ const rules = () => import('../../shared/webhooks/url-rules.js');
 
 const v4 = (address: string) => ({ address, family: 4 as const });
 const v6 = (address: string) => ({ address, family: 6 as const });
+const urlOf = (address: string) => `https://${address.includes(':') ? `[${address}]` : address}/hook`;
 
 describe('refused addresses', () => {
   const refused: [string, ResolvedAddress[]][] = [
@@ -122,6 +125,84 @@ describe('refused addresses', () => {
   });
 });
 
+describe('the special-purpose registries, at the check of a URL', () => {
+  it.each([
+    // IPv4 special-purpose registry.
+    ['0.0.0.0', 'webhookUrlReserved'],
+    ['0.1.2.3', 'webhookUrlReserved'],
+    ['10.1.2.3', 'webhookUrlPrivate'],
+    ['100.64.0.1', 'webhookUrlShared'],
+    ['127.0.0.1', 'webhookUrlLoopback'],
+    ['169.254.10.1', 'webhookUrlLinkLocal'],
+    ['169.254.169.254', 'webhookUrlMetadata'],
+    ['172.16.0.1', 'webhookUrlPrivate'],
+    ['192.0.0.8', 'webhookUrlReserved'],
+    ['192.0.0.170', 'webhookUrlReserved'],
+    ['192.0.2.10', 'webhookUrlReserved'],
+    ['192.31.196.1', 'webhookUrlReserved'],
+    ['192.52.193.1', 'webhookUrlReserved'],
+    ['192.88.99.1', 'webhookUrlReserved'],
+    ['192.168.0.10', 'webhookUrlPrivate'],
+    ['192.175.48.1', 'webhookUrlReserved'],
+    ['198.18.0.1', 'webhookUrlReserved'],
+    ['198.19.255.254', 'webhookUrlReserved'],
+    ['198.51.100.7', 'webhookUrlReserved'],
+    ['203.0.113.10', 'webhookUrlReserved'],
+    ['224.0.0.1', 'webhookUrlMulticast'],
+    ['240.0.0.1', 'webhookUrlReserved'],
+    ['255.255.255.255', 'webhookUrlReserved'],
+    // IPv6 special-purpose registry, and the deprecated ranges it no longer lists.
+    ['::', 'webhookUrlReserved'],
+    ['::1', 'webhookUrlLoopback'],
+    ['64:ff9b::808:808', 'webhookUrlReserved'],
+    ['64:ff9b:1::a00:1', 'webhookUrlReserved'],
+    ['100::1', 'webhookUrlReserved'],
+    ['100:0:0:1::1', 'webhookUrlReserved'],
+    ['2001::1', 'webhookUrlReserved'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'webhookUrlReserved'],
+    ['2001:1::1', 'webhookUrlReserved'],
+    ['2001:2::1', 'webhookUrlReserved'],
+    ['2001:3::1', 'webhookUrlReserved'],
+    ['2001:4:112::1', 'webhookUrlReserved'],
+    ['2001:20::1', 'webhookUrlReserved'],
+    ['2001:30::1', 'webhookUrlReserved'],
+    ['2001:db8::1', 'webhookUrlReserved'],
+    ['2002:a00:1::1', 'webhookUrlReserved'],
+    ['2002:808:808::1', 'webhookUrlReserved'],
+    ['2620:4f:8000::1', 'webhookUrlReserved'],
+    ['3fff::1', 'webhookUrlReserved'],
+    ['5f00::1', 'webhookUrlReserved'],
+    ['fc00::1', 'webhookUrlPrivate'],
+    ['fd12::1', 'webhookUrlPrivate'],
+    ['fd00:ec2::254', 'webhookUrlMetadata'],
+    ['fe80::1', 'webhookUrlLinkLocal'],
+    ['fec0::1', 'webhookUrlReserved'],
+    ['ff02::1', 'webhookUrlMulticast'],
+    // IPv4 inside IPv6: mapped (dotted and hex), compatible, SIIT.
+    ['::ffff:10.0.0.1', 'webhookUrlPrivate'],
+    ['::ffff:a00:1', 'webhookUrlPrivate'],
+    ['::ffff:127.0.0.1', 'webhookUrlLoopback'],
+    ['::ffff:169.254.169.254', 'webhookUrlMetadata'],
+    ['::ffff:198.18.0.1', 'webhookUrlReserved'],
+    ['::127.0.0.1', 'webhookUrlReserved'],
+    ['::10.0.0.1', 'webhookUrlReserved'],
+    ['::8.8.8.8', 'webhookUrlReserved'],
+    ['::ffff:0:10.0.0.1', 'webhookUrlReserved'],
+    ['::ffff:0:127.0.0.1', 'webhookUrlReserved'],
+  ])('refuses %s (%s)', async (address, rule) => {
+    const urlRules = await rules();
+    await expect(urlRules.checkWebhookUrl(urlOf(address), false)).rejects.toMatchObject({ status: 400, messageKey: rule });
+  });
+
+  it.each(['8.8.8.8', '1.1.1.1', '9.9.9.9', '151.101.1.69', '::ffff:8.8.8.8', '2606:4700::1111', '2001:4860:4860::8888', '2a00:1450:4001:80b::200e'])(
+    'accepts the public address %s',
+    async (address) => {
+      const urlRules = await rules();
+      await expect(urlRules.checkWebhookUrl(urlOf(address), false)).resolves.toBeUndefined();
+    },
+  );
+});
+
 const refusal = (messageKey: string, host: string) => expect.objectContaining({ status: 400, messageKey, params: { host } });
 
 describe("a webhook URL's form", () => {
@@ -217,5 +298,14 @@ describe('the check at create and change', () => {
     await expect(urlRules.checkWebhookUrl('https://192.168.1.1/', false)).rejects.toEqual(expect.objectContaining({ messageKey: 'webhookUrlPrivate' }));
     await expect(urlRules.checkWebhookUrl('http://127.0.0.1/', true)).resolves.toBeUndefined();
     await expect(urlRules.checkWebhookUrl('http://127.0.0.1/', false)).rejects.toEqual(expect.objectContaining({ messageKey: 'webhookUrlNotHttps' }));
+  });
+
+  it('allows loopback only when told, and plain http to loopback only', async () => {
+    const urlRules = await rules();
+    await expect(urlRules.checkWebhookUrl('http://127.0.0.1:9/hook', true)).resolves.toBeUndefined();
+    await expect(urlRules.checkWebhookUrl('http://[::1]:9/hook', true)).resolves.toBeUndefined();
+    await expect(urlRules.checkWebhookUrl('http://8.8.8.8/hook', true)).rejects.toMatchObject({ messageKey: 'webhookUrlNotHttps' });
+    await expect(urlRules.checkWebhookUrl('https://[::127.0.0.1]/hook', true)).rejects.toMatchObject({ messageKey: 'webhookUrlReserved' });
+    await expect(urlRules.checkWebhookUrl('https://10.0.0.1/hook', true)).rejects.toMatchObject({ messageKey: 'webhookUrlPrivate' });
   });
 });
