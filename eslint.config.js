@@ -33,7 +33,7 @@ export default tseslint.config(
   {
     // Tests read JSON answers as `any` and assert their shape: that is what they are for. Their case
     // tables hand out async producers alike, whether or not a given one awaits anything.
-    files: ['test/**/*.ts'],
+    files: ['test/**/*.ts', 'local/test/**/*.ts'],
     rules: {
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-explicit-any': 'off',
@@ -42,6 +42,16 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-call': 'off',
       '@typescript-eslint/no-unsafe-member-access': 'off',
       '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
+  {
+    // What deploys never imports the local stack: it runs beside the app, as Azure runs beside it.
+    files: ['functions/**/*.ts', 'shared/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/local/*', '@lms-platform/local-stack', '@lms-platform/local-stack/*'], message: 'The app never imports it.' }] },
+      ],
     },
   },
   {

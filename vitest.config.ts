@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // The app's tests, and the local stack's own (local/test/), against one stack.
+    include: ['test/**/*.test.ts', 'local/test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     // The hostile suite ends the run with the number of attack cases it tried.
     reporters: ['default', './test/hostile/hostile-cases-reporter.ts'],

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { corsPolicyFrom, corsSettingsFromLocalSettings } from '../../local/cors.js';
-import { startHostProcess } from '../../local/stack.js';
-import { stack, stackAppSettings } from '../support/stack.js';
+import { corsPolicyFrom, corsSettingsFromLocalSettings } from '../cors.js';
+import { startHostProcess } from '../stack.js';
+import { stack, stackAppSettings } from '../../test/support/stack.js';
 
 const ADD_IN = 'https://addin.contoso.test';
 const LOCAL_PAGE = 'http://localhost:3000';

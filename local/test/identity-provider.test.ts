@@ -22,15 +22,15 @@ import {
 } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
 import {
   readIdentityProviderInfo,
   startIdentityProvider,
   writeIdentityProviderInfo,
   type IdentityProvider,
   type TokenOptions,
-} from '../../local/identity-provider.js';
-import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../../local/token.js';
+} from '../identity-provider.js';
+import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../token.js';
 import { CLOCK_SKEW_SECONDS } from '../../shared/auth/token-validator.js';
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));

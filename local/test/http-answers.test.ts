@@ -1,7 +1,7 @@
 import functions, { type HttpResponseInit } from '@azure/functions';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { answerOf, plainAnswer, type Answer } from '../../local/http-answers.js';
+import { answerOf, plainAnswer, type Answer } from '../http-answers.js';
 
 const { HttpResponse } = functions;
 

@@ -14,11 +14,11 @@ import { pathToFileURL } from 'node:url';
 import type { Container } from '@azure/cosmos';
 import type { InvocationContext } from '@azure/functions';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
-import { retryDelayMs, startCosmosTriggers, type CosmosTriggers } from '../../local/cosmos-triggers.js';
-import type { Registration, RetryOptions } from '../../local/registrations.js';
-import { startHostProcess } from '../../local/stack.js';
-import { stack } from '../support/stack.js';
+import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
+import { retryDelayMs, startCosmosTriggers, type CosmosTriggers } from '../cosmos-triggers.js';
+import type { Registration, RetryOptions } from '../registrations.js';
+import { startHostProcess } from '../stack.js';
+import { stack } from '../../test/support/stack.js';
 
 interface Item {
   id: string;

@@ -1,8 +1,8 @@
 import { generateKeyPair, SignJWT, decodeJwt } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
-import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn, type GraphUser } from '../../local/graph-stand-in.js';
-import { GRAPH_RESOURCE, startIdentityProvider, type IdentityProvider, type TokenOptions } from '../../local/identity-provider.js';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
+import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn, type GraphUser } from '../graph-stand-in.js';
+import { GRAPH_RESOURCE, startIdentityProvider, type IdentityProvider, type TokenOptions } from '../identity-provider.js';
 
 const PAT = directoryUser(LOCAL_HOME_TENANT_ID, 'pat.obrien@contoso.test', "Pat O'Brien", '2023-05-01T08:00:00Z');
 const HOME_USERS: GraphUser[] = [...generateDirectoryUsers(LOCAL_HOME_TENANT_ID, 250), PAT];

@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangeFeedStartFrom, StatusCodes, type ChangeFeedPullModelIterator, type Container } from '@azure/cosmos';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
-import { loadOrCreateTlsCertificate, type TlsCertificate } from '../../local/tls.js';
+import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
+import { loadOrCreateTlsCertificate, type TlsCertificate } from '../tls.js';
 
 interface Item {
   id: string;

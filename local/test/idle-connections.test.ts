@@ -1,7 +1,7 @@
 import { Agent, request } from 'node:https';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { HOME_TENANT, stack } from '../support/stack.js';
+import { HOME_TENANT, stack } from '../../test/support/stack.js';
 
 // Past Node's default keep-alive timeout (5 s), after which a server closes an idle connection.
 const IDLE_MS = 6_000;

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHostProcess } from '../../local/stack.js';
+import { startHostProcess } from '../stack.js';
 
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 

@@ -7,10 +7,10 @@ import { pathToFileURL } from 'node:url';
 import type { InvocationContext } from '@azure/functions';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
-import type { Registration } from '../../local/registrations.js';
-import { queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../../local/queue-triggers.js';
-import { startHostProcess } from '../../local/stack.js';
+import { startAzuriteQueue, type AzuriteQueue } from '../azurite.js';
+import type { Registration } from '../registrations.js';
+import { queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../queue-triggers.js';
+import { startHostProcess } from '../stack.js';
 
 // Like the test app's host.json would say: retries after 1 s, polls at least every 200 ms.
 const FAST = { maxDequeueCount: 3, visibilityTimeout: '00:00:01', maxPollingInterval: '00:00:00.2' };

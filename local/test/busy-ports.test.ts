@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, stack, token } from '../support/stack.js';
+import { api, stack, token } from '../../test/support/stack.js';
 
 const appRoot = fileURLToPath(new URL('../../', import.meta.url));
 let held: Server;

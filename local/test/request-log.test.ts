@@ -3,8 +3,8 @@
  * request id the app answered with, so that the `requestId` of an error leads to its request.
  */
 import { describe, expect, it } from 'vitest';
-import { sharedHostLog } from '../support/secrets-and-logs.js';
-import { api, stack, token } from '../support/stack.js';
+import { sharedHostLog } from '../../test/support/secrets-and-logs.js';
+import { api, stack, token } from '../../test/support/stack.js';
 
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 

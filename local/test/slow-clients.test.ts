@@ -5,7 +5,7 @@
  */
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { api, stack, token } from '../support/stack.js';
+import { api, stack, token } from '../../test/support/stack.js';
 
 interface Trickled {
   /** What the host sent back before it closed the connection. */

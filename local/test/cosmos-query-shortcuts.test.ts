@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { installQueryShortcuts } from '../../local/cosmos-query-shortcuts.js';
+import { installQueryShortcuts } from '../cosmos-query-shortcuts.js';
 
 /**
  * The embedded Cosmos DB's query shortcuts against the server's own full run, on the server's own

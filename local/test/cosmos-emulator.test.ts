@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CosmosClient, type Container } from '@azure/cosmos';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
-import { appRoot } from '../../local/stack.js';
-import { loadOrCreateTlsCertificate, type TlsCertificate } from '../../local/tls.js';
+import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
+import { appRoot } from '../stack.js';
+import { loadOrCreateTlsCertificate, type TlsCertificate } from '../tls.js';
 
 interface Document {
   id: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRouter } from '../../local/routes.js';
+import { createRouter } from '../routes.js';
 
 describe('local host routing', () => {
   const router = createRouter([
