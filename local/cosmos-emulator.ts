@@ -1,14 +1,8 @@
 /**
- * The embedded Cosmos DB: @vercel/cosmosdb-server's account (its documents and their queries) and its
- * routes behind an HTTPS front of our own, so that the app uses the real @azure/cosmos client. The
- * front adds what the package lacks and Azure has:
- *
- * - the change feed, in latest-version mode (local/cosmos-change-feed.ts), which the package fakes
- *   (every document once, then 304 forever);
- * - atomic transactional batches: when one operation fails none is applied, the others answer 424 and
- *   the batch 207, where the package keeps the operations before the failure;
- * - durability: with a data folder, every write is first made durable in a journal
- *   (local/cosmos-journal.ts) and only then answered and shown in the change feed.
+ * The embedded Cosmos DB (docs/local-stack.md): @vercel/cosmosdb-server's account and routes behind an
+ * HTTPS front of ours, spoken to by the real @azure/cosmos client. The front adds what the package lacks
+ * and Azure has: the change feed (local/cosmos-change-feed.ts), atomic transactional batches, and writes
+ * made durable (local/cosmos-journal.ts) before they are answered and shown in the change feed.
  */
 import { createServer, type ServerOptions } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -19,7 +13,7 @@ import { CosmosClient } from '@azure/cosmos';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { ContainerFeed, feedRequest, isChangeFeedRequest, type ChangedDocument } from './cosmos-change-feed.js';
 import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
-import { DocumentStore, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
+import { DocumentStore, type Documents, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
@@ -49,10 +43,11 @@ const { default: readJson } = require('@vercel/cosmosdb-server/lib/json.js') as 
 
 type ServerDocument = StoredDocument & { _rid: string; _etag: string; _ts: number };
 interface ServerDocuments {
-  create(document: StoredDocument): ServerDocument;
+  upsert(document: StoredDocument): ServerDocument;
   delete(id: string, partition: unknown): void;
   _set(document: ServerDocument): ServerDocument;
   _getPartition(document: object): unknown;
+  _data: Map<string, { read(): ServerDocument }>;
 }
 interface ServerCollection {
   read(): { partitionKey?: { paths?: string[] } } | undefined;
@@ -108,6 +103,9 @@ function isWrite(request: IncomingMessage): boolean {
 const isAtomicBatch = (request: IncomingMessage) =>
   request.method === 'POST' && isTrue(request.headers['x-ms-cosmos-is-batch-request']) && isTrue(request.headers['x-ms-cosmos-batch-atomic']);
 
+/** A value as one level of a partition key holds it. */
+const keyPart = (value: unknown) => (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null);
+
 function withoutSystemProperties(document: StoredDocument): StoredDocument {
   return Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))) as StoredDocument;
 }
@@ -160,7 +158,7 @@ function partitionKeyValue(sent: unknown): PartitionKeyValue {
   } catch {
     return [];
   }
-  return [parsed].flat().map((value: unknown) => (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null));
+  return [parsed].flat().map(keyPart);
 }
 
 interface Deleted {
@@ -192,15 +190,13 @@ function changesOf(
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   installQueryShortcuts();
-  const partitionKeyPaths = Object.fromEntries(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths]));
+  // The app's containers, whose documents the journal keeps.
+  const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
   // First, as it may refuse a damaged journal.
-  const store = options.dataDir
-    ? await DocumentStore.open({
-        folder: options.dataDir,
-        partitionKeyPaths,
-        ...(options.compactAfterBytes ? { compactAfterBytes: options.compactAfterBytes } : {}),
-      })
+  const opened = options.dataDir
+    ? await DocumentStore.open({ folder: options.dataDir, documents: keptDocuments, compactAfterBytes: options.compactAfterBytes })
     : undefined;
+  const store = opened?.store;
   // What the app costs the database: data requests and the request units they report, and apart from
   // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs),
   // and the change feed trigger's own traffic: its reads of the feed, and its leases, which it renews
@@ -245,14 +241,29 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     return paths.map((path) => {
       let value: unknown = document;
       for (const name of path.slice(1).split('/')) value = (value as Record<string, unknown> | undefined)?.[name];
-      return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null;
+      return keyPart(value);
     });
   }
+  // The server keys a document by its id and the first level of its partition key.
   const keyOf = (id: string, partition: unknown) => JSON.stringify([id, partition]);
   const changed = (collection: ServerCollection, document: StoredDocument): ChangedDocument => {
     const partition = collection.documents._getPartition(document);
     return { key: keyOf(document.id, partition), partitionKey: partitionKeyOf(collection, document), find: { partition, id: document.id } };
   };
+
+  /** The app's documents as they now are, each with the LSN of its latest change: what a snapshot keeps. */
+  function keptDocuments(): Documents {
+    const kept: Documents = {};
+    for (const container of appContainers) {
+      const { documents } = account.database(options.database).collection(container);
+      const feed = feedOf(options.database, container);
+      kept[container] = [...documents._data.values()].map((item) => {
+        const document = item.read();
+        return { ...withoutSystemProperties(document), _lsn: feed.lsnOf(keyOf(document.id, documents._getPartition(document))) };
+      });
+    }
+    return kept;
+  }
 
   /** Answers as the package's server does, once what the answer reflects is durable. */
   async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
@@ -288,17 +299,14 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
       response.statusCode = 400;
       return { code: 'BadRequest', message: asked };
     }
-    const read = (find: { partition: unknown; id: string }) => collection.document(find.id, find.partition).read();
-    const page = feedOf(path.database, path.container).read(asked, (find) => read(find)?._ts);
-    if ('continuation' in page) {
+    const page = feedOf(path.database, path.container).read(asked, ({ id, partition }) => collection.document(id, partition).read());
+    response.setHeader('etag', `"${page.continuation}"`);
+    if (page.documents.length === 0) {
       response.statusCode = 304;
-      response.setHeader('etag', `"${page.continuation}"`);
       return {};
     }
-    const documents = page.flatMap(({ lsn, changes }) => changes.map((find) => ({ ...read(find), _lsn: lsn })));
-    response.setHeader('etag', `"${page.at(-1)!.lsn}"`);
-    response.setHeader('x-ms-item-count', String(documents.length));
-    return { _rid: '', Documents: documents, _count: documents.length };
+    response.setHeader('x-ms-item-count', String(page.documents.length));
+    return { _rid: '', Documents: page.documents, _count: page.documents.length };
   }
 
   async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -347,7 +355,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const collection = account.database(path.database).collection(path.container);
     const { put, deleted } = changesOf(request, path.id, body, batch);
     const feed = feedOf(path.database, path.container);
-    // The server keys a document by its id and the first level of its partition key.
     const lsn = feed.record(
       put.map((document) => changed(collection, document)),
       deleted.map(({ id, partitionKey }) => keyOf(id, partitionKey[0] ?? id)),
@@ -360,8 +367,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const durable = (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
     return answer(request, response, body, durable);
   }
-  // The app's containers, whose documents the journal keeps.
-  const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
 
   const endpoint = `https://${options.host}:${port}/`;
   const agent = new Agent({ ca: options.tls.cert, keepAlive: true });
@@ -370,25 +375,27 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const { database } = await client.databases.createIfNotExists({ id: options.database });
   for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
 
-  /** Puts the kept documents back, each at its place in its container's change feed. */
-  function restore(kept: DocumentStore): number {
-    const lsnOf = (document: StoredDocument) => (typeof document._lsn === 'number' ? document._lsn : undefined);
-    const documents = kept.documents().filter(({ container }) => appContainers.has(container));
-    // Documents kept before LSNs were kept come after the others, in the order they were kept.
-    let unnumbered = Math.max(0, ...documents.map(({ document }) => lsnOf(document) ?? 0));
-    const feeds = new Set<ContainerFeed>();
-    for (const { container, document } of documents) {
-      const collection = account.database(options.database).collection(container);
-      const { _lsn, ...fields } = document;
-      collection.documents.create(fields);
-      const feed = feedOf(options.database, container);
-      feed.restore(changed(collection, document), lsnOf(document) ?? ++unnumbered);
-      feeds.add(feed);
+  /** Replays the kept writes into the server and the change feeds; answers how many documents there are. */
+  function restore(kept: Effect[]): number {
+    const touched = new Set<ContainerFeed>();
+    for (const effect of kept.filter(({ container }) => appContainers.has(container))) {
+      const collection = account.database(options.database).collection(effect.container);
+      const feed = feedOf(options.database, effect.container);
+      touched.add(feed);
+      if ('put' in effect) {
+        const { _lsn, ...fields } = effect.put;
+        feed.restore({ document: changed(collection, collection.documents.upsert(fields)), lsn: typeof _lsn === 'number' ? _lsn : undefined });
+      } else {
+        const { id, partitionKey } = effect.delete;
+        const partition = partitionKey[0] ?? id;
+        if (collection.document(id, partition).read()) collection.documents.delete(id, partition);
+        feed.restore({ removed: keyOf(id, partition) });
+      }
     }
-    for (const feed of feeds) feed.restored();
-    return documents.length;
+    for (const feed of touched) feed.restored();
+    return [...appContainers].reduce((sum, container) => sum + account.database(options.database).collection(container).documents._data.size, 0);
   }
-  const restored = store ? restore(store) : 0;
+  const restored = opened ? restore(opened.kept) : 0;
 
   return {
     counts,

@@ -115,6 +115,9 @@ describe('the change feed of the embedded Cosmos DB', () => {
   it('keeps its order and continuations across a restart', async () => {
     const dataDir = join(folder, 'restart');
     const before = await start(dataDir);
+    // A deleted document leaves a gap in the LSNs: numbering the kept documents anew would move the continuation.
+    await before.container.items.create({ id: 'gone', tenantId: 'kept' });
+    await before.container.item('gone', 'kept').delete();
     await before.container.items.create({ id: 'one', tenantId: 'kept' });
     const { continuation } = await drain(before.container.items.getChangeFeedIterator<Item>({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() }));
     await before.container.items.create({ id: 'two', tenantId: 'kept' });
