@@ -178,3 +178,21 @@ describe('transactional batches in the embedded Cosmos DB', () => {
     expect(pages.map((page) => page.map((item) => item.id))).toEqual([['one', 'two']]);
   });
 });
+
+describe('bulk requests to the embedded Cosmos DB', () => {
+  it('show each operation that succeeded in the change feed, the failed ones not', async () => {
+    const { container } = await start();
+    await container.items.create({ id: 'existing', tenantId: 't' });
+    const feed = container.items.getChangeFeedIterator<Item>({ changeFeedStartFrom: ChangeFeedStartFrom.Now() });
+    await drain(feed);
+    const results = await container.items.executeBulkOperations([
+      { operationType: 'Create', partitionKey: 't', resourceBody: { id: 'bulk-1', tenantId: 't' } },
+      { operationType: 'Create', partitionKey: 't', resourceBody: { id: 'existing', tenantId: 't' } },
+      { operationType: 'Upsert', partitionKey: 't', resourceBody: { id: 'bulk-2', tenantId: 't', value: 2 } },
+    ]);
+    expect(results.map((result) => result.response?.statusCode ?? result.error?.code)).toEqual([201, 409, 201]);
+    const { pages } = await drain(feed);
+    expect(ids(pages)).toEqual(['t/bulk-1', 't/bulk-2']);
+    expect(pages.flat().map((item) => item.value)).toEqual([undefined, 2]);
+  });
+});
