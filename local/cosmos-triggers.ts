@@ -1,16 +1,8 @@
 /**
- * Cosmos DB triggers the way Azure's Functions host runs them (its Cosmos DB extension, over the
- * change feed processor): each partition key range of the monitored container has a lease document
- * in the lease container; an instance works on the ranges whose lease it holds, one instance per
- * range at a time, and the other instances take over a lease that its holder released or stopped
- * renewing. For a range it holds, the instance reads the change feed from the lease's continuation
- * and hands each page of changes to the function; only after the invocation does the lease's
- * continuation move on (the checkpoint), so a crash makes the next holder read the page again. A
- * failed invocation is retried as the function's `retry` policy says; without one, or once its
- * retries are used up, its changes are skipped, as in Azure.
- *
- * Each start of a host is a new instance with a new name, as Azure's listener names itself with a
- * new GUID: a lease held by a host that crashed is taken over once it has expired.
+ * Cosmos DB triggers as Azure's Functions host runs them, over the change feed processor
+ * (docs/local-stack.md): a lease per partition key range in the lease container, held by one instance at
+ * a time, renewed, taken over once expired; each page of changes handed to the function, with its retry
+ * policy, and the lease's continuation moved on only after the invocation (the checkpoint).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,14 +68,8 @@ interface ListenerOptions {
 function cosmosClient(connection: string, environment: Record<string, string | undefined>): { client: CosmosClient; endpoint: string } {
   const connectionString = environment[connection]?.trim();
   if (connectionString) {
-    const parts = Object.fromEntries(
-      connectionString
-        .split(';')
-        .filter(Boolean)
-        .map((part) => [part.slice(0, part.indexOf('=')).toLowerCase(), part.slice(part.indexOf('=') + 1)]),
-    );
-    if (!parts.accountendpoint || !parts.accountkey) throw new Error(`${connection} is not a Cosmos DB connection string (AccountEndpoint=…;AccountKey=…;)`);
-    return { client: new CosmosClient({ endpoint: parts.accountendpoint, key: parts.accountkey }), endpoint: parts.accountendpoint };
+    const client = new CosmosClient({ connectionString });
+    return { client, endpoint: /AccountEndpoint=([^;]+)/.exec(connectionString)![1]! };
   }
   const endpoint = environment[`${connection}__accountEndpoint`]?.trim();
   if (endpoint) return { client: new CosmosClient({ endpoint, aadCredentials: new DefaultAzureCredential() }), endpoint };
@@ -97,6 +83,8 @@ export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
   const minimum = seconds(retry.minimumInterval);
   return Math.min(seconds(retry.maximumInterval), minimum * 2 ** (retryCount - 1));
 }
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 const expired = (lease: Lease, expirationMs: number, now: number) => lease.Owner === null || Date.parse(lease.timestamp) + expirationMs < now;
 
@@ -191,7 +179,7 @@ class CosmosTriggerListener {
         }
       }
     } catch (error) {
-      log(name, 'warning', `Cannot acquire leases: ${error instanceof Error ? error.message : String(error)}`);
+      log(name, 'warning', `Cannot acquire leases: ${messageOf(error)}`);
     }
   }
 
@@ -229,7 +217,7 @@ class CosmosTriggerListener {
       } catch (error) {
         const code = (error as { code?: number }).code;
         if (code !== StatusCodes.PreconditionFailed && code !== StatusCodes.NotFound) {
-          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${error instanceof Error ? error.message : String(error)}`);
+          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${messageOf(error)}`);
           return true;
         }
         log(name, 'information', `Lease ${held.lease.LeaseToken} lost by instance ${instance}`);
@@ -237,10 +225,8 @@ class CosmosTriggerListener {
         return false;
       }
     });
-    this.#writes.set(
-      id,
-      next.catch(() => undefined),
-    );
+    const settled = next.catch(() => false);
+    this.#writes.set(id, settled);
     return next;
   }
 
@@ -264,7 +250,7 @@ class CosmosTriggerListener {
       try {
         page = await feed.readNext();
       } catch (error) {
-        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${error instanceof Error ? error.message : String(error)}`);
+        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${messageOf(error)}`);
         await sleep(READ_FAILURE_BACKOFF_MS, undefined, { signal: ended }).catch(() => undefined);
         continue;
       }
@@ -351,12 +337,9 @@ export async function startCosmosTriggers(options: {
         leasePrefix: resolve(trigger.leaseContainerPrefix) ?? '',
         accountEndpoint: endpoint,
         instance,
-        intervals: {
-          feedPollDelay: positive('feedPollDelay', trigger.feedPollDelay, DEFAULTS.feedPollDelay),
-          leaseAcquireInterval: positive('leaseAcquireInterval', trigger.leaseAcquireInterval, DEFAULTS.leaseAcquireInterval),
-          leaseExpirationInterval: positive('leaseExpirationInterval', trigger.leaseExpirationInterval, DEFAULTS.leaseExpirationInterval),
-          leaseRenewInterval: positive('leaseRenewInterval', trigger.leaseRenewInterval, DEFAULTS.leaseRenewInterval),
-        },
+        intervals: Object.fromEntries(
+          Object.entries(DEFAULTS).map(([setting, fallback]) => [setting, positive(setting, trigger[setting as keyof typeof DEFAULTS], fallback)]),
+        ) as typeof DEFAULTS,
         maxItems: trigger.maxItemsPerInvocation,
         startFrom: trigger.startFromBeginning ? { beginning: true } : startTime ? { time: startTime } : { now: true },
         log,
@@ -375,7 +358,7 @@ export async function startCosmosTriggers(options: {
       listeners.push(listener);
       cosmosFunctions.push({ name, container: containerName, leaseContainer: leaseContainerName });
     } catch (error) {
-      log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);
+      log(name, 'error', `The '${name}' function is in error: ${messageOf(error)}`);
     }
   }
   return {
