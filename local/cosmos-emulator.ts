@@ -174,30 +174,21 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     ? await DocumentStore.open({ folder: options.dataDir, documents: keptDocuments, compactAfterBytes: options.compactAfterBytes })
     : undefined;
   const store = opened?.store;
-  // What the app costs the database: data requests and the request units they report, and apart from
-  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs),
-  // and the change feed trigger's own traffic: its reads of the feed, and its leases, which it renews
-  // every few seconds whatever the app does. Patches are also counted on their own: the app sends them
-  // in the background (reserving ids ahead).
-  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0, leaseRequests: 0 };
+  // What the app costs the database: data requests and the request units they report; apart from them,
+  // the query-plan lookups the SDK sends with each query (Azure's gateway answers those, for no RUs) and the
+  // change feed trigger's reads of the feed; its leases, renewed every few seconds whatever the app does, not at
+  // all. Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
+  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0 };
   const serverOptions: ServerOptions = { cert: options.tls.cert, key: options.tls.key, keepAlive: true };
   const server = keepIdleConnectionsOpen(createServer(serverOptions, (request, response) => void serve(request, response)));
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (request.headers['x-ms-cosmos-is-query-plan-request']) {
-      counts.queryPlans += 1;
-      return;
+    if (request.headers['x-ms-cosmos-is-query-plan-request']) counts.queryPlans += 1;
+    else if (isChangeFeedRequest(request)) counts.changeFeedReads += 1;
+    else if (documentsPath(request)?.container !== CONTAINERS.leases.id) {
+      counts.requests += 1;
+      if (request.method === 'PATCH') counts.patches += 1;
+      response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
     }
-    if (isChangeFeedRequest(request)) {
-      counts.changeFeedReads += 1;
-      return;
-    }
-    if (documentsPath(request)?.container === CONTAINERS.leases.id) {
-      counts.leaseRequests += 1;
-      return;
-    }
-    counts.requests += 1;
-    if (request.method === 'PATCH') counts.patches += 1;
-    response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
   });
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const address = server.address();
@@ -225,8 +216,10 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const kept: Documents = {};
     for (const container of appContainers) {
       const collection = appCollection(container);
-      const lsnOf = (document: StoredDocument) => feedOf(collection).lsnOf(keyOf(collection, document));
-      kept[container] = [...collection.documents._data.values()].map((item) => ({ ...withoutSystemProperties(item.read()), _lsn: lsnOf(item.read()) }));
+      kept[container] = [...collection.documents._data.values()].map((item) => {
+        const document = item.read();
+        return { ...withoutSystemProperties(document), _lsn: feedOf(collection).lsnOf(keyOf(collection, document)) };
+      });
     }
     return kept;
   }

@@ -4,7 +4,7 @@
  * "journal", the older format: N = 0), and journal-N.log, journal-(N+1).log, …: one line per answered
  * write request, `<CRC-32 of the JSON, 8 hex digits> <JSON array of its effects>`, synced before the answer.
  */
-import { mkdir, open, readdir, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
@@ -27,7 +27,6 @@ export interface DocumentStoreOptions {
 /** The lines gathered for one write and sync, and the promise their requests wait on. */
 interface Group {
   text: string;
-  bytes: number;
   done: Promise<void>;
   resolve(): void;
   reject(error: Error): void;
@@ -46,7 +45,7 @@ function newGroup(): Group {
   const done = new Promise<void>((onResolve, onReject) => ((resolve = onResolve), (reject = onReject)));
   // Each request that waits on the group handles its failure; this keeps a failure nobody waits on quiet.
   done.catch(() => undefined);
-  return { text: '', bytes: 0, done, resolve, reject };
+  return { text: '', done, resolve, reject };
 }
 
 /** Makes a rename, a new file or a deletion in the folder durable. Windows can neither open a folder nor needs to. */
@@ -91,13 +90,7 @@ async function readSnapshot(folder: string): Promise<{ journal: number; containe
 async function writeSnapshot(folder: string, journal: number, containers: Documents): Promise<number> {
   const text = JSON.stringify({ journal, containers });
   const temporary = join(folder, `${SNAPSHOT}.tmp`);
-  const handle = await open(temporary, 'w');
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await writeFile(temporary, text, { flush: true });
   await rename(temporary, join(folder, SNAPSHOT));
   await syncFolder(folder);
   return Buffer.byteLength(text);
@@ -185,7 +178,6 @@ export class DocumentStore {
     const line = `${checksum(json)} ${json}\n`;
     const group = (this.#gathering ??= newGroup());
     group.text += line;
-    group.bytes += Buffer.byteLength(line);
     this.#draining ??= this.#drain();
     return group.done;
   }
@@ -218,7 +210,7 @@ export class DocumentStore {
         this.stats.syncs += 1;
         this.#writing = undefined;
         group.resolve();
-        this.#journalBytes += group.bytes;
+        this.#journalBytes += Buffer.byteLength(group.text);
         const threshold = this.#options.compactAfterBytes ?? Math.max(MIN_COMPACTION_BYTES, this.#snapshotBytes);
         if (!this.#compaction && this.#journalBytes >= threshold) await this.#startCompaction();
       } catch (error) {
