@@ -86,8 +86,6 @@ export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-const expired = (lease: Lease, expirationMs: number, now: number) => lease.Owner === null || Date.parse(lease.timestamp) + expirationMs < now;
-
 class CosmosTriggerListener {
   readonly #options: ListenerOptions;
   readonly #stopping = new AbortController();
@@ -95,8 +93,8 @@ class CosmosTriggerListener {
   readonly #held = new Map<string, { lease: Lease; lost: AbortController; work: Promise<void> }>();
   /** Lease writes of this instance, one at a time per lease, so that a renewal never races a checkpoint. */
   readonly #writes = new Map<string, Promise<unknown>>();
-  #ranges: { token: string; range: FeedRange }[] = [];
-  #idPrefix = '';
+  /** The monitored container's partition key ranges, and their leases' ids. */
+  #ranges: { id: string; token: string; range: FeedRange }[] = [];
   #timers: NodeJS.Timeout[] = [];
 
   constructor(options: ListenerOptions) {
@@ -110,13 +108,14 @@ class CosmosTriggerListener {
     await leases.read();
     const { resources: ranges } = await monitored.readPartitionKeyRanges().fetchAll();
     const feedRanges = await monitored.getFeedRanges();
+    // As the change feed processor names its leases: prefix, account, database and container, then the range. The
+    // account's host name without a port: the embedded store's port changes from one start to the next.
+    const prefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).hostname}_${database!._rid}_${container!._rid}..`;
     this.#ranges = ranges.map((range) => ({
+      id: `${prefix}${range.id}`,
       token: String(range.id),
       range: feedRanges.find((feedRange) => feedRange.minInclusive === range.minInclusive && feedRange.maxExclusive === range.maxExclusive)!,
     }));
-    // As the change feed processor names its leases: prefix, account, database and container, then the range. The
-    // account's host name without a port: the embedded store's port changes from one start to the next.
-    this.#idPrefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).hostname}_${database!._rid}_${container!._rid}..`;
     await this.#acquire();
     const { leaseAcquireInterval, leaseRenewInterval } = this.#options.intervals;
     this.#timers = [setInterval(() => void this.#acquire(), leaseAcquireInterval), setInterval(() => void this.#renew(), leaseRenewInterval)];
@@ -141,42 +140,30 @@ class CosmosTriggerListener {
     if (this.#stopping.signal.aborted) return;
     const { leases, instance, intervals, log, name } = this.#options;
     try {
-      for (const { token, range } of this.#ranges) {
-        const lease: Omit<Lease, '_etag'> = {
-          id: `${this.#idPrefix}${token}`,
-          version: 1,
-          LeaseToken: token,
-          FeedRange: { EffectiveRange: { min: range.minInclusive, max: range.maxExclusive } },
-          Owner: null,
-          ContinuationToken: null,
-          timestamp: new Date().toISOString(),
-        };
-        await leases.items.create(lease).catch((error: { code?: number }) => {
+      const all: Lease[] = [];
+      for (const { id, token, range } of this.#ranges) {
+        const { minInclusive: min, maxExclusive: max } = range;
+        const fresh = { id, version: 1, LeaseToken: token, FeedRange: { EffectiveRange: { min, max } }, Owner: null, ContinuationToken: null };
+        // Made by whichever instance comes first.
+        await leases.items.create({ ...fresh, timestamp: new Date().toISOString() }).catch((error: { code?: number }) => {
           if (error.code !== StatusCodes.Conflict) throw error;
         });
+        all.push((await leases.item(id, id).read<Lease>()).resource!);
       }
       const now = Date.now();
-      const all = (await Promise.all(this.#ranges.map(({ token }) => leases.item(`${this.#idPrefix}${token}`, `${this.#idPrefix}${token}`).read<Lease>()))).map(
-        ({ resource }) => resource!,
-      );
-      const owners = new Set(all.filter((lease) => !expired(lease, intervals.leaseExpirationInterval, now)).map((lease) => lease.Owner));
-      owners.add(instance);
-      const fairShare = Math.ceil(all.length / owners.size);
-      for (const lease of all) {
-        if (this.#held.size >= fairShare || this.#stopping.signal.aborted) break;
-        if (this.#held.has(lease.id) || !expired(lease, intervals.leaseExpirationInterval, now)) continue;
-        try {
-          const { resource } = await leases
-            .item(lease.id, lease.id)
-            .replace<Lease>(
-              { ...lease, Owner: instance, timestamp: new Date().toISOString() },
-              { accessCondition: { type: 'IfMatch', condition: lease._etag } },
-            );
-          this.#hold(resource!);
-        } catch (error) {
-          // Another instance took it first.
-          if ((error as { code?: number }).code !== StatusCodes.PreconditionFailed) throw error;
-        }
+      const free = (lease: Lease) => lease.Owner === null || Date.parse(lease.timestamp) + intervals.leaseExpirationInterval < now;
+      const owners = new Set([instance, ...all.filter((lease) => !free(lease)).map((lease) => lease.Owner)]);
+      for (const lease of all.filter((lease) => free(lease) && !this.#held.has(lease.id))) {
+        if (this.#held.size >= Math.ceil(all.length / owners.size) || this.#stopping.signal.aborted) break;
+        const taken = { ...lease, Owner: instance, timestamp: new Date().toISOString() };
+        const replaced = await leases
+          .item(lease.id, lease.id)
+          .replace<Lease>(taken, { accessCondition: { type: 'IfMatch', condition: lease._etag } })
+          .catch((error: { code?: number }) => {
+            // Another instance took it first.
+            if (error.code !== StatusCodes.PreconditionFailed) throw error;
+          });
+        if (replaced) this.#hold(replaced.resource!);
       }
     } catch (error) {
       log(name, 'warning', `Cannot acquire leases: ${messageOf(error)}`);
