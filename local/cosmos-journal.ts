@@ -153,17 +153,21 @@ export class DocumentStore {
     const snapshot = await readSnapshot(folder);
     store.#snapshotBytes = snapshot.bytes;
     const kept: Effect[] = Object.entries(snapshot.containers).flatMap(([container, documents]) => documents.map((put) => ({ container, put })));
-    const journals = (await journalGenerations(folder)).filter((generation) => generation >= snapshot.journal);
-    for (const generation of journals) {
+    store.#generation = snapshot.journal;
+    let cutShort = false;
+    for (const generation of (await journalGenerations(folder)).filter((found) => found >= snapshot.journal)) {
       const file = journalFile(folder, generation);
       const text = await readFile(file, 'utf8');
-      const { writes, cutShort } = decodeJournal(text, file);
-      for (const effects of writes) kept.push(...effects);
+      const journal = decodeJournal(text, file);
+      for (const effects of journal.writes) kept.push(...effects);
+      cutShort = journal.cutShort;
       if (cutShort) console.warn(`The local database ignored the last line of ${file}: a write cut short by a crash, never answered.`);
       // The replayed journals count towards the next compaction, which folds them into a snapshot.
       store.#journalBytes += Buffer.byteLength(text);
+      store.#generation = generation;
     }
-    store.#generation = journals.length > 0 ? journals.at(-1)! + 1 : snapshot.journal;
+    // The writes to come go on in the last journal, or in a new one after a line cut short.
+    if (cutShort) store.#generation += 1;
     store.#journal = await open(journalFile(folder, store.#generation), 'a');
     await syncFolder(folder);
     return { store, kept };

@@ -281,6 +281,21 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(tenantData(again), 'unanswered')).toBeUndefined();
   });
 
+  it('goes on writing the journal of the run before a crash, losing nothing over two crashes', async () => {
+    const dataDir = join(folder, 'two-crashes');
+    const first = await startInChild(dataDir);
+    await first.container.items.create({ id: 'first-run', tenantId: 't1' });
+    await first.kill();
+    const second = await startInChild(dataDir);
+    await second.container.items.create({ id: 'second-run', tenantId: 't1' });
+    await second.kill();
+    expect((await readdir(dataDir)).filter((name) => name.startsWith('journal-'))).toEqual(['journal-0.log']);
+
+    const restarted = tenantData(await start(dataDir));
+    expect(await read(restarted, 'first-run')).toBeDefined();
+    expect(await read(restarted, 'second-run')).toBeDefined();
+  });
+
   it('refuses to start on a journal damaged before its end, rather than drop the writes after the damage', async () => {
     const dataDir = join(folder, 'damaged');
     const put = (id: string) => journalLine([{ container: 'tenant-data', put: { id, tenantId: 't1' } }]);
