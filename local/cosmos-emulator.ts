@@ -277,8 +277,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
       ...operation,
       partitionKey: operation?.partitionKey ?? (typeof header === 'string' ? header : undefined),
     }));
-    const [atomic, continueOnError] = ['x-ms-cosmos-batch-atomic', 'x-ms-cosmos-batch-continue-on-error'].map((name) => isTrue(request.headers[name]));
-    return runBatch(collection, operations, atomic!, continueOnError!);
+    const atomic = isTrue(request.headers['x-ms-cosmos-batch-atomic']);
+    return runBatch(collection, operations, atomic, isTrue(request.headers['x-ms-cosmos-batch-continue-on-error']));
   }
 
   async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
