@@ -1,14 +1,8 @@
 /**
- * The embedded Cosmos DB: @vercel/cosmosdb-server's account (its documents and their queries) and its
- * routes behind an HTTPS front of our own, so that the app uses the real @azure/cosmos client. The
- * front adds what the package lacks and Azure has:
- *
- * - the change feed, in latest-version mode (local/cosmos-change-feed.ts), which the package fakes
- *   (every document once, then 304 forever);
- * - atomic transactional batches: when one operation fails none is applied, the others answer 424 and
- *   the batch 207, where the package keeps the operations before the failure;
- * - durability: with a data folder, every write is first made durable in a journal
- *   (local/cosmos-journal.ts) and only then answered and shown in the change feed.
+ * The embedded Cosmos DB (docs/local-stack.md): @vercel/cosmosdb-server's account and routes behind an
+ * HTTPS front of ours, spoken to by the real @azure/cosmos client. The front adds what the package lacks
+ * and Azure has: the change feed (local/cosmos-change-feed.ts), atomic transactional batches, and writes
+ * made durable (local/cosmos-journal.ts) before they are answered and shown in the change feed.
  */
 import { createServer, type ServerOptions } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -19,7 +13,7 @@ import { CosmosClient } from '@azure/cosmos';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { ContainerFeed, feedRequest, isChangeFeedRequest, type ChangedDocument } from './cosmos-change-feed.js';
 import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
-import { DocumentStore, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
+import { DocumentStore, type Documents, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
@@ -29,7 +23,6 @@ const SYSTEM_PROPERTIES = ['_rid', '_self', '_etag', '_ts', '_attachments'];
 // A documents request, as the server routes it: /dbs/{database}/colls/{container}/docs[/{id}].
 const DOCUMENTS_PATH = /^\/+dbs\/([^/?]+)\/colls\/([^/?]+)\/docs(?:\/([^/?]+))?\/*(?:\?|$)/;
 const WRITE_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
-const MULTI_STATUS = 207;
 const FAILED_DEPENDENCY = 424;
 
 // The package's parts, as its own server puts them together (lib/index.js).
@@ -42,6 +35,8 @@ const operations = require('@vercel/cosmosdb-server/lib/handler/_document-operat
   string,
   (collection: ServerCollection, input: BatchOperation) => OperationResult
 >;
+/** The operations a batch may hold. */
+const BATCH_OPERATIONS = new Map(['Create', 'Upsert', 'Read', 'Delete', 'Replace'].map((type) => [type, operations[`${type.toLowerCase()}Operation`]!]));
 const { parsePartitionKey } = require('@vercel/cosmosdb-server/lib/utils/get-partition-from-header.js') as {
   parsePartitionKey: (value: unknown, id: string) => unknown;
 };
@@ -49,10 +44,11 @@ const { default: readJson } = require('@vercel/cosmosdb-server/lib/json.js') as 
 
 type ServerDocument = StoredDocument & { _rid: string; _etag: string; _ts: number };
 interface ServerDocuments {
-  create(document: StoredDocument): ServerDocument;
+  upsert(document: StoredDocument): ServerDocument;
   delete(id: string, partition: unknown): void;
   _set(document: ServerDocument): ServerDocument;
   _getPartition(document: object): unknown;
+  _data: Map<string, { read(): ServerDocument }>;
 }
 interface ServerCollection {
   read(): { partitionKey?: { paths?: string[] } } | undefined;
@@ -74,6 +70,12 @@ interface OperationResult {
   statusCode: number;
   body?: ServerDocument;
 }
+/** What a successful write changed: the documents as they now are, and the deleted ones as they were. */
+interface Changes {
+  put: ServerDocument[];
+  deleted: ServerDocument[];
+}
+type BatchOutcome = { status: number; results: unknown; changes?: Changes };
 
 export interface CosmosEmulatorOptions {
   port: number;
@@ -105,43 +107,54 @@ function isWrite(request: IncomingMessage): boolean {
   return request.headers['content-type'] !== 'application/query+json';
 }
 
-const isAtomicBatch = (request: IncomingMessage) =>
-  request.method === 'POST' && isTrue(request.headers['x-ms-cosmos-is-batch-request']) && isTrue(request.headers['x-ms-cosmos-batch-atomic']);
+const isBatch = (request: IncomingMessage) => request.method === 'POST' && isTrue(request.headers['x-ms-cosmos-is-batch-request']);
 
 function withoutSystemProperties(document: StoredDocument): StoredDocument {
   return Object.fromEntries(Object.entries(document).filter(([name]) => !SYSTEM_PROPERTIES.includes(name))) as StoredDocument;
 }
 
+/** A document's full partition key value, from its container's key paths. */
+function partitionKeyOf(collection: ServerCollection, document: StoredDocument): PartitionKeyValue {
+  return (collection.read()?.partitionKey?.paths ?? ['/id']).map((path) => {
+    let value: unknown = document;
+    for (const name of path.slice(1).split('/')) value = (value as Record<string, unknown> | undefined)?.[name];
+    return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null;
+  });
+}
+
 /**
- * A transactional batch as Cosmos runs one: in order, and all or nothing. Each operation is applied as
- * the package applies it; when one fails, those applied before it are undone, the failed one answers
- * its status, every other one 424, and the batch 207.
+ * A batch as Cosmos runs one: each operation in order, as the package applies it. An atomic (transactional)
+ * batch is all or nothing: when an operation fails, those before it are undone, it answers its status,
+ * every other one 424, and the batch 207. A bulk one goes on after a failure only when asked to.
  */
-function runAtomicBatch(collection: ServerCollection, batch: BatchOperation[]): { status: number; results: unknown[] } {
+function runBatch(collection: ServerCollection, batch: BatchOperation[], atomic: boolean, continueOnError: boolean): BatchOutcome {
+  const types = batch.map((operation) => operation?.operationType);
+  const unsupported = types.findIndex((type) => !BATCH_OPERATIONS.has(type));
+  if (unsupported >= 0) return { status: 400, results: { message: `Operation type '${types[unsupported]}' is not supported in Batch.` } };
   const undo: (() => void)[] = [];
   const results: unknown[] = [];
+  const changes: Changes = { put: [], deleted: [] };
   const documents = collection.documents;
   for (const [index, operation] of batch.entries()) {
-    const type = operation?.operationType;
-    const run = {
-      Create: operations.createOperation,
-      Upsert: operations.upsertOperation,
-      Read: operations.readOperation,
-      Delete: operations.deleteOperation,
-      Replace: operations.replaceOperation,
-    }[type ?? ''];
-    if (!run) return { status: 400, results: [{ message: `Operation type '${type}' is not supported in Batch.` }] };
     const id = operation.id ?? operation.resourceBody?.id;
-    const partition = type === 'Create' ? undefined : id && parsePartitionKey(operation.partitionKey, id);
+    const partition = operation.operationType === 'Create' ? undefined : id && parsePartitionKey(operation.partitionKey, id);
     const before = partition === undefined || !id ? undefined : collection.document(id, partition).read();
-    const result = run(collection, operation);
-    if (result.statusCode >= 400) {
+    const result = BATCH_OPERATIONS.get(operation.operationType)!(collection, operation);
+    const after = result.body;
+    if (result.statusCode >= 400 && atomic) {
       for (const step of undo.reverse()) step();
       const failed = batch.map((_, other) => ({ statusCode: other === index ? result.statusCode : FAILED_DEPENDENCY, requestCharge: 0 }));
-      return { status: MULTI_STATUS, results: failed };
+      return { status: 207, results: failed };
     }
-    const after = result.body;
-    if (type !== 'Read') {
+    if (result.statusCode >= 400) {
+      results.push({ statusCode: result.statusCode, requestCharge: 0 });
+      if (continueOnError) continue;
+      results.push(...batch.slice(index + 1).map(() => ({ statusCode: FAILED_DEPENDENCY, requestCharge: 0 })));
+      break;
+    }
+    if (operation.operationType !== 'Read') {
+      if (after) changes.put.push(after);
+      else if (before) changes.deleted.push(before);
       undo.push(() => {
         if (after) documents.delete(after.id, documents._getPartition(after));
         if (before) documents._set(before);
@@ -149,110 +162,67 @@ function runAtomicBatch(collection: ServerCollection, batch: BatchOperation[]): 
     }
     results.push({ statusCode: result.statusCode, requestCharge: 1, eTag: after?._etag, resourceBody: after });
   }
-  return { status: 200, results };
-}
-
-/** A partition key as the client sends it (`["t1"]`, or `["t1","p1"]` for a hierarchical key), as the values of each level. */
-function partitionKeyValue(sent: unknown): PartitionKeyValue {
-  let parsed: unknown;
-  try {
-    parsed = typeof sent === 'string' ? JSON.parse(sent) : sent;
-  } catch {
-    return [];
-  }
-  return [parsed].flat().map((value: unknown) => (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null));
-}
-
-interface Deleted {
-  id: string;
-  partitionKey: PartitionKeyValue;
-}
-
-/** What a successful write changed: the documents as they now are, and those deleted. */
-function changesOf(
-  request: IncomingMessage,
-  id: string | undefined,
-  body: unknown,
-  batch: BatchOperation[] | undefined,
-): { put: ServerDocument[]; deleted: Deleted[] } {
-  if (request.method === 'DELETE')
-    return { put: [], deleted: id ? [{ id, partitionKey: partitionKeyValue(request.headers['x-ms-documentdb-partitionkey']) }] : [] };
-  if (!batch) return { put: [body as ServerDocument], deleted: [] };
-  const results = body as { statusCode: number; resourceBody?: ServerDocument }[];
-  const put: ServerDocument[] = [];
-  const deleted: Deleted[] = [];
-  results.forEach((result, index) => {
-    const operation = batch[index];
-    if (!operation || result.statusCode >= 400 || operation.operationType === 'Read') return;
-    if (operation.operationType === 'Delete') deleted.push({ id: operation.id!, partitionKey: partitionKeyValue(operation.partitionKey) });
-    else if (result.resourceBody) put.push(result.resourceBody);
-  });
-  return { put, deleted };
+  return { status: 200, results, changes };
 }
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   installQueryShortcuts();
-  const partitionKeyPaths = Object.fromEntries(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths]));
+  // The app's containers, whose documents the journal keeps.
+  const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
   // First, as it may refuse a damaged journal.
-  const store = options.dataDir
-    ? await DocumentStore.open({
-        folder: options.dataDir,
-        partitionKeyPaths,
-        ...(options.compactAfterBytes ? { compactAfterBytes: options.compactAfterBytes } : {}),
-      })
+  const opened = options.dataDir
+    ? await DocumentStore.open({ folder: options.dataDir, documents: keptDocuments, compactAfterBytes: options.compactAfterBytes })
     : undefined;
-  // What the app costs the database: data requests and the request units they report, and apart from
-  // them the query-plan lookups the SDK sends alongside each query (Azure's gateway answers those, for no RUs),
-  // and the change feed trigger's own traffic: its reads of the feed, and its leases, which it renews
-  // every few seconds whatever the app does. Patches are also counted on their own: the app sends them
-  // in the background (reserving ids ahead).
-  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0, leaseRequests: 0 };
+  const store = opened?.store;
+  // What the app costs the database: data requests and the request units they report; apart from them,
+  // the query-plan lookups the SDK sends with each query (Azure's gateway answers those, for no RUs) and the
+  // change feed trigger's reads of the feed; its leases, renewed every few seconds whatever the app does, not at
+  // all. Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
+  const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0 };
   const serverOptions: ServerOptions = { cert: options.tls.cert, key: options.tls.key, keepAlive: true };
   const server = keepIdleConnectionsOpen(createServer(serverOptions, (request, response) => void serve(request, response)));
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    if (request.headers['x-ms-cosmos-is-query-plan-request']) {
-      counts.queryPlans += 1;
-      return;
+    if (request.headers['x-ms-cosmos-is-query-plan-request']) counts.queryPlans += 1;
+    else if (isChangeFeedRequest(request)) counts.changeFeedReads += 1;
+    else if (documentsPath(request)?.container !== CONTAINERS.leases.id) {
+      counts.requests += 1;
+      if (request.method === 'PATCH') counts.patches += 1;
+      response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
     }
-    if (isChangeFeedRequest(request)) {
-      counts.changeFeedReads += 1;
-      return;
-    }
-    if (documentsPath(request)?.container === CONTAINERS.leases.id) {
-      counts.leaseRequests += 1;
-      return;
-    }
-    counts.requests += 1;
-    if (request.method === 'PATCH') counts.patches += 1;
-    response.on('finish', () => (counts.requestCharge += Number(response.getHeader('x-ms-request-charge') ?? 0)));
   });
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : options.port;
   // Made once the server listens: the package's account names its own address.
   const account = new Account(options.host, port);
-  const feeds = new Map<string, ContainerFeed>();
-  const feedOf = (database: string, container: string) => {
-    const key = JSON.stringify([database, container]);
-    let feed = feeds.get(key);
-    if (!feed) feeds.set(key, (feed = new ContainerFeed()));
+  // A container's feed goes with its documents: a container made again under the same id starts a new one.
+  const feeds = new WeakMap<ServerDocuments, ContainerFeed>();
+  const feedOf = ({ documents }: ServerCollection) => {
+    let feed = feeds.get(documents);
+    if (!feed) feeds.set(documents, (feed = new ContainerFeed()));
     return feed;
   };
+  // The server keys a document by its id and the first level of its partition key.
+  const keyOf = (collection: ServerCollection, document: StoredDocument) => JSON.stringify([document.id, collection.documents._getPartition(document)]);
+  const changed = (collection: ServerCollection, document: StoredDocument): ChangedDocument => ({
+    key: keyOf(collection, document),
+    partitionKey: partitionKeyOf(collection, document),
+    find: { partition: collection.documents._getPartition(document), id: document.id },
+  });
+  const appCollection = (container: string) => account.database(options.database).collection(container);
 
-  /** A document's full partition key value, from its container's key paths. */
-  function partitionKeyOf(collection: ServerCollection, document: StoredDocument): PartitionKeyValue {
-    const paths = collection.read()?.partitionKey?.paths ?? ['/id'];
-    return paths.map((path) => {
-      let value: unknown = document;
-      for (const name of path.slice(1).split('/')) value = (value as Record<string, unknown> | undefined)?.[name];
-      return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null;
-    });
+  /** The app's documents as they now are, each with the LSN of its latest change: what a snapshot keeps. */
+  function keptDocuments(): Documents {
+    const kept: Documents = {};
+    for (const container of appContainers) {
+      const collection = appCollection(container);
+      kept[container] = [...collection.documents._data.values()].map((item) => {
+        const document = item.read();
+        return { ...withoutSystemProperties(document), _lsn: feedOf(collection).lsnOf(keyOf(collection, document)) };
+      });
+    }
+    return kept;
   }
-  const keyOf = (id: string, partition: unknown) => JSON.stringify([id, partition]);
-  const changed = (collection: ServerCollection, document: StoredDocument): ChangedDocument => {
-    const partition = collection.documents._getPartition(document);
-    return { key: keyOf(document.id, partition), partitionKey: partitionKeyOf(collection, document), find: { partition, id: document.id } };
-  };
 
   /** Answers as the package's server does, once what the answer reflects is durable. */
   async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
@@ -277,8 +247,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   }
 
   /** The change feed of a container, read from its log; the documents as they are now. */
-  function serveChangeFeed(request: IncomingMessage, response: ServerResponse, path: { database: string; container: string }): unknown {
-    const collection = account.database(path.database).collection(path.container);
+  function serveChangeFeed(request: IncomingMessage, response: ServerResponse, collection: ServerCollection): unknown {
     if (!collection.read()) {
       response.statusCode = 404;
       return { code: 'NotFound', message: 'The container does not exist' };
@@ -288,54 +257,50 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
       response.statusCode = 400;
       return { code: 'BadRequest', message: asked };
     }
-    const read = (find: { partition: unknown; id: string }) => collection.document(find.id, find.partition).read();
-    const page = feedOf(path.database, path.container).read(asked, (find) => read(find)?._ts);
-    if ('continuation' in page) {
+    const page = feedOf(collection).read(asked, ({ id, partition }) => collection.document(id, partition).read());
+    response.setHeader('etag', `"${page.continuation}"`);
+    if (page.documents.length === 0) {
       response.statusCode = 304;
-      response.setHeader('etag', `"${page.continuation}"`);
       return {};
     }
-    const documents = page.flatMap(({ lsn, changes }) => changes.map((find) => ({ ...read(find), _lsn: lsn })));
-    response.setHeader('etag', `"${page.at(-1)!.lsn}"`);
-    response.setHeader('x-ms-item-count', String(documents.length));
-    return { _rid: '', Documents: documents, _count: documents.length };
+    response.setHeader('x-ms-item-count', String(page.documents.length));
+    return { _rid: '', Documents: page.documents, _count: page.documents.length };
+  }
+
+  /** A batch request's operations, in the batch's partition key unless they name their own, run. */
+  async function serveBatch(request: IncomingMessage, collection: ServerCollection): Promise<BatchOutcome> {
+    const batch = await readJson(request);
+    if (!collection.read()) return { status: 404, results: {} };
+    if (!Array.isArray(batch)) return { status: 400, results: { message: 'Invalid request body' } };
+    const header = request.headers['x-ms-documentdb-partitionkey'];
+    const operations = (batch as BatchOperation[]).map((operation) => ({
+      ...operation,
+      partitionKey: operation?.partitionKey ?? (typeof header === 'string' ? header : undefined),
+    }));
+    const atomic = isTrue(request.headers['x-ms-cosmos-batch-atomic']);
+    return runBatch(collection, operations, atomic, isTrue(request.headers['x-ms-cosmos-batch-continue-on-error']));
   }
 
   async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = documentsPath(request);
+    const collection = path && account.database(path.database).collection(path.container);
     let body: unknown;
-    let batch: BatchOperation[] | undefined;
+    let changes: Changes | undefined;
     try {
-      if (path && isChangeFeedRequest(request)) body = serveChangeFeed(request, response, path);
-      else if (path && isAtomicBatch(request)) {
-        const parsed = await readJson(request);
-        if (!Array.isArray(parsed)) {
-          response.statusCode = 400;
-          body = { message: 'Invalid request body' };
-        } else {
-          const collection = account.database(path.database).collection(path.container);
-          if (!collection.read()) {
-            response.statusCode = 404;
-            body = {};
-          } else {
-            // An operation that names no partition key is in the batch's.
-            const header = request.headers['x-ms-documentdb-partitionkey'];
-            batch = (parsed as BatchOperation[]).map((operation) => ({
-              ...operation,
-              partitionKey: operation?.partitionKey ?? (typeof header === 'string' ? header : undefined),
-            }));
-            const { status, results } = runAtomicBatch(collection, batch);
-            response.statusCode = status;
-            body = results;
-          }
-        }
+      const route = routes(request);
+      if (collection && isChangeFeedRequest(request)) body = serveChangeFeed(request, response, collection);
+      else if (collection && isBatch(request)) {
+        const ran = await serveBatch(request, collection);
+        [response.statusCode, body, changes] = [ran.status, ran.results, ran.changes];
+      } else if (route) {
+        // The document a delete removes, read first: the server's handler deletes it at once.
+        const partitionKey = request.headers['x-ms-documentdb-partitionkey'];
+        const doomed = request.method === 'DELETE' && path?.id ? collection!.document(path.id, parsePartitionKey(partitionKey, path.id)).read() : undefined;
+        body = await route[1](account, request, response, route[0]);
+        if (collection && isWrite(request)) changes = { put: request.method === 'DELETE' ? [] : [body as ServerDocument], deleted: doomed ? [doomed] : [] };
       } else {
-        const route = routes(request);
-        if (route) body = await route[1](account, request, response, route[0]);
-        else {
-          response.statusCode = 400;
-          body = { message: 'no route' };
-        }
+        response.statusCode = 400;
+        body = { message: 'no route' };
       }
     } catch (error) {
       console.error(error);
@@ -343,25 +308,20 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
       body = { message: (error as Error).message };
     }
     const succeeded = response.statusCode >= 200 && response.statusCode < 300;
-    if (!path || !isWrite(request) || !succeeded || isChangeFeedRequest(request)) return answer(request, response, body, store?.settled());
-    const collection = account.database(path.database).collection(path.container);
-    const { put, deleted } = changesOf(request, path.id, body, batch);
-    const feed = feedOf(path.database, path.container);
-    // The server keys a document by its id and the first level of its partition key.
+    if (!path || !collection || !changes || !succeeded) return answer(request, response, body, store?.settled());
+    const feed = feedOf(collection);
     const lsn = feed.record(
-      put.map((document) => changed(collection, document)),
-      deleted.map(({ id, partitionKey }) => keyOf(id, partitionKey[0] ?? id)),
+      changes.put.map((document) => changed(collection, document)),
+      changes.deleted.map((document) => keyOf(collection, document)),
     );
     const effects: Effect[] = [
-      ...deleted.map(({ id, partitionKey }) => ({ container: path.container, delete: { partitionKey, id } })),
-      ...put.map((document) => ({ container: path.container, put: { ...withoutSystemProperties(document), _lsn: lsn } })),
+      ...changes.deleted.map((document) => ({ container: path.container, delete: { partitionKey: partitionKeyOf(collection, document), id: document.id } })),
+      ...changes.put.map((document) => ({ container: path.container, put: { ...withoutSystemProperties(document), _lsn: lsn } })),
     ];
     const kept = store && path.database === options.database && appContainers.has(path.container) && effects.length > 0;
     const durable = (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
     return answer(request, response, body, durable);
   }
-  // The app's containers, whose documents the journal keeps.
-  const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
 
   const endpoint = `https://${options.host}:${port}/`;
   const agent = new Agent({ ca: options.tls.cert, keepAlive: true });
@@ -370,25 +330,27 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const { database } = await client.databases.createIfNotExists({ id: options.database });
   for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
 
-  /** Puts the kept documents back, each at its place in its container's change feed. */
-  function restore(kept: DocumentStore): number {
-    const lsnOf = (document: StoredDocument) => (typeof document._lsn === 'number' ? document._lsn : undefined);
-    const documents = kept.documents().filter(({ container }) => appContainers.has(container));
-    // Documents kept before LSNs were kept come after the others, in the order they were kept.
-    let unnumbered = Math.max(0, ...documents.map(({ document }) => lsnOf(document) ?? 0));
-    const feeds = new Set<ContainerFeed>();
-    for (const { container, document } of documents) {
-      const collection = account.database(options.database).collection(container);
-      const { _lsn, ...fields } = document;
-      collection.documents.create(fields);
-      const feed = feedOf(options.database, container);
-      feed.restore(changed(collection, document), lsnOf(document) ?? ++unnumbered);
-      feeds.add(feed);
+  /** Replays the kept writes into the server and the change feeds; answers how many documents there are. */
+  function restore(kept: Effect[]): number {
+    const touched = new Set<ContainerFeed>();
+    for (const effect of kept.filter(({ container }) => appContainers.has(container))) {
+      const collection = appCollection(effect.container);
+      const feed = feedOf(collection);
+      touched.add(feed);
+      if ('put' in effect) {
+        const { _lsn, ...fields } = effect.put;
+        feed.restore({ document: changed(collection, collection.documents.upsert(fields)), lsn: typeof _lsn === 'number' ? _lsn : undefined });
+        continue;
+      }
+      const document = collection.document(effect.delete.id, effect.delete.partitionKey[0]).read();
+      if (!document) continue;
+      collection.documents.delete(document.id, effect.delete.partitionKey[0]);
+      feed.restore({ removed: keyOf(collection, document) });
     }
-    for (const feed of feeds) feed.restored();
-    return documents.length;
+    for (const feed of touched) feed.restored();
+    return [...appContainers].reduce((sum, container) => sum + appCollection(container).documents._data.size, 0);
   }
-  const restored = store ? restore(store) : 0;
+  const restored = opened ? restore(opened.kept) : 0;
 
   return {
     counts,

@@ -1,23 +1,15 @@
 /**
- * @vercel/cosmosdb-server answers every query by running it over every document of the container
- * and sorting all that match, for every page: at 200,000 documents each page of a paged read took
- * two seconds, and the single-threaded server kept every other request waiting. Real Cosmos DB
- * serves the same queries from its indexes. Two shortcuts here do what those indexes do, for the
- * shapes of query the app sends, and give the rows and continuation tokens the full run gives
- * (test/local/cosmos-query-shortcuts.test.ts compares them):
- *
- * - **Narrowing.** A condition every row must meet, `c.field = value` or `ARRAY_CONTAINS(@values,
- *   c.field)` joined to the rest of the WHERE clause by AND, is looked up in an index of that field,
- *   and the query runs on the documents the index names only.
- * - **Paging in `_rid` order.** A query without ORDER BY, TOP, JOIN or aggregates returns its rows in
- *   `_rid` order, and its continuation resumes at a `_rid`. The documents are kept in that order, so a
- *   page runs on the documents from the continuation on, a slice at a time, until the page is full.
+ * @vercel/cosmosdb-server runs every query over every document of the container, for every page; Cosmos
+ * DB serves the app's queries from its indexes. Two shortcuts do what those indexes do, with the rows and
+ * continuations of the full run (docs/local-stack.md; test/local/cosmos-query-shortcuts.test.ts compares):
+ * a condition every row must meet (`c.field = value`, `ARRAY_CONTAINS(@values, c.field)`) narrows the
+ * documents through an index of that field, and a query without ORDER BY, TOP, JOIN or aggregates pages in
+ * `_rid` order from its continuation on.
  */
 import { createRequire } from 'node:module';
 
 type Primitive = string | number | boolean | null;
-type Row = Record<string, unknown>;
-type Document = Row & { _rid: string };
+type Document = Record<string, unknown> & { _rid: string };
 type AstNode = { type: string; [key: string]: unknown };
 
 interface QueryOptions {
@@ -51,11 +43,6 @@ interface Required {
   field: string;
   /** A constant, or a parameter's name (with `@`) whose value is one value (`=`) or a list of them (`ARRAY_CONTAINS`). */
   values: { constant: Primitive } | { parameter: string; list: boolean };
-}
-
-interface QueryShape {
-  required: Required[];
-  inRidOrder: boolean;
 }
 
 const isPrimitive = (value: unknown): value is Primitive => value === null || ['string', 'number', 'boolean'].includes(typeof value);
@@ -102,26 +89,19 @@ function mentionsAggregate(node: unknown): boolean {
   return Object.values(node).some(mentionsAggregate);
 }
 
-const shapes = new WeakMap<CompiledQuery, QueryShape>();
-
 /** What a query allows: which conditions narrow it, and whether it can be paged in `_rid` order. */
-function shapeOf(query: CompiledQuery): QueryShape {
-  let shape = shapes.get(query);
-  if (!shape) {
-    const body = query.ast.body;
-    const from = body.from as { source: { expression: AstNode; alias: AstNode | null }; joins: unknown[] } | null;
-    const collection = from?.source.expression;
-    const fromContainer = collection?.type === 'collection_expression' && (collection.expression as AstNode).type === 'identifier';
-    const oneRowPerDocument = fromContainer && from!.joins.length === 0;
-    const alias = from?.source.alias?.name ?? (collection?.expression as AstNode | undefined)?.name;
-    const where = body.where as { condition: AstNode } | null;
-    shape = {
-      required: oneRowPerDocument && where ? requiredBy(where.condition, alias as string) : [],
-      inRidOrder: oneRowPerDocument && body.top === null && body.orderBy === null && !mentionsAggregate(body.select),
-    };
-    shapes.set(query, shape);
-  }
-  return shape;
+function shapeOf(query: CompiledQuery): { required: Required[]; inRidOrder: boolean } {
+  const body = query.ast.body;
+  const from = body.from as { source: { expression: AstNode; alias: AstNode | null }; joins: unknown[] } | null;
+  const collection = from?.source.expression;
+  const fromContainer = collection?.type === 'collection_expression' && (collection.expression as AstNode).type === 'identifier';
+  const oneRowPerDocument = fromContainer && from!.joins.length === 0;
+  const alias = from?.source.alias?.name ?? (collection?.expression as AstNode | undefined)?.name;
+  const where = body.where as { condition: AstNode } | null;
+  return {
+    required: oneRowPerDocument && where ? requiredBy(where.condition, alias as string) : [],
+    inRidOrder: oneRowPerDocument && body.top === null && body.orderBy === null && !mentionsAggregate(body.select),
+  };
 }
 
 /** The values a condition allows, with the query's parameters; undefined when they are not plain values. */
@@ -137,24 +117,20 @@ function allowedValues(required: Required, parameters: QueryOptions['parameters'
 /** One container's documents in `_rid` order and by field value, kept up to date by its writes. */
 class DocumentIndex {
   private ordered: string[];
+  /** Written since the order was last merged; a replaced document (which keeps its `_rid`) too. */
   private readonly added: string[] = [];
-  private readonly known: Set<string>;
   private readonly byField = new Map<string, Map<Primitive, Set<string>>>();
 
   constructor(private readonly data: ServerDocuments['_data']) {
     this.ordered = [...data.keys()].sort();
-    this.known = new Set(this.ordered);
   }
 
   written(document: Document): void {
-    if (!this.known.has(document._rid)) {
-      this.known.add(document._rid);
-      this.added.push(document._rid);
-    }
+    this.added.push(document._rid);
     for (const [field, values] of this.byField) this.file(values, document, field);
   }
 
-  /** A document deleted, or the old version of one replaced (which keeps its `_rid`). */
+  /** A document deleted, or the old version of one replaced. */
   removed(document: Document): void {
     for (const [field, values] of this.byField) {
       const value = document[field];
@@ -176,10 +152,7 @@ class DocumentIndex {
     let values = this.byField.get(field);
     if (!values) {
       values = new Map();
-      for (const item of this.data.values()) {
-        const document = item.read();
-        if (document) this.file(values, document, field);
-      }
+      for (const item of this.data.values()) this.file(values, item.read()!, field);
       this.byField.set(field, values);
     }
     return values;
@@ -201,15 +174,10 @@ class DocumentIndex {
   }
 
   private documents(rids: readonly string[]): Document[] {
-    const documents: Document[] = [];
-    for (const rid of rids) {
-      const document = this.data.get(rid)?.read();
-      if (document) documents.push(document);
-    }
-    return documents;
+    return rids.map((rid) => this.data.get(rid)?.read()).filter((document) => document !== undefined);
   }
 
-  /** The `_rid`s in order: the new ones merged in, and those deleted by then left out. */
+  /** The `_rid`s in order: those written since merged in, and those deleted by then left out. */
   private inOrder(): string[] {
     if (this.added.length === 0) return this.ordered;
     const added = this.added.splice(0).sort();
@@ -217,8 +185,7 @@ class DocumentIndex {
     let [i, j] = [0, 0];
     while (i < this.ordered.length || j < added.length) {
       const rid = j >= added.length || (i < this.ordered.length && this.ordered[i]! < added[j]!) ? this.ordered[i++]! : added[j++]!;
-      if (this.data.has(rid)) merged.push(rid);
-      else this.known.delete(rid);
+      if (rid !== merged.at(-1) && this.data.has(rid)) merged.push(rid);
     }
     this.ordered = merged;
     return merged;
@@ -243,12 +210,6 @@ class DocumentIndex {
 
 const indexes = new WeakMap<ServerDocuments, DocumentIndex>();
 
-function indexOf(documents: ServerDocuments): DocumentIndex {
-  let index = indexes.get(documents);
-  if (!index) indexes.set(documents, (index = new DocumentIndex(documents._data)));
-  return index;
-}
-
 /** A continuation's `_rid`, or undefined where the full run should meet the token (and say what is wrong with it). */
 function continuationRid(continuation: QueryOptions['continuation']): string | undefined {
   try {
@@ -259,11 +220,7 @@ function continuationRid(continuation: QueryOptions['continuation']): string | u
   }
 }
 
-/**
- * One page of a query in `_rid` order: runs the query on a growing slice of the documents from the
- * continuation on, until its page is full (it then has a continuation of its own) or the slice
- * reaches the last document.
- */
+/** A page in `_rid` order: the query on a growing slice of the documents from the continuation on, until the page is full or the slice ends. */
 function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions & { maxItemCount: number }, from: string | undefined) {
   for (let width = options.maxItemCount * 2; ; width *= 2) {
     const slice = index.slice(from, width);
@@ -287,7 +244,8 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
   };
   try {
     const shape = shapeOf(compiled);
-    const index = indexOf(this);
+    let index = indexes.get(this);
+    if (!index) indexes.set(this, (index = new DocumentIndex(this._data)));
     const candidates = index.candidates(shape.required, options.parameters);
     if (candidates) return compiled.exec(candidates, options);
     const from = options.continuation ? continuationRid(options.continuation) : undefined;

@@ -1,16 +1,8 @@
 /**
- * Cosmos DB triggers the way Azure's Functions host runs them (its Cosmos DB extension, over the
- * change feed processor): each partition key range of the monitored container has a lease document
- * in the lease container; an instance works on the ranges whose lease it holds, one instance per
- * range at a time, and the other instances take over a lease that its holder released or stopped
- * renewing. For a range it holds, the instance reads the change feed from the lease's continuation
- * and hands each page of changes to the function; only after the invocation does the lease's
- * continuation move on (the checkpoint), so a crash makes the next holder read the page again. A
- * failed invocation is retried as the function's `retry` policy says; without one, or once its
- * retries are used up, its changes are skipped, as in Azure.
- *
- * Each start of a host is a new instance with a new name, as Azure's listener names itself with a
- * new GUID: a lease held by a host that crashed is taken over once it has expired.
+ * Cosmos DB triggers as Azure's Functions host runs them, over the change feed processor
+ * (docs/local-stack.md): a lease per partition key range in the lease container, held by one instance at
+ * a time, renewed, taken over once expired; each page of changes handed to the function, with its retry
+ * policy, and the lease's continuation moved on only after the invocation (the checkpoint).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,14 +68,8 @@ interface ListenerOptions {
 function cosmosClient(connection: string, environment: Record<string, string | undefined>): { client: CosmosClient; endpoint: string } {
   const connectionString = environment[connection]?.trim();
   if (connectionString) {
-    const parts = Object.fromEntries(
-      connectionString
-        .split(';')
-        .filter(Boolean)
-        .map((part) => [part.slice(0, part.indexOf('=')).toLowerCase(), part.slice(part.indexOf('=') + 1)]),
-    );
-    if (!parts.accountendpoint || !parts.accountkey) throw new Error(`${connection} is not a Cosmos DB connection string (AccountEndpoint=…;AccountKey=…;)`);
-    return { client: new CosmosClient({ endpoint: parts.accountendpoint, key: parts.accountkey }), endpoint: parts.accountendpoint };
+    const client = new CosmosClient({ connectionString });
+    return { client, endpoint: /AccountEndpoint=([^;]+)/.exec(connectionString)![1]! };
   }
   const endpoint = environment[`${connection}__accountEndpoint`]?.trim();
   if (endpoint) return { client: new CosmosClient({ endpoint, aadCredentials: new DefaultAzureCredential() }), endpoint };
@@ -98,7 +84,7 @@ export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
   return Math.min(seconds(retry.maximumInterval), minimum * 2 ** (retryCount - 1));
 }
 
-const expired = (lease: Lease, expirationMs: number, now: number) => lease.Owner === null || Date.parse(lease.timestamp) + expirationMs < now;
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 class CosmosTriggerListener {
   readonly #options: ListenerOptions;
@@ -107,8 +93,8 @@ class CosmosTriggerListener {
   readonly #held = new Map<string, { lease: Lease; lost: AbortController; work: Promise<void> }>();
   /** Lease writes of this instance, one at a time per lease, so that a renewal never races a checkpoint. */
   readonly #writes = new Map<string, Promise<unknown>>();
-  #ranges: { token: string; range: FeedRange }[] = [];
-  #idPrefix = '';
+  /** The monitored container's partition key ranges, and their leases' ids. */
+  #ranges: { id: string; token: string; range: FeedRange }[] = [];
   #timers: NodeJS.Timeout[] = [];
 
   constructor(options: ListenerOptions) {
@@ -122,13 +108,14 @@ class CosmosTriggerListener {
     await leases.read();
     const { resources: ranges } = await monitored.readPartitionKeyRanges().fetchAll();
     const feedRanges = await monitored.getFeedRanges();
+    // As the change feed processor names its leases: prefix, account, database and container, then the range. The
+    // account's host name without a port: the embedded store's port changes from one start to the next.
+    const prefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).hostname}_${database!._rid}_${container!._rid}..`;
     this.#ranges = ranges.map((range) => ({
+      id: `${prefix}${range.id}`,
       token: String(range.id),
       range: feedRanges.find((feedRange) => feedRange.minInclusive === range.minInclusive && feedRange.maxExclusive === range.maxExclusive)!,
     }));
-    // As the change feed processor names its leases: prefix, account, database and container, then the range. The
-    // account's host name without a port: the embedded store's port changes from one start to the next.
-    this.#idPrefix = `${leasePrefix}${new URL(this.#options.accountEndpoint).hostname}_${database!._rid}_${container!._rid}..`;
     await this.#acquire();
     const { leaseAcquireInterval, leaseRenewInterval } = this.#options.intervals;
     this.#timers = [setInterval(() => void this.#acquire(), leaseAcquireInterval), setInterval(() => void this.#renew(), leaseRenewInterval)];
@@ -153,45 +140,33 @@ class CosmosTriggerListener {
     if (this.#stopping.signal.aborted) return;
     const { leases, instance, intervals, log, name } = this.#options;
     try {
-      for (const { token, range } of this.#ranges) {
-        const lease: Omit<Lease, '_etag'> = {
-          id: `${this.#idPrefix}${token}`,
-          version: 1,
-          LeaseToken: token,
-          FeedRange: { EffectiveRange: { min: range.minInclusive, max: range.maxExclusive } },
-          Owner: null,
-          ContinuationToken: null,
-          timestamp: new Date().toISOString(),
-        };
-        await leases.items.create(lease).catch((error: { code?: number }) => {
+      const all: Lease[] = [];
+      for (const { id, token, range } of this.#ranges) {
+        const { minInclusive: min, maxExclusive: max } = range;
+        const fresh = { id, version: 1, LeaseToken: token, FeedRange: { EffectiveRange: { min, max } }, Owner: null, ContinuationToken: null };
+        // Made by whichever instance comes first.
+        await leases.items.create({ ...fresh, timestamp: new Date().toISOString() }).catch((error: { code?: number }) => {
           if (error.code !== StatusCodes.Conflict) throw error;
         });
+        all.push((await leases.item(id, id).read<Lease>()).resource!);
       }
       const now = Date.now();
-      const all = (await Promise.all(this.#ranges.map(({ token }) => leases.item(`${this.#idPrefix}${token}`, `${this.#idPrefix}${token}`).read<Lease>()))).map(
-        ({ resource }) => resource!,
-      );
-      const owners = new Set(all.filter((lease) => !expired(lease, intervals.leaseExpirationInterval, now)).map((lease) => lease.Owner));
-      owners.add(instance);
-      const fairShare = Math.ceil(all.length / owners.size);
-      for (const lease of all) {
-        if (this.#held.size >= fairShare || this.#stopping.signal.aborted) break;
-        if (this.#held.has(lease.id) || !expired(lease, intervals.leaseExpirationInterval, now)) continue;
-        try {
-          const { resource } = await leases
-            .item(lease.id, lease.id)
-            .replace<Lease>(
-              { ...lease, Owner: instance, timestamp: new Date().toISOString() },
-              { accessCondition: { type: 'IfMatch', condition: lease._etag } },
-            );
-          this.#hold(resource!);
-        } catch (error) {
-          // Another instance took it first.
-          if ((error as { code?: number }).code !== StatusCodes.PreconditionFailed) throw error;
-        }
+      const free = (lease: Lease) => lease.Owner === null || Date.parse(lease.timestamp) + intervals.leaseExpirationInterval < now;
+      const owners = new Set([instance, ...all.filter((lease) => !free(lease)).map((lease) => lease.Owner)]);
+      for (const lease of all.filter((lease) => free(lease) && !this.#held.has(lease.id))) {
+        if (this.#held.size >= Math.ceil(all.length / owners.size) || this.#stopping.signal.aborted) break;
+        const taken = { ...lease, Owner: instance, timestamp: new Date().toISOString() };
+        const replaced = await leases
+          .item(lease.id, lease.id)
+          .replace<Lease>(taken, { accessCondition: { type: 'IfMatch', condition: lease._etag } })
+          .catch((error: { code?: number }) => {
+            // Another instance took it first.
+            if (error.code !== StatusCodes.PreconditionFailed) throw error;
+          });
+        if (replaced) this.#hold(replaced.resource!);
       }
     } catch (error) {
-      log(name, 'warning', `Cannot acquire leases: ${error instanceof Error ? error.message : String(error)}`);
+      log(name, 'warning', `Cannot acquire leases: ${messageOf(error)}`);
     }
   }
 
@@ -229,7 +204,7 @@ class CosmosTriggerListener {
       } catch (error) {
         const code = (error as { code?: number }).code;
         if (code !== StatusCodes.PreconditionFailed && code !== StatusCodes.NotFound) {
-          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${error instanceof Error ? error.message : String(error)}`);
+          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${messageOf(error)}`);
           return true;
         }
         log(name, 'information', `Lease ${held.lease.LeaseToken} lost by instance ${instance}`);
@@ -237,10 +212,8 @@ class CosmosTriggerListener {
         return false;
       }
     });
-    this.#writes.set(
-      id,
-      next.catch(() => undefined),
-    );
+    const settled = next.catch(() => false);
+    this.#writes.set(id, settled);
     return next;
   }
 
@@ -264,7 +237,7 @@ class CosmosTriggerListener {
       try {
         page = await feed.readNext();
       } catch (error) {
-        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${error instanceof Error ? error.message : String(error)}`);
+        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${messageOf(error)}`);
         await sleep(READ_FAILURE_BACKOFF_MS, undefined, { signal: ended }).catch(() => undefined);
         continue;
       }
@@ -351,12 +324,9 @@ export async function startCosmosTriggers(options: {
         leasePrefix: resolve(trigger.leaseContainerPrefix) ?? '',
         accountEndpoint: endpoint,
         instance,
-        intervals: {
-          feedPollDelay: positive('feedPollDelay', trigger.feedPollDelay, DEFAULTS.feedPollDelay),
-          leaseAcquireInterval: positive('leaseAcquireInterval', trigger.leaseAcquireInterval, DEFAULTS.leaseAcquireInterval),
-          leaseExpirationInterval: positive('leaseExpirationInterval', trigger.leaseExpirationInterval, DEFAULTS.leaseExpirationInterval),
-          leaseRenewInterval: positive('leaseRenewInterval', trigger.leaseRenewInterval, DEFAULTS.leaseRenewInterval),
-        },
+        intervals: Object.fromEntries(
+          Object.entries(DEFAULTS).map(([setting, fallback]) => [setting, positive(setting, trigger[setting as keyof typeof DEFAULTS], fallback)]),
+        ) as typeof DEFAULTS,
         maxItems: trigger.maxItemsPerInvocation,
         startFrom: trigger.startFromBeginning ? { beginning: true } : startTime ? { time: startTime } : { now: true },
         log,
@@ -375,7 +345,7 @@ export async function startCosmosTriggers(options: {
       listeners.push(listener);
       cosmosFunctions.push({ name, container: containerName, leaseContainer: leaseContainerName });
     } catch (error) {
-      log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);
+      log(name, 'error', `The '${name}' function is in error: ${messageOf(error)}`);
     }
   }
   return {

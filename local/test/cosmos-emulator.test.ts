@@ -198,6 +198,12 @@ describe('the embedded Cosmos DB', () => {
       't1',
     );
     expect(result.map((operation) => operation.statusCode)).toEqual([201, 201, 200, 204, 200]);
+    await container.items.create({ id: 'bulk-deleted', tenantId: 't1' });
+    const bulk = await container.items.executeBulkOperations([
+      { operationType: 'Create', partitionKey: 't1', resourceBody: { id: 'bulk-created', tenantId: 't1', name: 'Bulk' } },
+      { operationType: 'Delete', partitionKey: 't1', id: 'bulk-deleted' },
+    ]);
+    expect(bulk.map((operation) => operation.response?.statusCode)).toEqual([201, 204]);
     const { created, highestCount } = await burstUntilKilled(child, 60);
 
     const restarted = tenantData(await start(dataDir));
@@ -211,6 +217,8 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(restarted, 'batch-upserted')).toMatchObject({ name: 'Batch' });
     expect(await read(restarted, 'batch-replaced')).toMatchObject({ name: 'After' });
     expect(await read(restarted, 'batch-deleted')).toBeUndefined();
+    expect(await read(restarted, 'bulk-created')).toMatchObject({ name: 'Bulk' });
+    expect(await read(restarted, 'bulk-deleted')).toBeUndefined();
     const missing = [];
     for (const id of created) if (!(await read(restarted, id))) missing.push(id);
     expect(missing, 'acknowledged creates lost').toEqual([]);
@@ -271,6 +279,21 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(tenantData(again), 'answered')).toBeDefined();
     expect(await read(tenantData(again), 'after')).toBeDefined();
     expect(await read(tenantData(again), 'unanswered')).toBeUndefined();
+  });
+
+  it('goes on writing the journal of the run before a crash, losing nothing over two crashes', async () => {
+    const dataDir = join(folder, 'two-crashes');
+    const first = await startInChild(dataDir);
+    await first.container.items.create({ id: 'first-run', tenantId: 't1' });
+    await first.kill();
+    const second = await startInChild(dataDir);
+    await second.container.items.create({ id: 'second-run', tenantId: 't1' });
+    await second.kill();
+    expect((await readdir(dataDir)).filter((name) => name.startsWith('journal-'))).toEqual(['journal-0.log']);
+
+    const restarted = tenantData(await start(dataDir));
+    expect(await read(restarted, 'first-run')).toBeDefined();
+    expect(await read(restarted, 'second-run')).toBeDefined();
   });
 
   it('refuses to start on a journal damaged before its end, rather than drop the writes after the damage', async () => {
