@@ -527,6 +527,30 @@ describe('each step', () => {
     expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Done', counts: done.counts });
   });
 
+  it('run again after a crash that came after its removals counts them once', async () => {
+    const principal = admin();
+    const { projectIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
+    const first = await runJob(principal, { mode: 'incremental' });
+    const longChunks = first.job.counts!.chunks;
+    expect(longChunks).toBeGreaterThan(1);
+    await (await projectsRepository()).updateProject(principal, projectIds[0]!, { description: 'Short now.' }, undefined);
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    // The run removes the chunks the shortened project no longer makes, and is cut off before recording its counts.
+    beforeRequest(
+      (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
+      () => Promise.resolve(storeFailure),
+    );
+    await expect(runBatch(principal.tenantId, jobId, 0, RUNNER)).rejects.toThrow();
+    expect(await storedChunks(principal.tenantId)).toHaveLength(1);
+    expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Planned', staleFound: longChunks - 1 });
+    // Its message again (the run's own hold, so that the test need not wait for it to lapse).
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toEqual({ sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: longChunks - 1 });
+  });
+
   it('throttled part way keeps what was embedded, and its next run embeds only the rest', async () => {
     const principal = admin();
     // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4.
