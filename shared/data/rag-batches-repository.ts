@@ -99,10 +99,10 @@ export async function holdBatch(tenantId: string, jobId: string, number: number,
   return held ? { held } : claim;
 }
 
-/** Keeps the batch for `runner` another `holdMs`; false when the run no longer holds it. */
+/** Keeps the batch for `runner` another `holdMs`; false when the run no longer holds it (a batch recorded Done is held by none). */
 export async function renewHold(tenantId: string, jobId: string, number: number, runner: string, holdMs: number): Promise<boolean> {
   const renewed = await changeBatch(tenantId, jobId, number, (current) =>
-    current.status !== 'Done' && current.hold?.runner === runner ? { ...current, hold: holdFor(runner, holdMs) } : undefined,
+    current.hold?.runner === runner ? { ...current, hold: holdFor(runner, holdMs) } : undefined,
   );
   return renewed !== undefined;
 }

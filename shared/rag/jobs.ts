@@ -235,8 +235,8 @@ async function indexBatch(job: RagJobDocument, batch: RagBatchDocument): Promise
     await recordStaleFound(tenantId, job.id, batch.number, deleted);
     await deleteChunks(tenantId, stale);
   }
-  // A chunk an earlier run of this job wrote is unchanged now, but this job wrote it.
-  const written = wanted.filter((chunk) => job.mode === 'full' || changedIds.has(chunk.id) || storedById.get(chunk.id)?.jobId === job.id).length;
+  // A chunk an earlier run of this job wrote is unchanged now, but this job wrote it (a chunk not changed is a stored one).
+  const written = wanted.filter((chunk) => job.mode === 'full' || changedIds.has(chunk.id) || storedById.get(chunk.id)!.jobId === job.id).length;
   return { sources: sources.length, chunks: wanted.length, written, unchanged: wanted.length - written, deleted };
 }
 

@@ -1,12 +1,11 @@
 /**
  * A proxy in front of the database: records every request that reaches Cosmos DB, can answer some
- * itself (a 429, say), and keeps the SDK talking to it.
+ * itself (a 429, say) or hold them while the test does something first, and keeps the SDK talking to it.
  */
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { type AddressInfo } from 'node:net';
 import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
-import { stack } from './stack.js';
 
 export interface CosmosRequestRecord {
   method: string;
@@ -16,25 +15,39 @@ export interface CosmosRequestRecord {
   isQuery: boolean;
 }
 
+type InterceptAnswer = { status: number; headers?: Record<string, string>; body?: unknown } | undefined;
+
+/** The store behind the proxy, the TLS pair the proxy answers with, and the certificate the store's is checked against (by default that pair's). */
+export interface ProxiedStore {
+  endpoint: string;
+  key: string;
+  tls: { cert: string; key: string };
+  ca?: string;
+}
+
 export interface CosmosProxy {
   endpoint: string;
   /** What an app's COSMOS_CONNECTION holds to go through the proxy. */
   connectionString: string;
   /** Every request that reached the database through the proxy. */
   requests: CosmosRequestRecord[];
-  /** Decides the fate of each request: forward it, or answer it here (a 429, say). */
-  intercept: ((record: CosmosRequestRecord) => { status: number; headers?: Record<string, string>; body?: unknown } | undefined) | undefined;
+  /**
+   * Decides the fate of each request: forward it (undefined), or answer it here (a 429, say). A
+   * promise holds the request until it settles: what the test does meanwhile reaches the store first.
+   */
+  intercept: ((record: CosmosRequestRecord) => InterceptAnswer | Promise<InterceptAnswer>) | undefined;
   close(): Promise<void>;
 }
 
 /**
- * An HTTPS proxy in front of a Cosmos DB endpoint: it records every request, can answer some itself,
- * and rewrites the account's own address in the account document, so that the SDK keeps talking to
- * the proxy instead of discovering the real endpoint.
+ * An HTTPS proxy in front of a Cosmos DB endpoint (by default the test stack's): it records every
+ * request, can answer some itself, and rewrites the account's own address in the account document,
+ * so that the SDK keeps talking to the proxy instead of discovering the real endpoint.
  */
-export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<CosmosProxy> {
+export async function startCosmosProxy(store?: ProxiedStore): Promise<CosmosProxy> {
+  const { endpoint: target, key, tls, ca = tls.cert } = store ?? (await stackStore());
   const targetUrl = new URL(target);
-  const agent = new HttpsAgent({ ca: stack.caCertPem, keepAlive: true });
+  const agent = new HttpsAgent({ ca, keepAlive: true });
   let endpoint = '';
   const proxy: CosmosProxy = {
     endpoint: '',
@@ -44,7 +57,7 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
     close: () => Promise.resolve(),
   };
   const server = keepIdleConnectionsOpen(
-    createHttpsServer({ cert: stack.tls.cert, key: stack.tls.key }, (request, response) => {
+    createHttpsServer({ cert: tls.cert, key: tls.key }, (request, response) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
@@ -56,13 +69,11 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
           isQuery: String(request.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
         };
         proxy.requests.push(record);
-        const answer = proxy.intercept?.(record);
-        if (answer) {
+        void Promise.resolve(proxy.intercept?.(record)).then((answer) => {
+          if (!answer) return forward(request, body, response);
           const text = JSON.stringify(answer.body ?? { code: 'TooManyRequests', message: 'Request rate is large.' });
           response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(text);
-          return;
-        }
-        forward(request, body, response);
+        });
       });
     }),
   );
@@ -98,13 +109,19 @@ export async function startCosmosProxy(target = stack.cosmosEndpoint): Promise<C
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   endpoint = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   proxy.endpoint = endpoint;
-  proxy.connectionString = `AccountEndpoint=${endpoint};AccountKey=${stack.cosmosKey};`;
+  proxy.connectionString = `AccountEndpoint=${endpoint};AccountKey=${key};`;
   proxy.close = async () => {
     agent.destroy();
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   };
   return proxy;
+}
+
+/** The test stack's store. */
+async function stackStore(): Promise<ProxiedStore> {
+  const { stack } = await import('./stack.js');
+  return { endpoint: stack.cosmosEndpoint, key: stack.cosmosKey, tls: stack.tls, ca: stack.caCertPem };
 }
 
 /** The requests that changed something (anything but reads and queries). */

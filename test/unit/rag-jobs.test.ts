@@ -2,15 +2,18 @@
  * The RAG job's state machine (shared/rag/jobs.ts) driven step by step, in process: the embedded
  * Cosmos store of the local stack started by this file, the embeddings stand-in, and a queue
  * stand-in that speaks the Storage Queue REST protocol and keeps each message with its delay, so a
- * test hands each message to its step itself and sees what every step queued.
+ * test hands each message to its step itself and sees what every step queued. The store is reached
+ * through a proxy (test/support/cosmos-proxy.ts) and the embeddings through a front of this file's,
+ * so that a test can fail a request, throttle one, or hold it while something else happens first.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { RagJobMessage } from '../../shared/schemas/rag.js';
+import { startCosmosProxy, type CosmosProxy, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
 // The well-known development storage account (Azurite's): the stand-in checks no signature.
@@ -24,9 +27,42 @@ interface Queued {
 }
 
 let cosmos: CosmosEmulator;
+let store: CosmosProxy;
 let queueServer: SmallServer;
 let embeddings: EmbeddingsStandIn;
+let embeddingsFront: SmallServer;
 const queued: Queued[] = [];
+
+/**
+ * What the embeddings front does with the requests to come, a turn each, in order: pass the request
+ * on to the stand-in (undefined), or answer it with a 429 that asks for `throttleSeconds`. The
+ * request waits for its turn to settle. Past the turns, requests pass on.
+ */
+const embeddingsTurns: (() => Promise<{ throttleSeconds: number } | undefined>)[] = [];
+
+function embeddingsService(request: IncomingMessage, response: ServerResponse) {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => void passOnEmbeddings(request, Buffer.concat(chunks), response).catch(() => response.destroy()));
+}
+
+async function passOnEmbeddings(request: IncomingMessage, body: Buffer, response: ServerResponse) {
+  const turn = await embeddingsTurns.shift()?.();
+  if (turn) {
+    const error = { message: 'Rate limit reached for requests.', type: 'requests', param: null, code: 'rate_limit_exceeded' };
+    response.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(turn.throttleSeconds) }).end(JSON.stringify({ error }));
+    return;
+  }
+  const answer = await fetch(`${embeddings.url}/embeddings`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: request.headers.authorization ?? '' },
+    body,
+  });
+  const headers = Object.fromEntries(
+    ['content-type', 'retry-after', 'retry-after-ms'].flatMap((name) => (answer.headers.has(name) ? [[name, answer.headers.get(name)!]] : [])),
+  );
+  response.writeHead(answer.status, headers).end(Buffer.from(await answer.arrayBuffer()));
+}
 
 /** Storage's "Put Message": the message text (base64 JSON, as the app sends it) and its visibility timeout. */
 function queueService(request: IncomingMessage, response: ServerResponse) {
@@ -56,21 +92,29 @@ function queueService(request: IncomingMessage, response: ServerResponse) {
 
 beforeAll(async () => {
   cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
+  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
   queueServer = await startSmallServer(queueService);
   embeddings = await startEmbeddingsStandIn({ apiKey: 'embeddings-key' });
+  embeddingsFront = await startSmallServer(embeddingsService);
   Object.assign(process.env, {
-    COSMOS_CONNECTION: cosmos.connectionString,
+    COSMOS_CONNECTION: store.connectionString,
     COSMOS_DATABASE: 'lms',
     AzureWebJobsStorage: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueServer.url}/${ACCOUNT};`,
     RAG_QUEUE_NAME: RAG_QUEUE,
-    EMBEDDINGS_ENDPOINT: embeddings.url,
+    EMBEDDINGS_ENDPOINT: `${embeddingsFront.url}/v1`,
     EMBEDDINGS_API_KEY: 'embeddings-key',
     EMBEDDINGS_MODEL: 'text-embedding-3-small',
   });
 });
+afterEach(() => {
+  store.intercept = undefined;
+  embeddingsTurns.length = 0;
+});
 afterAll(async () => {
+  await embeddingsFront?.close();
   await embeddings?.close();
   await queueServer?.close();
+  await store?.close();
   await cosmos?.close();
 });
 
@@ -157,6 +201,30 @@ async function storedChunks(tenantId: string) {
   const pages: { id: string; sourceId: string; projectId: string; jobId: string; hasEmbedding: boolean }[] = [];
   for await (const page of (await index()).chunkPages(tenantId, null, 1_000)) pages.push(...(page as typeof pages));
   return pages;
+}
+
+/** The store's answer when it fails a request. */
+const storeFailure = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
+
+/**
+ * Holds the first request to the store that `matches` until `first` has run, so that what `first`
+ * writes reaches the store before it; `first` may answer the request instead of letting it through.
+ */
+function beforeRequest(matches: (record: CosmosRequestRecord) => boolean, first: () => Promise<typeof storeFailure | void>) {
+  store.intercept = (record) => {
+    if (!matches(record)) return undefined;
+    store.intercept = undefined;
+    return first().then((answer) => answer ?? undefined);
+  };
+}
+
+/** Resolves when `release` is called; `reached` says that the holder got there. */
+function gate() {
+  let release!: () => void;
+  let arrive!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const reached = new Promise<void>((resolve) => (arrive = resolve));
+  return { release, reached, pass: () => (arrive(), released) };
 }
 
 describe('a RAG job', () => {
@@ -281,8 +349,11 @@ describe('each step', () => {
     expect((await readJobDocument(principal.tenantId, jobId))!.progress).toMatchObject({ batchesDone: 1 });
     await runBatch(principal.tenantId, jobId, 1, RUNNER);
     expect(messagesOf(jobId, from).at(-1)!.message).toEqual({ tenantId: principal.tenantId, jobId, finish: true });
+    // A batch the job does not have, or of a job that does not exist: nothing done, nothing queued again.
     await runBatch(principal.tenantId, jobId, 7, RUNNER);
     await runBatch(principal.tenantId, randomUUID(), 0, RUNNER);
+    expect(messagesOf(jobId, from)).toHaveLength(4);
+    expect(await readBatch(principal.tenantId, jobId, 7)).toBeUndefined();
   });
 
   it('finishes only a planned job whose batches have all ended, and only once', async () => {
@@ -392,6 +463,156 @@ describe('each step', () => {
     expect(await holdBatch(principal.tenantId, jobId, 0, 'another-delivery', 20_000)).not.toHaveProperty('held');
   });
 
+  it('sends a batch another run holds for a short while back for the rest of that hold only', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { holdBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    await holdBatch(principal.tenantId, jobId, 0, 'first-delivery', 3_000);
+    await runBatch(principal.tenantId, jobId, 0, 'second-delivery');
+    const back = messagesOf(jobId, from).at(-1)!;
+    expect(back.message).toEqual({ tenantId: principal.tenantId, jobId, batch: 0 });
+    // The hold has at most 3 s left (and a test this slow would be slower than any run here).
+    expect(back.delaySeconds).toBeGreaterThanOrEqual(2);
+    expect(back.delaySeconds).toBeLessThanOrEqual(3);
+  });
+
+  it('renews the hold of its batch while it works, and stops renewing when its run ends', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    const holdUntil = async () => Date.parse((await readBatch(principal.tenantId, jobId, 0))!.hold!.until);
+    // The embeddings API takes its time: the run holds its batch meanwhile.
+    const embedding = gate();
+    embeddingsTurns.push(() => embedding.pass().then(() => undefined));
+    // Only the renewal's timer is the test's to move; the store and the clock keep real time.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const run = runBatch(principal.tenantId, jobId, 0, 'slow-delivery');
+      await embedding.reached;
+      const taken = await holdUntil();
+      // A quarter of the 20 s hold.
+      vi.advanceTimersByTime(5_000);
+      await vi.waitFor(async () => expect(await holdUntil()).toBeGreaterThan(taken), { timeout: 5_000, interval: 20 });
+      embedding.release();
+      await run;
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await readBatch(principal.tenantId, jobId, 0)).toMatchObject({ status: 'Done', hold: null });
+  });
+
+  it('run again after a crash that came after its writes counts the chunks this job wrote, and embeds none again', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    const done = (await readBatch(principal.tenantId, jobId, 0))!;
+    expect(done.counts!.written).toBeGreaterThan(1);
+    // The run was cut off after writing its chunks, before recording its counts.
+    const batchDocument = cosmos.client.database('lms').container('tenant-data').item(done.id, principal.tenantId);
+    await batchDocument.replace({ ...done, status: 'Planned', counts: null, hold: null });
+    const before = embeddings.counts.inputs;
+    await runBatch(principal.tenantId, jobId, 0, 'next-delivery');
+    expect(embeddings.counts.inputs).toBe(before);
+    expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Done', counts: done.counts });
+  });
+
+  it('run again after a crash that came after its removals counts them once', async () => {
+    const principal = admin();
+    const { projectIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
+    const first = await runJob(principal, { mode: 'incremental' });
+    const longChunks = first.job.counts!.chunks;
+    expect(longChunks).toBeGreaterThan(1);
+    await (await projectsRepository()).updateProject(principal, projectIds[0]!, { description: 'Short now.' }, undefined);
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    // The run removes the chunks the shortened project no longer makes, and is cut off before recording its counts.
+    beforeRequest(
+      (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
+      () => Promise.resolve(storeFailure),
+    );
+    await expect(runBatch(principal.tenantId, jobId, 0, RUNNER)).rejects.toThrow();
+    expect(await storedChunks(principal.tenantId)).toHaveLength(1);
+    expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Planned', staleFound: longChunks - 1 });
+    // Its message again (the run's own hold, so that the test need not wait for it to lapse).
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toEqual({ sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: longChunks - 1 });
+  });
+
+  it('throttled part way keeps what was embedded, and its next run embeds only the rest', async () => {
+    const principal = admin();
+    // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4.
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 20 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    const before = embeddings.counts.inputs;
+    embeddingsTurns.push(
+      () => Promise.resolve(undefined),
+      () => Promise.resolve({ throttleSeconds: 7 }),
+    );
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+    expect(messagesOf(jobId, from).at(-1)).toEqual({ message: { tenantId: principal.tenantId, jobId, batch: 1 }, delaySeconds: 7 });
+    const taskChunks = async () => (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId.startsWith('TSK'));
+    expect((await taskChunks()).filter((chunk) => chunk.hasEmbedding)).toHaveLength(16);
+    expect((await readBatch(principal.tenantId, jobId, 1))!.status).toBe('Planned');
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+    expect(embeddings.counts.inputs - before).toBe(20);
+    expect(await taskChunks()).toHaveLength(20);
+    expect((await readBatch(principal.tenantId, jobId, 1))!.counts).toEqual({ sources: 20, chunks: 20, written: 20, unchanged: 0, deleted: 0 });
+  });
+
+  it('of a job that ends while it is planned plans no more', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan } = await jobs();
+    const { finishJob, readJobDocument } = await repository();
+    const { readBatch } = await batches();
+    // The queue gives up on the job (its last retry failed) as the planning makes its first batch.
+    beforeRequest(
+      (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
+      () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }),
+    );
+    await plan(principal.tenantId, jobId);
+    expect(messagesOf(jobId, from).map((entry) => entry.message)).toEqual([
+      { tenantId: principal.tenantId, jobId },
+      { tenantId: principal.tenantId, jobId, batch: 0 },
+    ]);
+    expect(await readBatch(principal.tenantId, jobId, 1)).toBeUndefined();
+    expect((await readJobDocument(principal.tenantId, jobId))!.status).toBe('Failed');
+  });
+
+  it('of a job that ends while a batch runs ends quietly, and hands no finishing over', async () => {
+    const principal = admin();
+    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch } = await jobs();
+    const { finishJob, readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    beforeRequest(
+      (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
+      () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }),
+    );
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    expect(messagesOf(jobId, from)).toHaveLength(2);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ status: 'Failed', progress: { batchesDone: 0 } });
+  });
+
   it('of a job that has ended does nothing, though its batches were still queued', async () => {
     const principal = admin();
     await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
@@ -482,6 +703,46 @@ describe('each step', () => {
   });
 });
 
+describe('the finishing', () => {
+  it('cut off as it removes, and again at its last write, ends when run again with each removal counted once', async () => {
+    const principal = admin();
+    const { taskIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    await runJob(principal, { mode: 'incremental' });
+    const gone = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === taskIds[0]);
+    expect(gone.length).toBeGreaterThan(0);
+    await (await tasksRepository()).deleteTask(principal, taskIds[0]!, undefined);
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan, runBatch, finish } = await jobs();
+    const { readJobDocument } = await repository();
+    await plan(principal.tenantId, jobId);
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+
+    beforeRequest(
+      (record) => record.path.includes('/colls/rag-index/') && record.body.includes('"operationType":"Delete"'),
+      () => Promise.resolve(storeFailure),
+    );
+    await expect(finish(principal.tenantId, jobId, 'runner-1')).rejects.toThrow();
+    expect((await readJobDocument(principal.tenantId, jobId))!.sweep).toMatchObject({
+      deleted: 0,
+      pending: gone.map(({ id, projectId }) => ({ id, projectId })),
+    });
+
+    beforeRequest(
+      (record) => record.path.includes('/colls/tenant-data/') && record.body.includes('"status":"Succeeded"'),
+      () => Promise.resolve(storeFailure),
+    );
+    await expect(finish(principal.tenantId, jobId, 'runner-1')).rejects.toThrow();
+    expect((await readJobDocument(principal.tenantId, jobId))!).toMatchObject({ status: 'Running', sweep: { deleted: gone.length, pending: [] } });
+    expect((await storedChunks(principal.tenantId)).some((chunk) => chunk.sourceId === taskIds[0])).toBe(false);
+
+    await finish(principal.tenantId, jobId, 'runner-1');
+    const job = (await readJobDocument(principal.tenantId, jobId))!;
+    expect(job.status).toBe('Succeeded');
+    expect(job.counts).toMatchObject({ deleted: gone.length, sources: 2 });
+  });
+});
+
 describe('without embeddings configured', () => {
   it('indexes chunks without vectors, and once embeddings are configured embeds each of them', async () => {
     const principal = admin();
@@ -496,6 +757,9 @@ describe('without embeddings configured', () => {
       const chunks = await storedChunks(principal.tenantId);
       expect(job.counts).toMatchObject({ written: chunks.length });
       expect(chunks.every((chunk) => !chunk.hasEmbedding)).toBe(true);
+      // Chunks without vectors are what this configuration makes: a run again rewrites none.
+      const again = await runJob(principal, { mode: 'incremental' });
+      expect(again.job.counts).toMatchObject({ written: 0, unchanged: chunks.length });
     } finally {
       process.env.EMBEDDINGS_ENDPOINT = endpoint;
       vi.resetModules();
