@@ -23,13 +23,7 @@ import {
 import { generate as generateCertificate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
-import {
-  readIdentityProviderInfo,
-  startIdentityProvider,
-  writeIdentityProviderInfo,
-  type IdentityProvider,
-  type TokenOptions,
-} from '../identity-provider.js';
+import { readIdentityProviderInfo, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider, type TokenOptions } from '../identity-provider.js';
 import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../token.js';
 import { CLOCK_SKEW_SECONDS } from '../../shared/auth/token-validator.js';
 
