@@ -1,7 +1,7 @@
 /**
  * @vercel/cosmosdb-server runs every query over every document of the container, for every page; Cosmos
  * DB serves the app's queries from its indexes. Two shortcuts do what those indexes do, with the rows and
- * continuations of the full run (docs/local-stack.md; test/local/cosmos-query-shortcuts.test.ts compares):
+ * continuations of the full run (docs/local-stack.md; local/test/cosmos-query-shortcuts.test.ts compares):
  * a condition every row must meet (`c.field = value`, `ARRAY_CONTAINS(@values, c.field)`) narrows the
  * documents through an index of that field, and a query without ORDER BY, TOP, JOIN or aggregates pages in
  * `_rid` order from its continuation on.
