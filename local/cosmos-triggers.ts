@@ -10,6 +10,7 @@ import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container, type Fe
 import { DefaultAzureCredential } from '@azure/identity';
 import {
   invocationContext,
+  invoke,
   resolveBindingExpression,
   triggerOf,
   type Binding,
@@ -256,24 +257,15 @@ class CosmosTriggerListener {
   async #invoke(documents: unknown[], ended: AbortSignal): Promise<'done' | 'skipped' | 'stopped'> {
     const { name, trigger, handler, retry, log } = this.#options;
     for (let retryCount = 0; ; retryCount++) {
-      const started = Date.now();
       const context = invocationContext(name, trigger, log, retry ? { retryContext: { retryCount, maxRetryCount: retry.maxRetryCount } } : {});
-      const { invocationId } = context;
-      try {
-        await handler(documents, context);
-        log(name, 'information', `Executed 'Functions.${name}' (Succeeded, Id=${invocationId}, Duration=${Date.now() - started}ms)`);
-        return 'done';
-      } catch (error) {
-        const why = error instanceof Error ? (error.stack ?? error.message) : String(error);
-        log(name, 'error', `Executed 'Functions.${name}' (Failed, Id=${invocationId}, Duration=${Date.now() - started}ms)\n${why}`);
-        if (!retry || (retry.maxRetryCount !== -1 && retryCount >= retry.maxRetryCount)) {
-          const because = retry ? 'its retries are used up' : 'the function has no retry policy';
-          log(name, 'warning', `The ${documents.length} change(s) of the failed invocation are skipped: ${because}`);
-          return 'skipped';
-        }
-        const stopped = await sleep(retryDelayMs(retry, retryCount + 1), false, { signal: ended }).catch(() => true);
-        if (stopped) return 'stopped';
+      if (await invoke(context, () => handler(documents, context), log)) return 'done';
+      if (!retry || (retry.maxRetryCount !== -1 && retryCount >= retry.maxRetryCount)) {
+        const because = retry ? 'its retries are used up' : 'the function has no retry policy';
+        log(name, 'warning', `The ${documents.length} change(s) of the failed invocation are skipped: ${because}`);
+        return 'skipped';
       }
+      const stopped = await sleep(retryDelayMs(retry, retryCount + 1), false, { signal: ended }).catch(() => true);
+      if (stopped) return 'stopped';
     }
   }
 }
