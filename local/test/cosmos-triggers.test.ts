@@ -19,6 +19,7 @@ import { retryDelayMs, startCosmosTriggers, type CosmosTriggers } from '../cosmo
 import type { Registration, RetryOptions } from '../registrations.js';
 import { startHostProcess } from '../stack.js';
 import { stack } from '../../test/support/stack.js';
+import { waitFor } from '../../test/support/wait.js';
 
 interface Item {
   id: string;
@@ -49,16 +50,6 @@ async function monitored(): Promise<Container> {
     .database('lms')
     .containers.create({ id: `items-${Math.random().toString(36).slice(2, 10)}`, partitionKey: { paths: ['/tenantId'] } });
   return container;
-}
-
-async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${check.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 type Handler = (documents: Item[], context: InvocationContext) => unknown;

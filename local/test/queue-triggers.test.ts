@@ -11,6 +11,7 @@ import { startAzuriteQueue, type AzuriteQueue } from '../azurite.js';
 import type { Registration } from '../registrations.js';
 import { queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../queue-triggers.js';
 import { startHostProcess } from '../stack.js';
+import { waitFor } from '../../test/support/wait.js';
 
 // Like the test app's host.json would say: retries after 1 s, polls at least every 200 ms.
 const FAST = { maxDequeueCount: 3, visibilityTimeout: '00:00:01', maxPollingInterval: '00:00:00.2' };
@@ -58,16 +59,6 @@ async function peek(queue: string) {
   const queueClient = service.getQueueClient(queue);
   if (!(await queueClient.exists())) return undefined;
   return (await queueClient.peekMessages()).peekedMessageItems[0];
-}
-
-async function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${check.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 type Handler = (queueItem: unknown, context: InvocationContext) => unknown;
