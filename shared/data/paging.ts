@@ -41,7 +41,7 @@ export function decodeCursor(scope: string, cursor: string): string {
   } catch {
     throw badRequest('invalidCursor');
   }
-  if (body?.v !== 2 || typeof body.c !== 'string' || typeof body.s !== 'string' || typeof body.m !== 'string') throw badRequest('invalidCursor');
+  if (body?.v !== 2 || typeof body.c !== 'string' || typeof body.s !== 'string') throw badRequest('invalidCursor');
   // Base64 decoding and JSON parsing forgive many spellings of the same bytes (padding, '+' and '/',
   // stray characters, spare bits, other JSON): only the server's own is accepted, so a page has one
   // cursor. Comparing whole spellings in constant time checks the MAC too.
