@@ -11,7 +11,7 @@ import { QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
+import { ownTenantsSettings, startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 
 const TENANT = randomUUID();
@@ -47,10 +47,7 @@ const tokens: Record<string, string> = {};
 async function startHost(queue: string, environment: Record<string, string> = {}) {
   const host = await startOwnHost({
     ...own,
-    AUTH_TENANT_ID: TENANT,
-    AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
-    AUTH_AUTHORITY_HOST: provider.authorityHost,
-    AzureWebJobsStorage: stack.storageConnectionString,
+    ...ownTenantsSettings(provider.authorityHost, TENANT, NEIGHBOUR),
     RAG_QUEUE_NAME: queue,
     EMBEDDINGS_ENDPOINT: standIn.url,
     EMBEDDINGS_API_KEY: 'test-key',

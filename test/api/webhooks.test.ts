@@ -11,7 +11,7 @@ import { startIdentityProvider, type IdentityProvider } from '../../local/identi
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../local/webhook-receiver.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
-import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
+import { ownTenantsSettings, startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { switchableQueue } from '../support/switchable-queue.js';
 
 const TENANT = randomUUID();
@@ -29,10 +29,7 @@ const subscriptions: { id: string; token: string }[] = [];
 async function startHost(environment: Record<string, string> = {}) {
   const host = await startOwnHost({
     ...own,
-    AUTH_TENANT_ID: TENANT,
-    AUTH_ALLOWED_TENANTS: `${TENANT},${NEIGHBOUR}`,
-    AUTH_AUTHORITY_HOST: provider.authorityHost,
-    AzureWebJobsStorage: stack.storageConnectionString,
+    ...ownTenantsSettings(provider.authorityHost, TENANT, NEIGHBOUR),
     WEBHOOKS_QUEUE_NAME: QUEUE,
     WEBHOOKS_ALLOW_LOOPBACK: 'true',
     // Retries a second or two apart, and a sweep every two seconds: webhook timing a test can wait for.

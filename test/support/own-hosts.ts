@@ -38,6 +38,16 @@ export function sharedStackSettings(): Record<string, string> {
   };
 }
 
+/** The settings of a host that serves a test file's own two tenants, whose tokens that file's identity provider issues. */
+export function ownTenantsSettings(authorityHost: string, tenant: string, neighbour: string): Record<string, string> {
+  return {
+    AUTH_TENANT_ID: tenant,
+    AUTH_ALLOWED_TENANTS: `${tenant},${neighbour}`,
+    AUTH_AUTHORITY_HOST: authorityHost,
+    AzureWebJobsStorage: stack.storageConnectionString,
+  };
+}
+
 const ownHosts: OwnHost[] = [];
 
 /** Starts the app in a local Functions host of its own, with exactly these settings, its output captured. */
