@@ -12,11 +12,12 @@ import {
   invocationContext,
   invoke,
   resolveBindingExpression,
-  triggerOf,
+  startTriggers,
   type Binding,
   type LogFunction,
   type Registration,
   type RetryOptions,
+  type Triggers,
 } from './registrations.js';
 
 /** The extension's defaults, in milliseconds, where the binding names none. */
@@ -30,11 +31,7 @@ export interface CosmosFunction {
   leaseContainer: string;
 }
 
-export interface CosmosTriggers {
-  functions: CosmosFunction[];
-  /** Stops reading, waits at most `graceMs` for the invocations under way, then releases the leases. */
-  stop(graceMs: number): Promise<void>;
-}
+export type CosmosTriggers = Triggers<CosmosFunction>;
 
 /** A lease, as the change feed processor keeps one per range in the lease container. */
 interface Lease {
@@ -123,15 +120,11 @@ class CosmosTriggerListener {
     for (const timer of this.#timers) timer.unref();
   }
 
-  async stop(graceMs: number): Promise<void> {
+  /** Stops reading; once the invocations under way are done, releases the leases. */
+  async stop(): Promise<void> {
     this.#stopping.abort();
     for (const timer of this.#timers) clearInterval(timer);
-    const works = [...this.#held.values()].map(({ work }) => work);
-    const drained = Promise.allSettled(works).then(() => true);
-    if (!(await Promise.race([drained, sleep(graceMs, false, { ref: false })]))) {
-      this.#options.log(this.#options.name, 'warning', `Stopping with an invocation still running after ${graceMs} ms`);
-      return;
-    }
+    await Promise.allSettled([...this.#held.values()].map(({ work }) => work));
     // Released, another instance takes the ranges at its next look, without waiting for them to expire.
     await Promise.allSettled([...this.#held.keys()].map((id) => this.#write(id, (lease) => ({ ...lease, Owner: null }))));
   }
@@ -276,8 +269,8 @@ function positive(name: string, value: unknown, fallback: number): number {
   return value as number;
 }
 
-/** Starts a listener for every registration whose trigger is a Cosmos DB change feed; one that cannot start is logged and left out, as Azure does. */
-export async function startCosmosTriggers(options: {
+/** Starts a listener for every registration whose trigger is a Cosmos DB change feed. */
+export function startCosmosTriggers(options: {
   registrations: Registration[];
   environment: Record<string, string | undefined>;
   log: LogFunction;
@@ -286,64 +279,48 @@ export async function startCosmosTriggers(options: {
 }): Promise<CosmosTriggers> {
   const { environment, log } = options;
   const instance = options.instance ?? randomUUID();
-  const listeners: CosmosTriggerListener[] = [];
-  const cosmosFunctions: CosmosFunction[] = [];
-  for (const registration of options.registrations) {
-    const trigger = triggerOf(registration, 'cosmosDBTrigger');
-    if (!trigger) continue;
-    const { name } = registration.metadata;
-    try {
-      const resolve = (value: string | undefined) => (value === undefined ? undefined : resolveBindingExpression(value, environment));
-      const databaseName = resolve(trigger.databaseName)!;
-      const containerName = resolve(trigger.containerName)!;
-      const leaseDatabaseName = resolve(trigger.leaseDatabaseName) ?? databaseName;
-      const leaseContainerName = resolve(trigger.leaseContainerName) ?? 'leases';
-      const { client, endpoint } = cosmosClient(trigger.connection!, environment);
-      const leaseClient = trigger.leaseConnection ? cosmosClient(trigger.leaseConnection, environment).client : client;
-      if (trigger.startFromBeginning && trigger.startFromTime) throw new Error('Only one of startFromBeginning or startFromTime can be used');
-      const startTime = trigger.startFromTime === undefined ? undefined : new Date(trigger.startFromTime);
-      if (startTime && Number.isNaN(startTime.getTime())) throw new Error(`startFromTime ${trigger.startFromTime} is not an ISO 8601 date and time`);
-      if (trigger.createLeaseContainerIfNotExists) {
-        await leaseClient.database(leaseDatabaseName).containers.createIfNotExists({ id: leaseContainerName, partitionKey: { paths: ['/id'] } });
-      }
-      const listener = new CosmosTriggerListener({
-        name,
-        trigger,
-        handler: registration.callback,
-        retry: registration.metadata.retryOptions,
-        monitored: client.database(databaseName).container(containerName),
-        leases: leaseClient.database(leaseDatabaseName).container(leaseContainerName),
-        leasePrefix: resolve(trigger.leaseContainerPrefix) ?? '',
-        accountEndpoint: endpoint,
-        instance,
-        intervals: Object.fromEntries(
-          Object.entries(DEFAULTS).map(([setting, fallback]) => [setting, positive(setting, trigger[setting as keyof typeof DEFAULTS], fallback)]),
-        ) as typeof DEFAULTS,
-        maxItems: trigger.maxItemsPerInvocation,
-        startFrom: trigger.startFromBeginning ? { beginning: true } : startTime ? { time: startTime } : { now: true },
-        log,
-      });
-      try {
-        await listener.start();
-      } catch (error) {
-        if ((error as { code?: number }).code !== StatusCodes.NotFound) throw error;
-        throw new Error(
-          `Either the container '${containerName}' (in database '${databaseName}') or the lease container '${leaseContainerName}' ` +
-            `(in database '${leaseDatabaseName}') does not exist. Both must exist before the listener starts; ` +
-            'to create the lease container, set createLeaseContainerIfNotExists to true.',
-          { cause: error },
-        );
-      }
-      listeners.push(listener);
-      cosmosFunctions.push({ name, container: containerName, leaseContainer: leaseContainerName });
-    } catch (error) {
-      log(name, 'error', `The '${name}' function is in error: ${messageOf(error)}`);
+  return startTriggers(options.registrations, 'cosmosDBTrigger', log, async ({ metadata: { name, retryOptions }, callback: handler }, trigger) => {
+    const resolve = (value: string | undefined) => (value === undefined ? undefined : resolveBindingExpression(value, environment));
+    const databaseName = resolve(trigger.databaseName)!;
+    const containerName = resolve(trigger.containerName)!;
+    const leaseDatabaseName = resolve(trigger.leaseDatabaseName) ?? databaseName;
+    const leaseContainerName = resolve(trigger.leaseContainerName) ?? 'leases';
+    const { client, endpoint } = cosmosClient(trigger.connection!, environment);
+    const leaseClient = trigger.leaseConnection ? cosmosClient(trigger.leaseConnection, environment).client : client;
+    if (trigger.startFromBeginning && trigger.startFromTime) throw new Error('Only one of startFromBeginning or startFromTime can be used');
+    const startTime = trigger.startFromTime === undefined ? undefined : new Date(trigger.startFromTime);
+    if (startTime && Number.isNaN(startTime.getTime())) throw new Error(`startFromTime ${trigger.startFromTime} is not an ISO 8601 date and time`);
+    if (trigger.createLeaseContainerIfNotExists) {
+      await leaseClient.database(leaseDatabaseName).containers.createIfNotExists({ id: leaseContainerName, partitionKey: { paths: ['/id'] } });
     }
-  }
-  return {
-    functions: cosmosFunctions,
-    stop: async (graceMs) => {
-      await Promise.all(listeners.map((listener) => listener.stop(graceMs)));
-    },
-  };
+    const listener = new CosmosTriggerListener({
+      name,
+      trigger,
+      handler,
+      retry: retryOptions,
+      monitored: client.database(databaseName).container(containerName),
+      leases: leaseClient.database(leaseDatabaseName).container(leaseContainerName),
+      leasePrefix: resolve(trigger.leaseContainerPrefix) ?? '',
+      accountEndpoint: endpoint,
+      instance,
+      intervals: Object.fromEntries(
+        Object.entries(DEFAULTS).map(([setting, fallback]) => [setting, positive(setting, trigger[setting as keyof typeof DEFAULTS], fallback)]),
+      ) as typeof DEFAULTS,
+      maxItems: trigger.maxItemsPerInvocation,
+      startFrom: trigger.startFromBeginning ? { beginning: true } : startTime ? { time: startTime } : { now: true },
+      log,
+    });
+    try {
+      await listener.start();
+    } catch (error) {
+      if ((error as { code?: number }).code !== StatusCodes.NotFound) throw error;
+      throw new Error(
+        `Either the container '${containerName}' (in database '${databaseName}') or the lease container '${leaseContainerName}' ` +
+          `(in database '${leaseDatabaseName}') does not exist. Both must exist before the listener starts; ` +
+          'to create the lease container, set createLeaseContainerIfNotExists to true.',
+        { cause: error },
+      );
+    }
+    return { info: { name, container: containerName, leaseContainer: leaseContainerName }, stop: () => listener.stop() };
+  });
 }

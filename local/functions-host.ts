@@ -160,8 +160,8 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
 const server = createServerWithKestrelLimits((req, res) => void serve(req, res));
 const port = await listen(server, Number(process.env.LOCAL_PORT ?? 0), '127.0.0.1', 'local Functions host');
 const environment = process.env;
-const queueTriggers = startQueueTriggers({ registrations: functions, settings: queueExtensionSettings(hostJson.extensions?.queues), environment, log });
-const timerTriggers = startTimerTriggers({ registrations: functions, environment, log });
+const queueTriggers = await startQueueTriggers({ registrations: functions, settings: queueExtensionSettings(hostJson.extensions?.queues), environment, log });
+const timerTriggers = await startTimerTriggers({ registrations: functions, environment, log });
 const cosmosTriggers = await startCosmosTriggers({ registrations: functions, environment, log });
 const ready = {
   port,

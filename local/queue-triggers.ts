@@ -242,7 +242,7 @@ export function startQueueTriggers(options: {
   settings: QueueExtensionSettings;
   environment: Environment;
   log: LogFunction;
-}): QueueTriggers {
+}): Promise<QueueTriggers> {
   const { environment, settings, log } = options;
   const leaseSeconds = messageLeaseSeconds(environment.LOCAL_QUEUE_MESSAGE_LEASE);
   return startTriggers(options.registrations, 'queueTrigger', log, ({ metadata: { name }, callback: handler }, trigger) => {

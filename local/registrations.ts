@@ -130,6 +130,11 @@ export async function invoke<T>(
   }
 }
 
+interface Started<Info> {
+  info: Info;
+  stop(): Promise<void>;
+}
+
 export interface Triggers<Info extends { name: string }> {
   /** The functions listening (one whose binding cannot be used is logged and left out, as Azure's host does). */
   functions: Info[];
@@ -137,25 +142,28 @@ export interface Triggers<Info extends { name: string }> {
   stop(graceMs: number): Promise<void>;
 }
 
-/** Starts every function whose trigger is of `type`; `start` returns what it listens to and how to stop it (resolving once its invocations are done). */
-export function startTriggers<Info extends { name: string }>(
+/**
+ * Starts every function whose trigger is of `type`; `start` returns what it listens to and how to stop it
+ * (resolving once its invocations are done). A function whose start fails is logged and left out.
+ */
+export async function startTriggers<Info extends { name: string }>(
   all: Registration[],
   type: string,
   log: LogFunction,
-  start: (registration: Registration, trigger: Binding) => { info: Info; stop(): Promise<void> },
-): Triggers<Info> {
-  const started = all.flatMap((registration) => {
+  start: (registration: Registration, trigger: Binding) => Promise<Started<Info>> | Started<Info>,
+): Promise<Triggers<Info>> {
+  const started: Started<Info>[] = [];
+  for (const registration of all) {
     const trigger = triggerOf(registration, type);
-    if (!trigger) return [];
+    if (!trigger) continue;
     try {
-      return [start(registration, trigger)];
+      started.push(await start(registration, trigger));
     } catch (error) {
       const { name } = registration.metadata;
       log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);
-      return [];
     }
-  });
-  const stopWithin = async (graceMs: number, each: (typeof started)[number]) => {
+  }
+  const stopWithin = async (graceMs: number, each: Started<Info>) => {
     if (!(await Promise.race([each.stop().then(() => true), sleep(graceMs, false, { ref: false })]))) {
       log(each.info.name, 'warning', `Stopping with invocations still running after ${graceMs} ms`);
     }

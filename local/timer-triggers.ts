@@ -16,7 +16,7 @@ export function startTimerTriggers(options: {
   registrations: Registration[];
   environment: Record<string, string | undefined>;
   log: LogFunction;
-}): Triggers<TimerFunction> {
+}): Promise<Triggers<TimerFunction>> {
   const { log } = options;
   return startTriggers(options.registrations, 'timerTrigger', log, ({ metadata: { name }, callback: handler }, trigger) => {
     const schedule = resolveBindingExpression(trigger.schedule ?? '', options.environment);

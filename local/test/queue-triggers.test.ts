@@ -74,8 +74,11 @@ function queueFunction(name: string, queueName: string, handler: Handler): Regis
   };
 }
 
-function start(registrations: Registration[], options: { settings?: Record<string, unknown>; environment?: Record<string, string> } = {}): QueueTriggers {
-  const triggers = startQueueTriggers({
+async function start(
+  registrations: Registration[],
+  options: { settings?: Record<string, unknown>; environment?: Record<string, string> } = {},
+): Promise<QueueTriggers> {
+  const triggers = await startQueueTriggers({
     registrations,
     settings: queueExtensionSettings({ ...FAST, ...options.settings }),
     environment: { TestStorage: azurite.connectionString, ...options.environment },
@@ -106,7 +109,7 @@ describe('queue triggers in the local host', () => {
   it('delivers a base64 JSON message parsed, with the trigger metadata, and deletes it after success', async () => {
     const queue = uniqueQueue('jobs');
     const { calls, handler } = recorder();
-    const triggers = start([queueFunction('runJob', '%JOBS_QUEUE%', handler)], { environment: { JOBS_QUEUE: queue } });
+    const triggers = await start([queueFunction('runJob', '%JOBS_QUEUE%', handler)], { environment: { JOBS_QUEUE: queue } });
     expect(triggers.functions).toEqual([{ name: 'runJob', queue }]);
 
     const text = JSON.stringify({ jobId: 'job-1', tenantId: 'tenant-1', title: 'テスト' });
@@ -127,7 +130,7 @@ describe('queue triggers in the local host', () => {
     const { calls, handler } = recorder((_, index) => {
       if (index === 0) throw new Error('first attempt fails');
     });
-    start([queueFunction('retried', queue, handler)]);
+    await start([queueFunction('retried', queue, handler)]);
 
     await send(queue, base64('"once more"'));
     await waitFor(() => calls.length === 2);
@@ -144,7 +147,7 @@ describe('queue triggers in the local host', () => {
     const { calls, handler } = recorder(() => {
       throw new Error('always fails');
     });
-    start([queueFunction('failing', queue, handler)], { settings: { maxDequeueCount: 2 } });
+    await start([queueFunction('failing', queue, handler)], { settings: { maxDequeueCount: 2 } });
 
     const messageText = base64('{"jobId":"job-2"}');
     await send(queue, messageText);
@@ -162,7 +165,7 @@ describe('queue triggers in the local host', () => {
       throw new Error('give up');
     });
     const poison = recorder();
-    const triggers = start(
+    const triggers = await start(
       [
         queueFunction('worker', '%RAG_QUEUE%', failing.handler),
         queueFunction('poisonWatcher', '%RAG_QUEUE%-poison', poison.handler),
@@ -187,7 +190,7 @@ describe('queue triggers in the local host', () => {
   it('delivers messages as they are with messageEncoding "none"', async () => {
     const queue = uniqueQueue('plain');
     const { calls, handler } = recorder();
-    start([queueFunction('plain', queue, handler)], { settings: { messageEncoding: 'none' } });
+    await start([queueFunction('plain', queue, handler)], { settings: { messageEncoding: 'none' } });
 
     await send(queue, 'plain text');
     await waitFor(() => calls.length === 1);
@@ -201,7 +204,7 @@ describe('queue triggers in the local host', () => {
   it('moves a message that is not base64 to the poison queue at once, without running the handler', async () => {
     const queue = uniqueQueue('encoding');
     const { calls, handler } = recorder();
-    start([queueFunction('strict', queue, handler)]);
+    await start([queueFunction('strict', queue, handler)]);
 
     await send(queue, '{"not":"base64"}');
     const poisoned = await waitFor(() => peek(`${queue}-poison`));
@@ -221,7 +224,7 @@ describe('queue triggers in the local host', () => {
       running--;
     });
     for (let index = 0; index < 5; index++) await send(queue, base64(String(index)));
-    start([queueFunction('batched', queue, handler)], { settings: { batchSize: 2, newBatchThreshold: 0 } });
+    await start([queueFunction('batched', queue, handler)], { settings: { batchSize: 2, newBatchThreshold: 0 } });
 
     await waitFor(() => calls.length === 5);
     expect(mostAtOnce).toBe(2);
@@ -237,7 +240,7 @@ describe('queue triggers in the local host', () => {
       await released;
       finished = true;
     });
-    const triggers = start([queueFunction('slow', queue, handler)]);
+    const triggers = await start([queueFunction('slow', queue, handler)]);
 
     await send(queue, base64('"slow"'));
     await waitFor(() => calls.length === 1);
