@@ -5,13 +5,11 @@
  * nothing is new; scoped by partition key; from the beginning, from now or from a continuation;
  * deletes absent), and batches that apply all of their operations or none.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ChangeFeedStartFrom, StatusCodes, type ChangeFeedPullModelIterator, type Container } from '@azure/cosmos';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
-import { loadOrCreateTlsCertificate, type TlsCertificate } from '../tls.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CosmosEmulator } from '../cosmos-emulator.js';
+import { temporaryEmulators } from './temporary-emulators.js';
 
 interface Item {
   id: string;
@@ -20,22 +18,10 @@ interface Item {
   _lsn?: number;
 }
 
-let folder: string;
-let tls: TlsCertificate;
-const running: CosmosEmulator[] = [];
-
-beforeAll(async () => {
-  folder = await mkdtemp(join(tmpdir(), 'cosmos-change-feed-test-'));
-  tls = await loadOrCreateTlsCertificate(join(folder, 'tls'));
-});
-afterAll(async () => {
-  for (const emulator of running.splice(0)) await emulator.close();
-  await rm(folder, { recursive: true, force: true });
-});
+const emulators = temporaryEmulators('cosmos-change-feed-test');
 
 async function start(dataDir?: string): Promise<{ emulator: CosmosEmulator; container: Container }> {
-  const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, ...(dataDir ? { dataDir } : {}) });
-  running.push(emulator);
+  const emulator = await emulators.start(dataDir);
   return { emulator, container: emulator.client.database('lms').container('tenant-data') };
 }
 
@@ -113,7 +99,7 @@ describe('the change feed of the embedded Cosmos DB', () => {
   });
 
   it('keeps its order and continuations across a restart', async () => {
-    const dataDir = join(folder, 'restart');
+    const dataDir = join(emulators.folder, 'restart');
     const before = await start(dataDir);
     // A deleted document leaves a gap in the LSNs: numbering the kept documents anew would move the continuation.
     await before.container.items.create({ id: 'gone', tenantId: 'kept' });
@@ -123,7 +109,7 @@ describe('the change feed of the embedded Cosmos DB', () => {
     await before.container.items.create({ id: 'two', tenantId: 'kept' });
     await before.container.items.create({ id: 'three', tenantId: 'kept' });
     await before.container.item('two', 'kept').replace({ id: 'two', tenantId: 'kept', value: 2 });
-    await running.splice(running.indexOf(before.emulator), 1)[0]!.close();
+    await emulators.close(before.emulator);
     const after = await start(dataDir);
     const { pages } = await drain(after.container.items.getChangeFeedIterator<Item>({ changeFeedStartFrom: ChangeFeedStartFrom.Continuation(continuation) }));
     expect(ids(pages)).toEqual(['kept/three', 'kept/two']);

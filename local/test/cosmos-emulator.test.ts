@@ -1,14 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CosmosClient, type Container } from '@azure/cosmos';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
 import { appRoot } from '../stack.js';
-import { loadOrCreateTlsCertificate, type TlsCertificate } from '../tls.js';
+import { temporaryEmulators } from './temporary-emulators.js';
 
 interface Document {
   id: string;
@@ -23,29 +22,16 @@ function journalLine(effects: unknown[]): string {
 }
 
 describe('the embedded Cosmos DB', () => {
-  let folder: string;
-  let tls: TlsCertificate;
-  const running: CosmosEmulator[] = [];
+  const emulators = temporaryEmulators('cosmos-emulator-test', { closeAfterEach: true });
   const children: ChildProcess[] = [];
 
-  beforeAll(async () => {
-    folder = await mkdtemp(join(tmpdir(), 'cosmos-emulator-test-'));
-    tls = await loadOrCreateTlsCertificate(join(folder, 'tls'));
-  });
-  afterEach(async () => {
-    for (const emulator of running.splice(0)) await emulator.close();
+  afterEach(() => {
     for (const child of children.splice(0)) killGroup(child);
   });
-  afterAll(() => rm(folder, { recursive: true, force: true }));
   const killGroup = (child: ChildProcess) => {
     if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
   };
 
-  const start = async (dataDir: string) => {
-    const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir });
-    running.push(emulator);
-    return emulator;
-  };
   const tenantData = (emulator: CosmosEmulator) => emulator.client.database('lms').container('tenant-data');
   const read = async (container: Container, id: string, tenantId = 't1') => (await container.item(id, tenantId).read<Document>()).resource;
 
@@ -65,7 +51,7 @@ describe('the embedded Cosmos DB', () => {
     // -f: the file writes and syncs run on libuv's threads; -y: each descriptor with its file or socket.
     const command = traceFile ? ['strace', '-f', '-y', '-qq', '-e', 'trace=write,writev,pwrite64,fdatasync,fsync', '-o', traceFile, ...node] : node;
     const child = spawn(command[0]!, command.slice(1), {
-      env: { ...process.env, EMULATOR_TLS: JSON.stringify(tls), EMULATOR_DATA_DIR: dataDir, EMULATOR_COMPACT_AFTER: String(compactAfterBytes ?? '') },
+      env: { ...process.env, EMULATOR_TLS: JSON.stringify(emulators.tls), EMULATOR_DATA_DIR: dataDir, EMULATOR_COMPACT_AFTER: String(compactAfterBytes ?? '') },
       stdio: ['ignore', 'pipe', 'inherit'],
       // A group of its own, killed whole: strace killed alone would leave the emulator it traces running.
       detached: true,
@@ -75,7 +61,7 @@ describe('the embedded Cosmos DB', () => {
       child.stdout.setEncoding('utf8').once('data', (line: string) => resolve(line.trim()));
       child.once('exit', (code) => reject(new Error(`The emulator exited (code ${code}) before it listened`)));
     });
-    const agent = new Agent({ ca: tls.cert, keepAlive: true });
+    const agent = new Agent({ ca: emulators.tls.cert, keepAlive: true });
     const client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent });
     return {
       container: client.database('lms').container('tenant-data'),
@@ -122,9 +108,18 @@ describe('the embedded Cosmos DB', () => {
     return { created, highestCount };
   }
 
+  /** What a burst cut short by a kill had acknowledged is all in the restarted store. */
+  async function expectBurstKept(restarted: Container, { created, highestCount }: Awaited<ReturnType<typeof burstUntilKilled>>) {
+    const missing = [];
+    for (const id of created) if (!(await read(restarted, id))) missing.push(id);
+    expect(missing, 'acknowledged creates lost').toEqual([]);
+    // Increments that were under way at the kill may or may not have landed; every answered one did.
+    expect((await read(restarted, 'counter'))!.value).toBeGreaterThanOrEqual(highestCount);
+  }
+
   it('answers a write only once its journal line is synced to disk', async () => {
-    const dataDir = join(folder, 'synced');
-    const traceFile = join(folder, 'synced.strace');
+    const dataDir = join(emulators.folder, 'synced');
+    const traceFile = join(emulators.folder, 'synced.strace');
     const child = await startInChild(dataDir, undefined, traceFile);
     // One at a time, so that each write has a sync of its own (group commit shares one among writes that overlap).
     for (let index = 0; index < 20; index++) await child.container.items.create({ id: `synced-${index}`, tenantId: 't1' });
@@ -153,23 +148,23 @@ describe('the embedded Cosmos DB', () => {
   });
 
   it('creates the containers the app needs and keeps their data across a restart, with no journal left after a clean close', async () => {
-    const dataDir = join(folder, 'clean');
-    const first = await start(dataDir);
+    const dataDir = join(emulators.folder, 'clean');
+    const first = await emulators.start(dataDir);
     expect(first.restored).toBe(0);
     await tenantData(first).items.create({ id: 'PRJ-1001', tenantId: 't1', type: 'project', name: 'Kept' });
     await tenantData(first).items.create({ id: 'PRJ-1001', tenantId: 't2', type: 'project', name: 'Other tenant' });
-    await running.pop()!.close();
+    await emulators.close();
     const journals = (await readdir(dataDir)).filter((name) => name.startsWith('journal-'));
     expect(journals, 'a clean close writes everything into the snapshot').toEqual([]);
 
-    const second = await start(dataDir);
+    const second = await emulators.start(dataDir);
     expect(second.restored).toBe(2);
     expect(await read(tenantData(second), 'PRJ-1001')).toMatchObject({ name: 'Kept', tenantId: 't1' });
     expect(await read(tenantData(second), 'PRJ-1001', 't2')).toMatchObject({ name: 'Other tenant' });
   });
 
   it('keeps every acknowledged write of every kind when its process is killed with SIGKILL', async () => {
-    const dataDir = join(folder, 'every-kind');
+    const dataDir = join(emulators.folder, 'every-kind');
     const child = await startInChild(dataDir);
     const { container } = child;
     await container.items.create({ id: 'counter', tenantId: 't1', value: 0 });
@@ -204,9 +199,9 @@ describe('the embedded Cosmos DB', () => {
       { operationType: 'Delete', partitionKey: 't1', id: 'bulk-deleted' },
     ]);
     expect(bulk.map((operation) => operation.response?.statusCode)).toEqual([201, 204]);
-    const { created, highestCount } = await burstUntilKilled(child, 60);
+    const burst = await burstUntilKilled(child, 60);
 
-    const restarted = tenantData(await start(dataDir));
+    const restarted = tenantData(await emulators.start(dataDir));
     expect(await read(restarted, 'created')).toMatchObject({ name: 'Created' });
     expect(await read(restarted, 'upserted')).toMatchObject({ name: 'Upserted' });
     expect(await read(restarted, 'replaced')).toMatchObject({ name: 'After' });
@@ -219,46 +214,38 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(restarted, 'batch-deleted')).toBeUndefined();
     expect(await read(restarted, 'bulk-created')).toMatchObject({ name: 'Bulk' });
     expect(await read(restarted, 'bulk-deleted')).toBeUndefined();
-    const missing = [];
-    for (const id of created) if (!(await read(restarted, id))) missing.push(id);
-    expect(missing, 'acknowledged creates lost').toEqual([]);
-    // Increments that were under way at the kill may or may not have landed; every answered one did.
-    expect((await read(restarted, 'counter'))!.value).toBeGreaterThanOrEqual(highestCount);
+    await expectBurstKept(restarted, burst);
   });
 
   it('keeps the writes and deletes of a container with a hierarchical partition key across a restart', async () => {
-    const dataDir = join(folder, 'hierarchical');
-    const index = (await start(dataDir)).client.database('lms').container('rag-index');
+    const dataDir = join(emulators.folder, 'hierarchical');
+    const index = (await emulators.start(dataDir)).client.database('lms').container('rag-index');
     // (@vercel/cosmosdb-server keeps ids unique per tenant, not per tenant and project as Cosmos DB does.)
     for (const projectId of ['p1', 'p2', 'p3']) await index.items.create({ id: `c-${projectId}`, tenantId: 't1', projectId, content: projectId });
     await index.item('c-p1', ['t1', 'p1']).delete();
     const { result = [] } = await index.items.batch([{ operationType: 'Delete', id: 'c-p2', partitionKey: ['t1', 'p2'] }], ['t1', 'p2']);
     expect(result.map((operation) => operation.statusCode)).toEqual([204]);
-    await running.pop()!.close();
+    await emulators.close();
 
-    const restarted = (await start(dataDir)).client.database('lms').container('rag-index');
+    const restarted = (await emulators.start(dataDir)).client.database('lms').container('rag-index');
     const { resources } = await restarted.items.query<{ projectId: string }>('SELECT c.projectId FROM c', { partitionKey: ['t1'] }).fetchAll();
     expect(resources).toEqual([{ projectId: 'p3' }]);
   });
 
   it('compacts its journal while writes go on, losing and reordering none of them', async () => {
-    const dataDir = join(folder, 'compaction');
+    const dataDir = join(emulators.folder, 'compaction');
     // A tiny threshold: a new journal and snapshot every few writes.
     const child = await startInChild(dataDir, 2_000);
     await child.container.items.create({ id: 'counter', tenantId: 't1', value: 0 });
-    const { created, highestCount } = await burstUntilKilled(child, 400);
+    const burst = await burstUntilKilled(child, 400);
     const { journal } = JSON.parse(await readFile(join(dataDir, 'data.json'), 'utf8')) as { journal: number };
     expect(journal, 'compactions during the burst').toBeGreaterThan(5);
 
-    const restarted = tenantData(await start(dataDir));
-    const missing = [];
-    for (const id of created) if (!(await read(restarted, id))) missing.push(id);
-    expect(missing, 'acknowledged creates lost').toEqual([]);
-    expect((await read(restarted, 'counter'))!.value).toBeGreaterThanOrEqual(highestCount);
+    await expectBurstKept(tenantData(await emulators.start(dataDir)), burst);
   });
 
   it('ignores a last journal line that a crash cut short, and goes on from there', async () => {
-    const dataDir = join(folder, 'cut-short');
+    const dataDir = join(emulators.folder, 'cut-short');
     const child = await startInChild(dataDir);
     await child.container.items.create({ id: 'answered', tenantId: 't1' });
     await child.kill();
@@ -266,23 +253,23 @@ describe('the embedded Cosmos DB', () => {
     const unanswered = journalLine([{ container: 'tenant-data', put: { id: 'unanswered', tenantId: 't1' } }]);
     await appendFile(join(dataDir, journal!), unanswered.slice(0, unanswered.length / 2));
 
-    const restarted = await start(dataDir);
+    const restarted = await emulators.start(dataDir);
     expect(await read(tenantData(restarted), 'answered')).toBeDefined();
     expect(await read(tenantData(restarted), 'unanswered')).toBeUndefined();
     await tenantData(restarted).items.create({ id: 'after', tenantId: 't1' });
-    await running.pop()!.close();
+    await emulators.close();
 
     // A whole last line whose checksum does not match is cut short too.
     const wrongChecksum = journalLine([{ container: 'tenant-data', put: { id: 'unanswered', tenantId: 't1' } }]).replace(/^\w{8}/, '00000000');
     await writeFile(join(dataDir, 'journal-99.log'), wrongChecksum);
-    const again = await start(dataDir);
+    const again = await emulators.start(dataDir);
     expect(await read(tenantData(again), 'answered')).toBeDefined();
     expect(await read(tenantData(again), 'after')).toBeDefined();
     expect(await read(tenantData(again), 'unanswered')).toBeUndefined();
   });
 
   it('goes on writing the journal of the run before a crash, losing nothing over two crashes', async () => {
-    const dataDir = join(folder, 'two-crashes');
+    const dataDir = join(emulators.folder, 'two-crashes');
     const first = await startInChild(dataDir);
     await first.container.items.create({ id: 'first-run', tenantId: 't1' });
     await first.kill();
@@ -291,26 +278,28 @@ describe('the embedded Cosmos DB', () => {
     await second.kill();
     expect((await readdir(dataDir)).filter((name) => name.startsWith('journal-'))).toEqual(['journal-0.log']);
 
-    const restarted = tenantData(await start(dataDir));
+    const restarted = tenantData(await emulators.start(dataDir));
     expect(await read(restarted, 'first-run')).toBeDefined();
     expect(await read(restarted, 'second-run')).toBeDefined();
   });
 
   it('refuses to start on a journal damaged before its end, rather than drop the writes after the damage', async () => {
-    const dataDir = join(folder, 'damaged');
+    const dataDir = join(emulators.folder, 'damaged');
     const put = (id: string) => journalLine([{ container: 'tenant-data', put: { id, tenantId: 't1' } }]);
-    await start(dataDir);
-    await running.pop()!.close();
+    await emulators.start(dataDir);
+    await emulators.close();
     await writeFile(join(dataDir, 'journal-5.log'), put('first') + put('damaged').replace('damaged', 'dam4ged') + put('after'));
-    await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir })).rejects.toThrow(/journal-5\.log is damaged at line 2/);
+    await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: emulators.tls, dataDir })).rejects.toThrow(
+      /journal-5\.log is damaged at line 2/,
+    );
   });
 
   it('reads the snapshot that earlier versions wrote, without a journal', async () => {
-    const dataDir = join(folder, 'older-format');
-    await start(dataDir);
-    await running.pop()!.close();
+    const dataDir = join(emulators.folder, 'older-format');
+    await emulators.start(dataDir);
+    await emulators.close();
     await writeFile(join(dataDir, 'data.json'), JSON.stringify({ 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before' }], 'rag-chunks': [] }));
-    const emulator = await start(dataDir);
+    const emulator = await emulators.start(dataDir);
     expect(emulator.restored).toBe(1);
     expect(await read(tenantData(emulator), 'PRJ-1001')).toMatchObject({ name: 'From before' });
   });

@@ -6,42 +6,37 @@
  * worked on by one at a time and moves to the other when its holder stops or dies.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Container } from '@azure/cosmos';
 import type { InvocationContext } from '@azure/functions';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CosmosEmulator } from '../cosmos-emulator.js';
 import { retryDelayMs, startCosmosTriggers, type CosmosTriggers } from '../cosmos-triggers.js';
 import type { Registration, RetryOptions } from '../registrations.js';
 import { startHostProcess } from '../stack.js';
 import { stack } from '../../test/support/stack.js';
 import { waitFor } from '../../test/support/wait.js';
+import { temporaryEmulators } from './temporary-emulators.js';
 
 interface Item {
   id: string;
   tenantId: string;
 }
 
-let folder: string;
+const emulators = temporaryEmulators('cosmos-triggers-test', { tls: stack.tls });
 let emulator: CosmosEmulator;
 const running: CosmosTriggers[] = [];
 const logLines: string[] = [];
 
 beforeAll(async () => {
-  folder = await mkdtemp(join(tmpdir(), 'cosmos-triggers-test-'));
-  emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: stack.tls });
+  emulator = await emulators.start();
 });
 afterEach(async () => {
   await Promise.all(running.splice(0).map((triggers) => triggers.stop(5_000)));
   logLines.length = 0;
-});
-afterAll(async () => {
-  await emulator?.close();
-  await rm(folder, { recursive: true, force: true });
 });
 
 /** A container of its own for each test, so that no test sees another's changes. */
@@ -214,7 +209,7 @@ describe('Cosmos DB triggers of one app in two local host processes', () => {
 
   beforeAll(async () => {
     // An app of its own: one function that appends each document it is given, with its host's name, to a file.
-    appFolder = join(folder, 'app');
+    appFolder = join(emulators.folder, 'app');
     await mkdir(appFolder, { recursive: true });
     container = await monitored();
     await writeFile(join(appFolder, 'host.json'), JSON.stringify({ version: '2.0' }));
@@ -237,7 +232,7 @@ describe('Cosmos DB triggers of one app in two local host processes', () => {
 
   const handedOver = (): { host: string; id: string }[] => {
     try {
-      return readFileSync(join(folder, 'handed-over.log'), 'utf8')
+      return readFileSync(join(emulators.folder, 'handed-over.log'), 'utf8')
         .trim()
         .split('\n')
         .filter(Boolean)
@@ -251,9 +246,9 @@ describe('Cosmos DB triggers of one app in two local host processes', () => {
     return startHostProcess({
       port: 0,
       appRoot: appFolder,
-      environment: { TestCosmos: emulator.connectionString, HANDED_OVER: join(folder, 'handed-over.log'), HOST_NAME: name },
+      environment: { TestCosmos: emulator.connectionString, HANDED_OVER: join(emulators.folder, 'handed-over.log'), HOST_NAME: name },
       extraCaCerts: stack.caCertPath,
-      hostOutput: (line) => appendFileSync(join(folder, `${name}.log`), `${line}\n`),
+      hostOutput: (line) => appendFileSync(join(emulators.folder, `${name}.log`), `${line}\n`),
     });
   }
 

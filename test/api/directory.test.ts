@@ -100,10 +100,15 @@ describe('when Microsoft Graph fails', () => {
     return async () => fetch(`http://127.0.0.1:${host.port}/api/users?source=directory`, { headers: { authorization: `Bearer ${await reader()}` } });
   }
 
-  it('is a 503 with Retry-After while Graph is busy, and works again when it recovers', async () => {
+  /** A Graph stand-in of the test's own, with three users in the home tenant, and the app using it. */
+  async function hostWithOwnGraph() {
     const graph: GraphStandIn = await startGraphStandIn({ identityProvider: stack, users: { [HOME_TENANT]: generateDirectoryUsers(HOME_TENANT, 3) } });
     stops.push(() => graph.close());
-    const listDirectory = await hostWithGraph(graph.baseUrl);
+    return { graph, listDirectory: await hostWithGraph(graph.baseUrl) };
+  }
+
+  it('is a 503 with Retry-After while Graph is busy, and works again when it recovers', async () => {
+    const { graph, listDirectory } = await hostWithOwnGraph();
     graph.setFailure(503);
     const busy = await listDirectory();
     expect(busy.status).toBe(503);
@@ -116,9 +121,7 @@ describe('when Microsoft Graph fails', () => {
   });
 
   it('is a 400, never a 500, when Graph refuses the query it was sent', async () => {
-    const graph: GraphStandIn = await startGraphStandIn({ identityProvider: stack, users: { [HOME_TENANT]: generateDirectoryUsers(HOME_TENANT, 3) } });
-    stops.push(() => graph.close());
-    const listDirectory = await hostWithGraph(graph.baseUrl);
+    const { graph, listDirectory } = await hostWithOwnGraph();
     graph.setFailure(400);
     const refused = await listDirectory();
     expect(refused.status).toBe(400);

@@ -235,6 +235,20 @@ const targetOr = (target: () => string) =>
     .oneof({ weight: 8, arbitrary: fc.constant('TARGET') }, fc.constantFrom('PRJ-999999999', 'TSK-999999999', '..%2Fx', '%00', 'x'.repeat(300)))
     .map((id) => (id === 'TARGET' ? target() : id));
 
+/** A PUT or DELETE of the endpoint's fields: a path id (mostly the target) and an attempt. */
+const targetedAttempts = (target: () => string, fields: Record<string, fc.Arbitrary<unknown>>) =>
+  fc.tuple(targetOr(target), attempts(fields)).map(([id, attempt]) => ({ id, attempt }));
+
+/** The fields of a task that both its create and its update take. */
+const taskFields = {
+  title: field(name),
+  description: field(fc.string({ maxLength: 60 })),
+  status: field(fc.constantFrom('Todo', 'InProgress', 'Blocked', 'Done')),
+  priority: field(fc.constantFrom('Low', 'Medium', 'High', 'Urgent')),
+  assignee: field(fc.option(someEmail, { nil: null })),
+  dueDate: field(fc.option(fc.constantFrom('2027-01-15', '2028-02-29', '2027-02-29'), { nil: null })),
+};
+
 // ------------------------------------------------------------------ the properties
 
 describe('random requests to every write endpoint: never a 5xx, errors in the contract shape, a 4xx changes nothing', () => {
@@ -272,18 +286,13 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
       const bearer = await admin();
       let target = await newProject();
       let stored = await readResource(`/projects/${target}`);
-      const arbitrary = fc
-        .tuple(
-          targetOr(() => target),
-          attempts({
-            name: field(name),
-            description: field(fc.string({ maxLength: 60 })),
-            owner: field(someEmail),
-            members: field(fc.array(someEmail, { maxLength: 4 })),
-            status: field(fc.constantFrom('Planning', 'Active', 'OnHold', 'Completed', 'Archived')),
-          }),
-        )
-        .map(([id, attempt]) => ({ id, attempt }));
+      const arbitrary = targetedAttempts(() => target, {
+        name: field(name),
+        description: field(fc.string({ maxLength: 60 })),
+        owner: field(someEmail),
+        members: field(fc.array(someEmail, { maxLength: 4 })),
+        status: field(fc.constantFrom('Planning', 'Active', 'OnHold', 'Completed', 'Archived')),
+      });
       await property(cases, arbitrary, async ({ id, attempt }) => {
         const response = await send('PUT', `/projects/${id}`, attempt, bearer, stored.etag as string);
         expectNoServerError(response, attempt);
@@ -312,12 +321,7 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
           { weight: 4, arbitrary: fc.constantFrom(project, archived, 'PRJ-999999999') },
           anyJson.filter((value) => typeof value !== 'string' || !/^PRJ-\d+$/.test(value)),
         ),
-        title: field(name),
-        description: field(fc.string({ maxLength: 60 })),
-        status: field(fc.constantFrom('Todo', 'InProgress', 'Blocked', 'Done')),
-        priority: field(fc.constantFrom('Low', 'Medium', 'High', 'Urgent')),
-        assignee: field(fc.option(someEmail, { nil: null })),
-        dueDate: field(fc.option(fc.constantFrom('2027-01-15', '2028-02-29', '2027-02-29'), { nil: null })),
+        ...taskFields,
       });
       await property(cases, arbitrary, async (attempt) => {
         const response = await send('POST', '/tasks', attempt, bearer);
@@ -339,20 +343,7 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
       const bearer = await token({ roles: ['LMS.Member'] });
       const target = await newTask(await newProject());
       let stored = await readResource(`/tasks/${target}`);
-      const arbitrary = fc
-        .tuple(
-          targetOr(() => target),
-          attempts({
-            title: field(name),
-            description: field(fc.string({ maxLength: 60 })),
-            status: field(fc.constantFrom('Todo', 'InProgress', 'Blocked', 'Done')),
-            priority: field(fc.constantFrom('Low', 'Medium', 'High', 'Urgent')),
-            assignee: field(fc.option(someEmail, { nil: null })),
-            dueDate: field(fc.option(fc.constantFrom('2027-01-15', '2028-02-29', '2027-02-29'), { nil: null })),
-            projectId: fc.constantFrom('PRJ-999999999', 'PRJ-1001'),
-          }),
-        )
-        .map(([id, attempt]) => ({ id, attempt }));
+      const arbitrary = targetedAttempts(() => target, { ...taskFields, projectId: fc.constantFrom('PRJ-999999999', 'PRJ-1001') });
       await property(cases, arbitrary, async ({ id, attempt }) => {
         const response = await send('PUT', `/tasks/${id}`, attempt, bearer, stored.etag as string);
         expectNoServerError(response, attempt);
@@ -402,11 +393,8 @@ describe('random requests to every write endpoint: never a 5xx, errors in the co
         let stored = await readResource(`/${kind}/${target}`);
         await property(
           cases,
-          fc.tuple(
-            targetOr(() => target),
-            attempts({}),
-          ),
-          async ([id, attempt]) => {
+          targetedAttempts(() => target, {}),
+          async ({ id, attempt }) => {
             const response = await send('DELETE', `/${kind}/${id}`, attempt, bearer, stored.etag as string);
             expectNoServerError(response, attempt);
             const now = await readResource(`/${kind}/${target}`);

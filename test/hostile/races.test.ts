@@ -6,7 +6,7 @@
  * contract's headers.
  */
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { hostileTest } from '../support/hostile-cases.js';
+import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
 import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
 import { apiAt, type HostileResponse } from '../support/raw-http.js';
 import { logsAreClean } from '../support/secrets-and-logs.js';
@@ -55,6 +55,29 @@ async function allIds(path: string): Promise<string[]> {
   return ids;
 }
 
+/**
+ * 20 concurrent PUTs of one field with the same If-Match, the i-th through `through(i)`: exactly one
+ * 200 and 19 412s, and the winner's value is the one stored.
+ */
+async function expectOneConditionalWinner(
+  cases: CaseCounter,
+  target: { path: string; etag: string; field: 'title' | 'description' },
+  through: (index: number) => ReturnType<typeof apiAt> = () => call,
+  explain: (response: HostileResponse) => string = (response) => host.explain(response),
+): Promise<void> {
+  const { path, etag, field } = target;
+  const bearer = await admin();
+  const responses = await Promise.all(
+    Array.from({ length: 20 }, (_, index) =>
+      through(index)('PUT', path, { token: bearer, body: { [field]: `Writer ${index}` }, headers: { 'If-Match': etag } }),
+    ),
+  );
+  cases.add(20);
+  expect(statuses(responses), responses.map(explain).join('\n')).toEqual([200, ...Array(19).fill(412)]);
+  const winner = responses.find((response) => response.status === 200)!;
+  expect((await call('GET', path, { token: bearer })).body[field]).toBe(winner.body[field]);
+}
+
 describe('races', () => {
   hostileTest(
     '200 concurrent project creates give 200 distinct ids and 200 stored projects',
@@ -75,16 +98,7 @@ describe('races', () => {
 
   hostileTest('20 concurrent PUTs of a task with the same If-Match give exactly one 200 and 19 412s', async (cases) => {
     const task = await newTask((await newProject()).id);
-    const bearer = await admin();
-    const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, index) =>
-        call('PUT', `/tasks/${task.id}`, { token: bearer, body: { title: `Writer ${index}` }, headers: { 'If-Match': task.etag } }),
-      ),
-    );
-    cases.add(20);
-    expect(statuses(responses)).toEqual([200, ...Array(19).fill(412)]);
-    const winner = responses.find((response) => response.status === 200)!;
-    expect((await call('GET', `/tasks/${task.id}`, { token: bearer })).body.title).toBe(winner.body.title);
+    await expectOneConditionalWinner(cases, { path: `/tasks/${task.id}`, etag: task.etag, field: 'title' });
   });
 
   hostileTest(
@@ -229,16 +243,7 @@ describe('races between two hosts on one store', () => {
 
   hostileTest('20 concurrent PUTs with the same If-Match, half through each host, give exactly one 200; the rest are 412s', async (cases) => {
     const project = await newProject();
-    const bearer = await admin();
-    const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, index) =>
-        hostOf(index)('PUT', `/projects/${project.id}`, { token: bearer, body: { description: `Writer ${index}` }, headers: { 'If-Match': project.etag } }),
-      ),
-    );
-    cases.add(20);
-    expect(statuses(responses), responses.map(explain).join('\n')).toEqual([200, ...Array(19).fill(412)]);
-    const winner = responses.find((response) => response.status === 200)!;
-    expect((await call('GET', `/projects/${project.id}`, { token: bearer })).body.description).toBe(winner.body.description);
+    await expectOneConditionalWinner(cases, { path: `/projects/${project.id}`, etag: project.etag, field: 'description' }, hostOf, explain);
   });
 
   hostileTest(

@@ -1,20 +1,10 @@
 /** The one error mapper, called with the InvocationContext the worker would give: every thrown value becomes the contract's body. */
-import functions from '@azure/functions';
 import { describe, expect, it } from 'vitest';
 import { ApiError, ConfigurationError, DependencyUnavailableError } from '../../shared/errors.js';
 import { errorResponse } from '../../shared/http/error-mapper.js';
+import { loggedInvocation } from '../support/logged-invocation.js';
 
-const { InvocationContext } = functions;
-
-function context() {
-  const lines: { level: string; text: string }[] = [];
-  const invocation = new InvocationContext({
-    invocationId: 'request-7',
-    functionName: 'projects-get',
-    logHandler: (level, ...args) => lines.push({ level, text: args.map(String).join(' ') }),
-  });
-  return { invocation, lines };
-}
+const context = () => loggedInvocation('request-7');
 
 describe('the error mapper', () => {
   it('renders an ApiError with its status, short name, message in the language asked for, and extras', () => {

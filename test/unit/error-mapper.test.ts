@@ -2,22 +2,12 @@
  * The error mapper beyond test/http/error-mapper.test.ts: which failures count as an outage, what the
  * log says about each, and the configuration error reported once per process.
  */
-import functions from '@azure/functions';
 import { describe, expect, it, vi } from 'vitest';
 import { ApiError, ConfigurationError, DependencyUnavailableError } from '../../shared/errors.js';
 import { errorResponse } from '../../shared/http/error-mapper.js';
+import { loggedInvocation } from '../support/logged-invocation.js';
 
-const { InvocationContext } = functions;
-
-function context() {
-  const lines: { level: string; text: string }[] = [];
-  const invocation = new InvocationContext({
-    invocationId: 'request-9',
-    functionName: 'projects-get',
-    logHandler: (level, ...args) => lines.push({ level, text: args.map(String).join(' ') }),
-  });
-  return { invocation, lines };
-}
+const context = () => loggedInvocation('request-9');
 
 const statusOf = (error: unknown) => errorResponse(error, 'en', context().invocation).status;
 const withCode = (code: unknown) => Object.assign(new Error('failed'), { code });

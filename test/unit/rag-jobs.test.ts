@@ -143,7 +143,8 @@ function admin(): Principal {
 const longText = (chunks: number) =>
   Array.from({ length: chunks * 10 }, (_, index) => `Sentence ${index} ${'of a long description '.repeat(4)}ends.`).join(' ');
 
-async function tenantWithSources(principal: Principal, shape: { projects: number; tasksPerProject: number; longDescription?: boolean }) {
+/** A tenant (of a new administrator, unless given) with these projects and tasks. */
+async function tenantWithSources(shape: { projects: number; tasksPerProject: number; longDescription?: boolean }, principal = admin()) {
   const { createProject } = await projectsRepository();
   const { createTask } = await tasksRepository();
   const projectIds: string[] = [];
@@ -160,7 +161,7 @@ async function tenantWithSources(principal: Principal, shape: { projects: number
       taskIds.push(task.resource.id);
     }
   }
-  return { projectIds, taskIds };
+  return { principal, projectIds, taskIds };
 }
 
 /** The messages queued for this job since `from`. */
@@ -188,6 +189,13 @@ async function startJob(principal: Principal, body: { mode: 'incremental' | 'ful
   const from = queued.length;
   await (await jobs()).dispatch((await readJobDocument(principal.tenantId, job.jobId))!);
   return { jobId: job.jobId, from };
+}
+
+/** A job started and planned: its batches are queued, and none has run. */
+async function plannedJob(principal: Principal, body: { mode: 'incremental' | 'full' } = { mode: 'incremental' }) {
+  const started = await startJob(principal, body);
+  await (await jobs()).plan(principal.tenantId, started.jobId);
+  return started;
 }
 
 async function runJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
@@ -229,8 +237,7 @@ function gate() {
 
 describe('a RAG job', () => {
   it('plans a batch of projects and one of tasks, indexes each once and ends with exact counts', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 2, tasksPerProject: 2, longDescription: true });
+    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2, longDescription: true });
     const before = embeddings.counts.inputs;
     const { job, handled } = await runJob(principal, { mode: 'incremental' });
     expect(handled.map((entry) => entry.message)).toEqual([
@@ -249,8 +256,7 @@ describe('a RAG job', () => {
   });
 
   it('then writes only what changed, removes what is gone, and embeds only the changed chunks', async () => {
-    const principal = admin();
-    const { projectIds, taskIds } = await tenantWithSources(principal, { projects: 2, tasksPerProject: 2, longDescription: true });
+    const { principal, projectIds, taskIds } = await tenantWithSources({ projects: 2, tasksPerProject: 2, longDescription: true });
     const first = await runJob(principal, { mode: 'incremental' });
     const total = first.job.counts!.chunks;
     const again = await runJob(principal, { mode: 'incremental' });
@@ -277,8 +283,7 @@ describe('a RAG job', () => {
   });
 
   it('in full mode rewrites every chunk under its own name, embedding none that did not change', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 2 });
     const first = await runJob(principal, { mode: 'incremental' });
     const before = embeddings.counts.inputs;
     const full = await runJob(principal, { mode: 'full' });
@@ -290,8 +295,7 @@ describe('a RAG job', () => {
   });
 
   it('limited to projects indexes those and their tasks only', async () => {
-    const principal = admin();
-    const { projectIds } = await tenantWithSources(principal, { projects: 2, tasksPerProject: 1 });
+    const { principal, projectIds } = await tenantWithSources({ projects: 2, tasksPerProject: 1 });
     const { job } = await runJob(principal, { mode: 'incremental', projectIds: [projectIds[1]!] });
     expect(job.counts).toMatchObject({ sources: 2 });
     expect(new Set((await storedChunks(principal.tenantId)).map((chunk) => chunk.sourceId)).has(projectIds[0]!)).toBe(false);
@@ -323,13 +327,11 @@ describe('each step', () => {
   });
 
   it('runs a batch delivered twice once, and hands the finishing over only when every batch has ended', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { readJobDocument } = await repository();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     expect(messagesOf(jobId, from).map((entry) => entry.message)).toEqual([
       { tenantId: principal.tenantId, jobId },
       { tenantId: principal.tenantId, jobId, batch: 0 },
@@ -357,8 +359,7 @@ describe('each step', () => {
   });
 
   it('finishes only a planned job whose batches have all ended, and only once', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
     const { jobId } = await startJob(principal, { mode: 'incremental' });
     const { plan, runBatch, finish } = await jobs();
     const { readJobDocument } = await repository();
@@ -378,12 +379,9 @@ describe('each step', () => {
   });
 
   it('of a cancelled job does no work: the queued batches embed and write nothing, and the job ends Cancelled', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 2, tasksPerProject: 2 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2 });
+    const { jobId, from } = await plannedJob(principal);
     const { requestCancel, readJobDocument } = await repository();
-    await plan(principal.tenantId, jobId);
     await requestCancel(principal, jobId);
     const before = embeddings.counts.requests;
     await drain(principal.tenantId, jobId, from + 1);
@@ -395,8 +393,7 @@ describe('each step', () => {
   });
 
   it('of a job cancelled before its planning plans nothing', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
     const { jobId, from } = await startJob(principal, { mode: 'incremental' });
     await (await repository()).requestCancel(principal, jobId);
     await (await jobs()).plan(principal.tenantId, jobId);
@@ -404,12 +401,10 @@ describe('each step', () => {
   });
 
   it('sends a throttled batch back to the queue for the time asked, and embeds nothing twice', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     embeddings.failNext(1, 429, 7);
     const before = embeddings.counts.inputs;
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
@@ -422,12 +417,10 @@ describe('each step', () => {
   });
 
   it('leaves a batch another run holds: nothing embedded, its message back within 5 s; the holder then runs it once', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { holdBatch, readBatch, releaseBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     expect(await holdBatch(principal.tenantId, jobId, 0, 'first-delivery', 20_000)).toMatchObject({ held: { hold: { runner: 'first-delivery' } } });
     const before = embeddings.counts.requests;
     const queuedBefore = messagesOf(jobId, from).length;
@@ -449,12 +442,10 @@ describe('each step', () => {
   });
 
   it('lets its batch go when its run fails, so that the next delivery takes it at once', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
+    const { jobId } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { holdBatch, readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     embeddings.failNext(1, 400);
     await expect(runBatch(principal.tenantId, jobId, 0, 'failing-delivery')).rejects.toThrow();
     expect((await readBatch(principal.tenantId, jobId, 0))!).toMatchObject({ status: 'Planned', hold: null });
@@ -464,12 +455,10 @@ describe('each step', () => {
   });
 
   it('sends a batch another run holds for a short while back for the rest of that hold only', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { holdBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     await holdBatch(principal.tenantId, jobId, 0, 'first-delivery', 3_000);
     await runBatch(principal.tenantId, jobId, 0, 'second-delivery');
     const back = messagesOf(jobId, from).at(-1)!;
@@ -480,12 +469,10 @@ describe('each step', () => {
   });
 
   it('renews the hold of its batch while it works, and stops renewing when its run ends', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
+    const { jobId } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     const holdUntil = async () => Date.parse((await readBatch(principal.tenantId, jobId, 0))!.hold!.until);
     // The embeddings API takes its time: the run holds its batch meanwhile.
     const embedding = gate();
@@ -509,12 +496,10 @@ describe('each step', () => {
   });
 
   it('run again after a crash that came after its writes counts the chunks this job wrote, and embeds none again', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
+    const { jobId } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     const done = (await readBatch(principal.tenantId, jobId, 0))!;
     expect(done.counts!.written).toBeGreaterThan(1);
@@ -528,16 +513,14 @@ describe('each step', () => {
   });
 
   it('run again after a crash that came after its removals counts them once', async () => {
-    const principal = admin();
-    const { projectIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 0, longDescription: true });
+    const { principal, projectIds } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
     const first = await runJob(principal, { mode: 'incremental' });
     const longChunks = first.job.counts!.chunks;
     expect(longChunks).toBeGreaterThan(1);
     await (await projectsRepository()).updateProject(principal, projectIds[0]!, { description: 'Short now.' }, undefined);
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { jobId } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     // The run removes the chunks the shortened project no longer makes, and is cut off before recording its counts.
     beforeRequest(
       (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
@@ -552,13 +535,11 @@ describe('each step', () => {
   });
 
   it('throttled part way keeps what was embedded, and its next run embeds only the rest', async () => {
-    const principal = admin();
     // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4.
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 20 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 20 });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     const before = embeddings.counts.inputs;
     embeddingsTurns.push(
@@ -577,8 +558,7 @@ describe('each step', () => {
   });
 
   it('of a job that ends while it is planned plans no more', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
     const { jobId, from } = await startJob(principal, { mode: 'incremental' });
     const { plan } = await jobs();
     const { finishJob, readJobDocument } = await repository();
@@ -598,12 +578,10 @@ describe('each step', () => {
   });
 
   it('of a job that ends while a batch runs ends quietly, and hands no finishing over', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { finishJob, readJobDocument } = await repository();
-    await plan(principal.tenantId, jobId);
     beforeRequest(
       (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
       () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }),
@@ -614,13 +592,11 @@ describe('each step', () => {
   });
 
   it('of a job that has ended does nothing, though its batches were still queued', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
+    const { jobId, from } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     const { finishJob } = await repository();
     const { readBatch } = await batches();
-    await plan(principal.tenantId, jobId);
     // The queue gave up on the job (its last retry failed) while its batches were queued.
     await finishJob(principal.tenantId, jobId, { error: 'Gave up.' });
     const before = embeddings.counts.requests;
@@ -631,22 +607,18 @@ describe('each step', () => {
   });
 
   it('passes on a failure of the embeddings API that is not throttling, writing nothing', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch } = await jobs();
-    await plan(principal.tenantId, jobId);
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
+    const { jobId } = await plannedJob(principal);
+    const { runBatch } = await jobs();
     embeddings.failNext(1, 400);
     await expect(runBatch(principal.tenantId, jobId, 0, RUNNER)).rejects.toThrow(/refused the request with 400/);
     expect(await storedChunks(principal.tenantId)).toEqual([]);
   });
 
   it('rewrites nothing when a batch of a full rebuild is delivered again', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 2, tasksPerProject: 0 });
-    const { jobId } = await startJob(principal, { mode: 'full' });
-    const { plan, runBatch } = await jobs();
-    await plan(principal.tenantId, jobId);
+    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 0 });
+    const { jobId } = await plannedJob(principal, { mode: 'full' });
+    const { runBatch } = await jobs();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     const index = cosmos.client.database('lms').container('rag-index');
     const etags = async () =>
@@ -665,12 +637,10 @@ describe('each step', () => {
   });
 
   it('leaves the finishing to the run that holds it', async () => {
-    const principal = admin();
-    await tenantWithSources(principal, { projects: 1, tasksPerProject: 0 });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch, finish } = await jobs();
+    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
+    const { jobId } = await plannedJob(principal);
+    const { runBatch, finish } = await jobs();
     const { startFinishing, readJobDocument } = await repository();
-    await plan(principal.tenantId, jobId);
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     expect(await startFinishing(principal.tenantId, jobId, 'runner-0', 60_000)).toBeDefined();
     await finish(principal.tenantId, jobId, 'runner-1');
@@ -680,15 +650,13 @@ describe('each step', () => {
   });
 
   it('finishes the removals a run cut off had recorded, counting them once', async () => {
-    const principal = admin();
-    const { taskIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    const { principal, taskIds } = await tenantWithSources({ projects: 1, tasksPerProject: 2 });
     await runJob(principal, { mode: 'incremental' });
     const gone = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === taskIds[0]);
     expect(gone.length).toBeGreaterThan(0);
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch, finish } = await jobs();
+    const { jobId } = await plannedJob(principal);
+    const { runBatch, finish } = await jobs();
     const { startFinishing, recordSweep, readJobDocument } = await repository();
-    await plan(principal.tenantId, jobId);
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     await runBatch(principal.tenantId, jobId, 1, RUNNER);
     // A run that took the finishing recorded these removals, counted 2 before, and was cut off.
@@ -705,16 +673,14 @@ describe('each step', () => {
 
 describe('the finishing', () => {
   it('cut off as it removes, and again at its last write, ends when run again with each removal counted once', async () => {
-    const principal = admin();
-    const { taskIds } = await tenantWithSources(principal, { projects: 1, tasksPerProject: 2 });
+    const { principal, taskIds } = await tenantWithSources({ projects: 1, tasksPerProject: 2 });
     await runJob(principal, { mode: 'incremental' });
     const gone = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === taskIds[0]);
     expect(gone.length).toBeGreaterThan(0);
     await (await tasksRepository()).deleteTask(principal, taskIds[0]!, undefined);
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
-    const { plan, runBatch, finish } = await jobs();
+    const { jobId } = await plannedJob(principal);
+    const { runBatch, finish } = await jobs();
     const { readJobDocument } = await repository();
-    await plan(principal.tenantId, jobId);
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     await runBatch(principal.tenantId, jobId, 1, RUNNER);
 
@@ -750,7 +716,7 @@ describe('without embeddings configured', () => {
     delete process.env.EMBEDDINGS_ENDPOINT;
     try {
       vi.resetModules();
-      await tenantWithSources(principal, { projects: 1, tasksPerProject: 1 });
+      await tenantWithSources({ projects: 1, tasksPerProject: 1 }, principal);
       const before = embeddings.counts.requests;
       const { job } = await runJob(principal, { mode: 'incremental' });
       expect(embeddings.counts.requests).toBe(before);
