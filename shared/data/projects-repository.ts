@@ -20,7 +20,7 @@ import {
   type Created,
   type DocumentKind,
 } from './tenant-data.js';
-import { listPage, idPage, readByIds } from './tenant-queries.js';
+import { idPage, inProjects, listPage, readByIds } from './tenant-queries.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;
@@ -108,8 +108,7 @@ export function listProjects(principal: Principal, query: ListProjectsQuery): Pr
 
 /** The ids of the tenant's visible projects (of those named, when given), a page at a time: what the RAG index is built from. */
 export function projectIdPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
-  const where = projectIds ? { condition: 'ARRAY_CONTAINS(@projectIds, c.id)', parameters: [{ name: '@projectIds', value: [...projectIds] }] } : undefined;
-  return idPage({ kind: projects, tenantId, where, pageSize, continuation });
+  return idPage({ kind: projects, tenantId, where: inProjects('c.id', projectIds), pageSize, continuation });
 }
 
 /** The visible projects among these ids. */

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
+import { requestedJob } from '../domain/rag-jobs.js';
 import { ApiError, conflict, notFound } from '../errors.js';
 import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type RagProgress, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
@@ -102,17 +103,7 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
       id: randomUUID(),
       tenantId,
       type: 'ragJob',
-      status: 'Queued',
-      mode: body.mode,
-      projectIds: body.projectIds ?? null,
-      requestedAt: new Date().toISOString(),
-      requestedBy: principal.objectId,
-      startedAt: null,
-      completedAt: null,
-      progress: null,
-      cancelRequestedAt: null,
-      counts: null,
-      error: null,
+      ...requestedJob(body, principal.objectId, new Date().toISOString()),
       planned: false,
       planCursor: null,
     };

@@ -8,7 +8,7 @@ import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
 import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
 import { changeDocument, createDocument, fieldsOf, readVisible, REMOVE, stillExists, type Created, type DocumentKind } from './tenant-data.js';
-import { listPage, idPage, readByIds } from './tenant-queries.js';
+import { idPage, inProjects, listPage, readByIds } from './tenant-queries.js';
 
 interface TaskDocument extends Task {
   tenantId: string;
@@ -111,10 +111,7 @@ export function listTasks(principal: Principal, query: ListTasksQuery): Promise<
 
 /** The ids of the tenant's tasks (of the projects named, when given), a page at a time: what the RAG index is built from. */
 export function taskIdPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
-  const where = projectIds
-    ? { condition: 'ARRAY_CONTAINS(@projectIds, c.projectId)', parameters: [{ name: '@projectIds', value: [...projectIds] }] }
-    : undefined;
-  return idPage({ kind: tasks, tenantId, where, pageSize, continuation });
+  return idPage({ kind: tasks, tenantId, where: inProjects('c.projectId', projectIds), pageSize, continuation });
 }
 
 /** The tasks among these ids. */

@@ -53,6 +53,14 @@ export interface Where {
 }
 
 /**
+ * Documents that belong to one of the projects named (the document's project id is `projectField`):
+ * the scope of a RAG index rebuild. No condition when projectIds is null: every project.
+ */
+export function inProjects(projectField: string, projectIds: readonly string[] | null): Where | undefined {
+  return projectIds ? { condition: `ARRAY_CONTAINS(@projectIds, ${projectField})`, parameters: [{ name: '@projectIds', value: [...projectIds] }] } : undefined;
+}
+
+/**
  * The ids of visible documents of one kind that meet `where`, a page at a time from `continuation`
  * (undefined: from the start): the next page's continuation goes with them, so that a reader can
  * stop and go on later, or in another process, without holding the whole tenant.

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { requestedJob } from '../domain/rag-jobs.js';
 import { errorBody } from '../schemas/common.js';
 import { event, type Event } from '../schemas/events.js';
 import { createProjectBody, project, updateProjectBody, type Project } from '../schemas/projects.js';
-import { ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
+import { jobIdParameter, ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
 import { createTaskBody, task, updateTaskBody, type Task } from '../schemas/tasks.js';
 import { user, type User } from '../schemas/users.js';
 import { createWebhookBody, delivery, updateWebhookBody, webhook, webhookWithSecret, type Delivery, type Webhook } from '../schemas/webhooks.js';
@@ -51,18 +52,8 @@ const exampleUser: User = {
 };
 
 const exampleRagJob: RagJob = {
-  jobId: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b',
-  status: 'Queued',
-  mode: 'incremental',
-  projectIds: null,
-  requestedAt: '2026-11-21T10:00:00.000Z',
-  requestedBy: CREATED_BY,
-  startedAt: null,
-  completedAt: null,
-  progress: null,
-  cancelRequestedAt: null,
-  counts: null,
-  error: null,
+  jobId: jobIdParameter.example,
+  ...requestedJob({ mode: 'incremental' }, CREATED_BY, '2026-11-21T10:00:00.000Z'),
 };
 
 const exampleWebhook: Webhook = {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { MessageKey } from '../messages.js';
-import { integerParameter } from '../validation.js';
+import { integerParameter, text } from '../validation.js';
 
 /**
  * A path parameter naming a resource: its form, the 404 a value of any other form gets (it cannot
@@ -13,6 +13,18 @@ export interface PathParameter {
 }
 
 export const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC timestamp with milliseconds');
+
+/** What the API keeps on a project and on a task: when it was made and last changed, and by whom it was made. */
+export const recordStamps = {
+  createdAt: timestamp,
+  updatedAt: timestamp,
+  createdBy: z.string().describe("The creator's Entra object id (oid)"),
+};
+
+/** A project's name, a task's title: one line of 1 to 200 characters. */
+export const recordTitle = text({ min: 1, max: 200 });
+/** A project's or a task's description: up to 10,000 characters, line breaks allowed. */
+export const recordDescription = text({ min: 0, max: 10_000, multiline: true });
 
 /** `limit` and `cursor`, as every list endpoint takes them. */
 export const pagingParameters = {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { atLeastOneField, email, text } from '../validation.js';
-import { pagingParameters, timestamp, type PathParameter } from './common.js';
+import { pagingParameters, recordDescription, recordStamps, recordTitle, type PathParameter } from './common.js';
 
 export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
@@ -16,33 +16,20 @@ export const project = z.object({
   status: z.enum(PROJECT_STATUSES),
   owner: z.email(),
   members: z.array(z.email()),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-  createdBy: z.string().describe("The creator's Entra object id (oid)"),
+  ...recordStamps,
 });
 export type Project = z.infer<typeof project>;
 
-const name = text({ min: 1, max: 200 });
-const description = text({ min: 0, max: 10_000, multiline: true });
-const members = z.array(email()).max(MAX_MEMBERS);
-
 export const createProjectBody = z.strictObject({
-  name,
-  description: description.optional(),
+  name: recordTitle,
+  description: recordDescription.optional(),
   owner: email().optional(),
-  members: members.optional(),
+  members: z.array(email()).max(MAX_MEMBERS).optional(),
 });
 export type CreateProjectBody = z.infer<typeof createProjectBody>;
 
-export const updateProjectBody = atLeastOneField(
-  z.strictObject({
-    name: name.optional(),
-    description: description.optional(),
-    owner: email().optional(),
-    members: members.optional(),
-    status: z.enum(PROJECT_STATUSES).optional(),
-  }),
-);
+/** What a create takes, and the status: the fields given replace the stored ones. */
+export const updateProjectBody = atLeastOneField(createProjectBody.extend({ status: z.enum(PROJECT_STATUSES) }).partial());
 export type UpdateProjectBody = z.infer<typeof updateProjectBody>;
 
 export const PROJECT_SORTS = ['createdAt', '-createdAt', 'name', '-name'] as const;

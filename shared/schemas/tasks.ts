@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { atLeastOneField, email, text } from '../validation.js';
-import { pagingParameters, timestamp, type PathParameter } from './common.js';
+import { atLeastOneField, email } from '../validation.js';
+import { pagingParameters, recordDescription, recordStamps, recordTitle, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
 export const TASK_STATUSES = ['Todo', 'InProgress', 'Blocked', 'Done'] as const;
@@ -24,19 +24,14 @@ export const task = z.object({
   priority: z.enum(TASK_PRIORITIES),
   assignee: z.email().nullable(),
   dueDate: calendarDate.nullable(),
-  createdAt: timestamp,
-  updatedAt: timestamp,
-  createdBy: z.string().describe("The creator's Entra object id (oid)"),
+  ...recordStamps,
 });
 export type Task = z.infer<typeof task>;
 
-const title = text({ min: 1, max: 200 });
-const description = text({ min: 0, max: 10_000, multiline: true });
-
 export const createTaskBody = z.strictObject({
   projectId,
-  title,
-  description: description.optional(),
+  title: recordTitle,
+  description: recordDescription.optional(),
   status: z.enum(TASK_STATUSES).optional(),
   priority: z.enum(TASK_PRIORITIES).optional(),
   assignee: email().nullable().optional(),
@@ -44,16 +39,8 @@ export const createTaskBody = z.strictObject({
 });
 export type CreateTaskBody = z.infer<typeof createTaskBody>;
 
-export const updateTaskBody = atLeastOneField(
-  z.strictObject({
-    title: title.optional(),
-    description: description.optional(),
-    status: z.enum(TASK_STATUSES).optional(),
-    priority: z.enum(TASK_PRIORITIES).optional(),
-    assignee: email().nullable().optional(),
-    dueDate: calendarDate.nullable().optional(),
-  }),
-);
+/** What a create takes but the project (a task stays in its project): the fields given replace the stored ones. */
+export const updateTaskBody = atLeastOneField(createTaskBody.omit({ projectId: true }).partial());
 export type UpdateTaskBody = z.infer<typeof updateTaskBody>;
 
 export const TASK_SORTS = ['createdAt', '-createdAt', 'dueDate', '-dueDate', 'priority', '-priority'] as const;
