@@ -4,6 +4,7 @@ import { authenticate, authorize } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { Permission } from '../roles.js';
 import type { Idempotency } from '../data/idempotency.js';
+import type { Page } from '../data/paging.js';
 import { recordCaller } from '../data/users-repository.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
@@ -14,7 +15,7 @@ import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
@@ -45,14 +46,21 @@ export interface Outcome {
   body?: unknown;
   /** Where what the request made lives, for an answer that declares `Location`. */
   location?: string;
-  /** The next page's cursor, for an answer that declares `Link`; none on the last page. */
-  nextCursor?: string | undefined;
+  /** A list's page, for an operation that answers a `page`: its items are the body, its cursor the `Link` to the next. */
+  page?: Page<unknown>;
   /** The stored answer to an earlier request with the same Idempotency-Key. */
   replayed?: boolean;
 }
 
-export interface EndpointDefinition<P, QS, BS> extends OperationDefinition {
+/**
+ * The answer when all goes well, as an endpoint declares it: a list declares the schema of its items
+ * as `page`, and is answered as their array with `Link` to the next page.
+ */
+export type EndpointSuccess = (Omit<SuccessAnswer, 'headers'> & { headers?: Exclude<SuccessHeader, 'Link'>[] }) | { status: 200; page: z.ZodType };
+
+export interface EndpointDefinition<P, QS, BS> extends Omit<OperationDefinition, 'success'> {
   permission: Permission;
+  success: EndpointSuccess;
   params?: P & Record<string, PathParameter>;
   query?: QS & Schema;
   body?: BS & Schema;
@@ -160,7 +168,7 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
     headers.ETag = tag;
   }
   if (declared.includes('Location')) headers.Location = outcome.location!;
-  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, outcome.nextCursor));
+  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, outcome.page?.nextCursor));
   if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
   if (outcome.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
@@ -168,7 +176,14 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
     Object.assign(headers, deprecation);
     if (deprecationLink) headers.Link = headers.Link ? `${headers.Link}, ${deprecationLink}` : deprecationLink;
   }
-  return status === 204 ? { status, headers } : { status, jsonBody: outcome.body, headers };
+  return status === 204 ? { status, headers } : { status, jsonBody: outcome.page ? outcome.page.items : outcome.body, headers };
+}
+
+/** The definition as the HTTP edge answers by it and the API description states it: a page is the array of its items, with `Link`. */
+function described<P, QS, BS>(definition: EndpointDefinition<P, QS, BS>): Omit<EndpointDefinition<P, QS, BS>, 'success'> & { success: SuccessAnswer } {
+  const { success } = definition;
+  if ('page' in success) return { ...definition, success: { status: success.status, body: z.array(success.page), headers: ['Link'] } };
+  return { ...definition, success };
 }
 
 /**
@@ -178,8 +193,9 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
  * the API's rules. Below this, nothing sees a header.
  */
 export function endpoint<P = Record<never, PathParameter>, QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined>(
-  definition: EndpointDefinition<P, QS, BS>,
+  declared: EndpointDefinition<P, QS, BS>,
 ): DescribedHandler {
+  const definition = described(declared);
   const honours = new Set(definition.honours);
   const bodyOptions = { mayBeOmitted: definition.body !== undefined && bodyMayBeOmitted(definition.body) };
   const handler: HttpHandler = (request, context) =>
@@ -192,7 +208,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
-      const outcome = await definition.handle({
+      const outcome = await declared.handle({
         principal,
         query,
         body,

@@ -280,7 +280,7 @@ describe('endpoint()', () => {
     expect(again.headers['Content-Type']).toBeUndefined();
   });
 
-  it('adds Location and Idempotent-Replayed to a create, and Link to a list page with more to come', async () => {
+  it('adds Location and Idempotent-Replayed to a create', async () => {
     const create = echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, ({ path }) => ({
       body: { id: 'ITM-9', name: 'x' },
       location: `${path}/ITM-9`,
@@ -289,12 +289,21 @@ describe('endpoint()', () => {
     const created = await call(create.handler, { method: 'POST' });
     expect(created.status).toBe(201);
     expect(created.headers).toMatchObject({ Location: '/api/items/ITM-9', 'Idempotent-Replayed': 'true' });
+  });
 
-    const list = echo({ success: { status: 200, body: z.array(item), headers: ['Link'] } }, () => ({ body: [], nextCursor: 'next-page' }));
+  it('answers a page as the array of its items, with Link to the next page, and describes it so', async () => {
+    const items = [{ id: 'ITM-1', name: 'x' }];
+    const list = echo({ success: { status: 200, page: item } }, () => ({ page: { items, nextCursor: 'next-page' } }));
     const page = await call(list.handler);
+    expect(page.jsonBody).toEqual(items);
     expect(page.headers.Link).toBe('<http://localhost/api/items?cursor=next-page>; rel="next"');
-    const last = echo({ success: { status: 200, body: z.array(item), headers: ['Link'] } }, () => ({ body: [], nextCursor: undefined }));
+    const last = echo({ success: { status: 200, page: item } }, () => ({ page: { items: [], nextCursor: undefined } }));
     expect((await call(last.handler)).headers.Link).toBeUndefined();
+    // The API description reads the definition the handler carries: an array of the items, with Link.
+    const { success } = list.handler.definition;
+    expect(success.headers).toEqual(['Link']);
+    expect(success.body).toBeInstanceOf(z.ZodArray);
+    expect((success.body as z.ZodArray).element).toBe(item);
   });
 
   it('sends a 204 without a body, and so without a Content-Type', async () => {
@@ -309,10 +318,10 @@ describe('endpoint()', () => {
   it('announces a deprecated operation with Deprecation, Sunset and a deprecation link beside the paging link', async () => {
     const { handler } = echo(
       {
-        success: { status: 200, body: z.array(item), headers: ['Link'] },
+        success: { status: 200, page: item },
         deprecated: { since: '2026-11-01T00:00:00Z', sunset: '2027-11-01T00:00:00Z', link: 'https://example.test/v2' },
       },
-      () => ({ body: [], nextCursor: 'c' }),
+      () => ({ page: { items: [], nextCursor: 'c' } }),
     );
     const answer = await call(handler);
     expect(answer.headers.Deprecation).toBe(`@${Date.parse('2026-11-01T00:00:00Z') / 1000}`);
