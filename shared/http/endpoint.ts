@@ -15,7 +15,7 @@ import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type HonouredHeader, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
@@ -54,7 +54,8 @@ export interface Outcome {
 
 /**
  * The answer when all goes well, as an endpoint declares it: a list declares the schema of its items
- * as `page`, and is answered as their array with `Link` to the next page.
+ * as `page`, and is answered as their array with `Link` to the next page. `ETag` is declared only
+ * where no If-Match or If-None-Match that the operation honours implies it.
  */
 export type EndpointSuccess = (Omit<SuccessAnswer, 'headers'> & { headers?: Exclude<SuccessHeader, 'Link'>[] }) | { status: 200; page: z.ZodType };
 
@@ -179,11 +180,20 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
   return status === 204 ? { status, headers } : { status, jsonBody: outcome.page ? outcome.page.items : outcome.body, headers };
 }
 
-/** The definition as the HTTP edge answers by it and the API description states it: a page is the array of its items, with `Link`. */
+// The preconditions a client states with the ETag it was sent.
+const PRECONDITIONS: ReadonlySet<HonouredHeader> = new Set(['If-Match', 'If-None-Match']);
+
+/**
+ * The definition as the HTTP edge answers by it and the API description states it. A page is the
+ * array of its items, with `Link`. An operation that honours If-Match or If-None-Match sends the
+ * ETag of the body it answers, the tag the client states its next precondition with.
+ */
 function described<P, QS, BS>(definition: EndpointDefinition<P, QS, BS>): Omit<EndpointDefinition<P, QS, BS>, 'success'> & { success: SuccessAnswer } {
   const { success } = definition;
   if ('page' in success) return { ...definition, success: { status: success.status, body: z.array(success.page), headers: ['Link'] } };
-  return { ...definition, success };
+  const { headers = [] } = success;
+  const tagged = success.body !== undefined && definition.honours?.some((name) => PRECONDITIONS.has(name)) === true && !headers.includes('ETag');
+  return { ...definition, success: tagged ? { ...success, headers: [...headers, 'ETag'] } : success };
 }
 
 /**

@@ -33,7 +33,7 @@ function echo(definition: Partial<Parameters<typeof endpointModule.endpoint>[0]>
   const received: EndpointInput<unknown, unknown, unknown>[] = [];
   const handler = endpointModule.endpoint({
     permission: 'projects:write',
-    success: { status: 200, body: item, headers: ['ETag'] },
+    success: { status: 200, body: item },
     docs: { summary: 'Echo' },
     ...definition,
     handle(input) {
@@ -266,7 +266,24 @@ describe('endpoint()', () => {
     expect((await call(handler, { headers: { 'idempotency-key': 'has space' } })).status).toBe(400);
   });
 
-  it('answers as the success declares: the ETag of the body, and 304 for If-None-Match where honoured', async () => {
+  it('sends the ETag of the body where the operation honours If-Match or If-None-Match, or declares it, and describes it so', async () => {
+    const tag = async (handler: ReturnType<typeof echo>['handler']) => (await call(handler)).headers.ETag;
+    for (const honours of [['If-Match'], ['If-None-Match']] as const) {
+      const { handler } = echo({ honours: [...honours] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      expect(await tag(handler), honours[0]).toMatch(/^"[\w-]{27}"$/);
+      expect(handler.definition.success.headers, honours[0]).toEqual(['ETag']);
+    }
+    const declared = echo({ success: { status: 200, body: item, headers: ['ETag'] } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(await tag(declared.handler)).toMatch(/^"[\w-]{27}"$/);
+    const untagged = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(await tag(untagged.handler)).toBeUndefined();
+    // A delete that honours If-Match answers no body, so no tag.
+    const deleted = echo({ honours: ['If-Match'], success: { status: 204 } }, () => ({}));
+    expect((await call(deleted.handler, { method: 'DELETE' })).headers.ETag).toBeUndefined();
+    expect(deleted.handler.definition.success.headers).toBeUndefined();
+  });
+
+  it('answers 304 for If-None-Match where honoured', async () => {
     const { handler } = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     const first = await call(handler);
     expect(first.status).toBe(200);
