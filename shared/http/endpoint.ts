@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Permission } from '../roles.js';
 import type { Idempotency } from '../data/idempotency.js';
 import type { Page } from '../data/paging.js';
+import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
@@ -37,19 +38,22 @@ export interface EndpointInput<P, Q, B> {
   /** The Idempotency-Key and the operation it is scoped to, when the operation honours it and one was sent. */
   idempotency: Idempotency | undefined;
   language: Language;
-  /** The request's path, canonical (no empty segments), from which the Location of what a create makes is built. */
+  /** The request's path, canonical (no empty segments), from which a Location is built. */
   path: string;
 }
 
 /** What a handler answers; the definition's `success` says how it is sent. */
 export interface Outcome {
   body?: unknown;
-  /** Where what the request made lives, for an answer that declares `Location`. */
+  /** Where what the request made lives, for an answer that declares `Location` and is not `created`. */
   location?: string;
   /** A list's page, for an operation that answers a `page`: its items are the body, its cursor the `Link` to the next. */
   page?: Page<unknown>;
-  /** The stored answer to an earlier request with the same Idempotency-Key. */
-  replayed?: boolean;
+  /**
+   * What a create made, or the stored answer to an earlier request with the same Idempotency-Key: the
+   * body, whose `Location` is the request's path (the collection) and its id.
+   */
+  created?: Created<{ id: string }>;
 }
 
 /**
@@ -158,26 +162,28 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
 }
 
 /** The successful answer the definition declares, made from what the handler answered. */
-function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest): HttpResponseInit {
+function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, path: string): HttpResponseInit {
   const { status, headers: declared = [] } = definition.success;
+  const { page, created } = outcome;
+  const body = page ? page.items : created ? created.resource : outcome.body;
   const headers: Record<string, string> = {};
   if (declared.includes('ETag')) {
-    const tag = entityTag(outcome.body);
+    const tag = entityTag(body);
     if (definition.honours?.includes('If-None-Match') && isNotModified(request.headers.get('if-none-match'), tag)) {
       return { status: 304, headers: { ETag: tag } };
     }
     headers.ETag = tag;
   }
-  if (declared.includes('Location')) headers.Location = outcome.location!;
-  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, outcome.page?.nextCursor));
+  if (declared.includes('Location')) headers.Location = created ? `${path}/${created.resource.id}` : outcome.location!;
+  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, page?.nextCursor));
   if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
-  if (outcome.replayed) headers['Idempotent-Replayed'] = 'true';
+  if (created?.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
     const { Link: deprecationLink, ...deprecation } = deprecationHeaders(definition.deprecated);
     Object.assign(headers, deprecation);
     if (deprecationLink) headers.Link = headers.Link ? `${headers.Link}, ${deprecationLink}` : deprecationLink;
   }
-  return status === 204 ? { status, headers } : { status, jsonBody: outcome.page ? outcome.page.items : outcome.body, headers };
+  return status === 204 ? { status, headers } : { status, jsonBody: body, headers };
 }
 
 // The preconditions a client states with the ETag it was sent.
@@ -218,6 +224,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
+      const path = url.pathname.replace(/\/{2,}/g, '/');
       const outcome = await declared.handle({
         principal,
         query,
@@ -226,9 +233,9 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
         idempotency: honours.has('Idempotency-Key') ? idempotency(request, context) : undefined,
         params: pathParameters(definition.params, request),
         language,
-        path: url.pathname.replace(/\/{2,}/g, '/'),
+        path,
       });
-      return answer(definition, outcome, request);
+      return answer(definition, outcome, request, path);
     });
   return Object.assign(handler, { definition });
 }

@@ -297,15 +297,25 @@ describe('endpoint()', () => {
     expect(again.headers['Content-Type']).toBeUndefined();
   });
 
-  it('adds Location and Idempotent-Replayed to a create', async () => {
-    const create = echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, ({ path }) => ({
-      body: { id: 'ITM-9', name: 'x' },
-      location: `${path}/ITM-9`,
-      replayed: true,
-    }));
-    const created = await call(create.handler, { method: 'POST' });
+  it('answers what a create made at its place under the collection, with its ETag, and Idempotent-Replayed when replayed', async () => {
+    const resource = { id: 'ITM-9', name: 'x' };
+    const create = (replayed: boolean) =>
+      echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, () => ({ created: { resource, replayed } })).handler;
+    const created = await call(create(false), { method: 'POST', path: '//items' });
     expect(created.status).toBe(201);
-    expect(created.headers).toMatchObject({ Location: '/api/items/ITM-9', 'Idempotent-Replayed': 'true' });
+    expect(created.jsonBody).toEqual(resource);
+    expect(created.headers).toMatchObject({ Location: '/api/items/ITM-9', ETag: expect.stringMatching(/^"[\w-]{27}"$/) });
+    expect(created.headers['Idempotent-Replayed']).toBeUndefined();
+    const replayed = await call(create(true), { method: 'POST' });
+    expect(replayed.headers).toMatchObject({ Location: '/api/items/ITM-9', ETag: created.headers.ETag, 'Idempotent-Replayed': 'true' });
+  });
+
+  it('sends a Location the handler gives, for what is made elsewhere than under the request path', async () => {
+    const start = echo({ success: { status: 202, body: item, headers: ['Location'] } }, ({ path }) => ({
+      body: { id: 'J-1', name: 'x' },
+      location: `${path}/jobs/J-1`,
+    }));
+    expect((await call(start.handler, { method: 'POST' })).headers.Location).toBe('/api/items/jobs/J-1');
   });
 
   it('answers a page as the array of its items, with Link to the next page, and describes it so', async () => {
