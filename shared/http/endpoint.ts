@@ -225,7 +225,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
       const path = url.pathname.replace(/\/{2,}/g, '/');
-      const outcome = await declared.handle({
+      const outcome = await definition.handle({
         principal,
         query,
         body,
