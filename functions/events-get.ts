@@ -7,7 +7,7 @@ export const eventsGet = endpoint({
   permission: 'events:read',
   params: { eventId: eventIdParameter },
   honours: ['If-None-Match'],
-  success: { status: 200, body: event, headers: ['ETag'] },
+  success: { status: 200, body: event },
   docs: {
     summary: 'Read an event',
     description: 'An event of the last 7 days, as its webhook body with its `id`; it never changes.',

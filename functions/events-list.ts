@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listEvents } from '../shared/data/events-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { event, listEventsQuery } from '../shared/schemas/events.js';
@@ -7,7 +6,7 @@ import { event, listEventsQuery } from '../shared/schemas/events.js';
 export const eventsList = endpoint({
   permission: 'events:read',
   query: listEventsQuery,
-  success: { status: 200, body: z.array(event), headers: ['Link'] },
+  success: { status: 200, page: event },
   docs: {
     summary: 'List events',
     description:
@@ -16,8 +15,7 @@ export const eventsList = endpoint({
       'a time. Pings are not listed.',
   },
   async handle({ principal, query }) {
-    const { items, nextCursor } = await listEvents(principal, query);
-    return { body: items, nextCursor };
+    return { page: await listEvents(principal, query) };
   },
 });
 

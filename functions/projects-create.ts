@@ -15,9 +15,8 @@ export const projectsCreate = endpoint({
       'the first member; members are lower-cased and de-duplicated.',
     errors: { 400: ['ownerRequired', 'tooManyMembers'] },
   },
-  async handle({ principal, body, idempotency, path }) {
-    const { resource, replayed } = await createProject(principal, body, idempotency);
-    return { body: resource, location: `${path}/${resource.id}`, replayed };
+  async handle({ principal, body, idempotency }) {
+    return { created: await createProject(principal, body, idempotency) };
   },
 });
 

@@ -7,7 +7,7 @@ export const projectsGet = endpoint({
   permission: 'projects:read',
   params: { projectId: projectIdParameter },
   honours: ['If-None-Match'],
-  success: { status: 200, body: project, headers: ['ETag'] },
+  success: { status: 200, body: project },
   docs: { summary: 'Read a project', errors: { 404: ['projectNotFound'] } },
   async handle({ principal, params }) {
     return { body: await getProject(principal, params.projectId) };

@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listProjects } from '../shared/data/projects-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { listProjectsQuery, project } from '../shared/schemas/projects.js';
@@ -7,14 +6,13 @@ import { listProjectsQuery, project } from '../shared/schemas/projects.js';
 export const projectsList = endpoint({
   permission: 'projects:read',
   query: listProjectsQuery,
-  success: { status: 200, body: z.array(project), headers: ['Link'] },
+  success: { status: 200, page: project },
   docs: {
     summary: 'List projects',
     description: '`q` matches any part of the name, ignoring case; `member` finds the projects a person belongs to.',
   },
   async handle({ principal, query }) {
-    const { items, nextCursor } = await listProjects(principal, query);
-    return { body: items, nextCursor };
+    return { page: await listProjects(principal, query) };
   },
 });
 

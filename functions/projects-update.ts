@@ -14,7 +14,7 @@ export const projectsUpdate = endpoint({
   params: { projectId: projectIdParameter },
   body: updateProjectBody,
   honours: ['If-Match'],
-  success: { status: 200, body: project, headers: ['ETag'] },
+  success: { status: 200, body: project },
   docs: {
     summary: 'Update a project',
     description: `Changes the fields given and keeps the others. Status moves: ${statusMoves}. An Archived project is read-only (it can still be deleted).`,

@@ -7,7 +7,7 @@ export const ragJobsGet = endpoint({
   permission: 'rag:run',
   params: { jobId: jobIdParameter },
   honours: ['If-None-Match'],
-  success: { status: 200, body: ragJob, headers: ['ETag'] },
+  success: { status: 200, body: ragJob },
   docs: {
     summary: 'Read a RAG index job',
     description: 'Queued → Running → Succeeded or Failed, with `counts` once it has run.',

@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listJobs } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { listRagJobsQuery, ragJob } from '../shared/schemas/rag.js';
@@ -7,11 +6,10 @@ import { listRagJobsQuery, ragJob } from '../shared/schemas/rag.js';
 export const ragJobsList = endpoint({
   permission: 'rag:run',
   query: listRagJobsQuery,
-  success: { status: 200, body: z.array(ragJob), headers: ['Link'] },
+  success: { status: 200, page: ragJob },
   docs: { summary: 'List RAG index jobs', description: 'Newest first.' },
   async handle({ principal, query }) {
-    const { items, nextCursor } = await listJobs(principal, query);
-    return { body: items, nextCursor };
+    return { page: await listJobs(principal, query) };
   },
 });
 

@@ -13,9 +13,8 @@ export const tasksCreate = endpoint({
     description: 'The task goes into `projectId`, which must exist in your tenant and not be Archived.',
     errors: { 404: ['projectNotFound'], 409: ['projectArchived'] },
   },
-  async handle({ principal, body, idempotency, path }) {
-    const { resource, replayed } = await createTask(principal, body, idempotency);
-    return { body: resource, location: `${path}/${resource.id}`, replayed };
+  async handle({ principal, body, idempotency }) {
+    return { created: await createTask(principal, body, idempotency) };
   },
 });
 

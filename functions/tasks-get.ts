@@ -7,7 +7,7 @@ export const tasksGet = endpoint({
   permission: 'tasks:read',
   params: { taskId: taskIdParameter },
   honours: ['If-None-Match'],
-  success: { status: 200, body: task, headers: ['ETag'] },
+  success: { status: 200, body: task },
   docs: { summary: 'Read a task', errors: { 404: ['taskNotFound'] } },
   async handle({ principal, params }) {
     return { body: await getTask(principal, params.taskId) };

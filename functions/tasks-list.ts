@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listTasks } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { listTasksQuery, task } from '../shared/schemas/tasks.js';
@@ -7,7 +6,7 @@ import { listTasksQuery, task } from '../shared/schemas/tasks.js';
 export const tasksList = endpoint({
   permission: 'tasks:read',
   query: listTasksQuery,
-  success: { status: 200, body: z.array(task), headers: ['Link'] },
+  success: { status: 200, page: task },
   docs: {
     summary: 'List tasks',
     description:
@@ -15,8 +14,7 @@ export const tasksList = endpoint({
       'come first (last with `-dueDate`); by `priority`, Low < Medium < High < Urgent.',
   },
   async handle({ principal, query }) {
-    const { items, nextCursor } = await listTasks(principal, query);
-    return { body: items, nextCursor };
+    return { page: await listTasks(principal, query) };
   },
 });
 

@@ -8,7 +8,7 @@ export const tasksUpdate = endpoint({
   params: { taskId: taskIdParameter },
   body: updateTaskBody,
   honours: ['If-Match'],
-  success: { status: 200, body: task, headers: ['ETag'] },
+  success: { status: 200, body: task },
   docs: {
     summary: 'Update a task',
     description: "Changes the fields given and keeps the others; a task cannot move to another project. An Archived project's tasks are read-only.",

@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listRecordedUsers } from '../shared/data/users-repository.js';
 import { listDirectoryUsers } from '../shared/graph/directory-users.js';
 import { endpoint } from '../shared/http/endpoint.js';
@@ -8,7 +7,7 @@ import { listUsersQuery, user } from '../shared/schemas/users.js';
 export const usersList = endpoint({
   permission: 'users:read',
   query: listUsersQuery,
-  success: { status: 200, body: z.array(user), headers: ['Link'] },
+  success: { status: 200, page: user },
   docs: {
     summary: 'List users',
     description:
@@ -26,8 +25,7 @@ export const usersList = endpoint({
     },
   },
   async handle({ principal, query }) {
-    const { items, nextCursor } = query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query);
-    return { body: items, nextCursor };
+    return { page: query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query) };
   },
 });
 

@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listDeliveries } from '../shared/data/deliveries-repository.js';
 import { getWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
@@ -9,7 +8,7 @@ export const webhookDeliveriesList = endpoint({
   permission: 'webhooks:manage',
   params: { webhookId: webhookIdParameter },
   query: listDeliveriesQuery,
-  success: { status: 200, body: z.array(delivery), headers: ['Link'] },
+  success: { status: 200, page: delivery },
   docs: {
     summary: "List a subscription's deliveries",
     description: 'Newest first: each event sent to the subscription, its attempts, the last answer, and when the next attempt is due.',
@@ -17,8 +16,7 @@ export const webhookDeliveriesList = endpoint({
   },
   async handle({ principal, params, query }) {
     await getWebhook(principal, params.webhookId);
-    const { items, nextCursor } = await listDeliveries(principal, params.webhookId, query);
-    return { body: items, nextCursor };
+    return { page: await listDeliveries(principal, params.webhookId, query) };
   },
 });
 

@@ -21,10 +21,9 @@ export const webhooksCreate = endpoint({
       'At most 20 subscriptions per tenant.',
     errors: { 400: URL_RULES, 409: ['tooManyWebhooks'] },
   },
-  async handle({ principal, body, idempotency, path }) {
+  async handle({ principal, body, idempotency }) {
     await checkWebhookUrl(body.url, webhookSettings().allowLoopback);
-    const { resource, replayed } = await createWebhook(principal, body, newSecret(), body.events ?? CHANGE_EVENT_TYPES, idempotency);
-    return { body: resource, location: `${path}/${resource.id}`, replayed };
+    return { created: await createWebhook(principal, body, newSecret(), body.events ?? CHANGE_EVENT_TYPES, idempotency) };
   },
 });
 

@@ -7,7 +7,7 @@ export const webhooksGet = endpoint({
   permission: 'webhooks:manage',
   params: { webhookId: webhookIdParameter },
   honours: ['If-None-Match'],
-  success: { status: 200, body: webhook, headers: ['ETag'] },
+  success: { status: 200, body: webhook },
   docs: {
     summary: 'Read a webhook subscription',
     description: 'A subscription the API switched off shows `active: false` and why in `disabledReason`.',

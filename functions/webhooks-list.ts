@@ -1,5 +1,4 @@
 import { app } from '@azure/functions';
-import { z } from 'zod';
 import { listWebhooks } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { listWebhooksQuery, webhook } from '../shared/schemas/webhooks.js';
@@ -7,11 +6,10 @@ import { listWebhooksQuery, webhook } from '../shared/schemas/webhooks.js';
 export const webhooksList = endpoint({
   permission: 'webhooks:manage',
   query: listWebhooksQuery,
-  success: { status: 200, body: z.array(webhook), headers: ['Link'] },
+  success: { status: 200, page: webhook },
   docs: { summary: 'List webhook subscriptions', description: 'Newest first. Secrets are never shown here.' },
   async handle({ principal, query }) {
-    const { items, nextCursor } = await listWebhooks(principal, query);
-    return { body: items, nextCursor };
+    return { page: await listWebhooks(principal, query) };
   },
 });
 

@@ -10,7 +10,7 @@ export const webhooksUpdate = endpoint({
   params: { webhookId: webhookIdParameter },
   body: updateWebhookBody,
   honours: ['If-Match'],
-  success: { status: 200, body: webhook, headers: ['ETag'] },
+  success: { status: 200, body: webhook },
   docs: {
     summary: 'Change a webhook subscription',
     description: 'Changes the fields given. `active: true` switches a subscription on again, also one the API switched off.',

@@ -4,6 +4,8 @@ import { authenticate, authorize } from '../auth/authenticate.js';
 import type { Principal } from '../auth/principal.js';
 import type { Permission } from '../roles.js';
 import type { Idempotency } from '../data/idempotency.js';
+import type { Page } from '../data/paging.js';
+import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
@@ -14,7 +16,7 @@ import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type HonouredHeader, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
@@ -36,23 +38,34 @@ export interface EndpointInput<P, Q, B> {
   /** The Idempotency-Key and the operation it is scoped to, when the operation honours it and one was sent. */
   idempotency: Idempotency | undefined;
   language: Language;
-  /** The request's path, canonical (no empty segments), from which the Location of what a create makes is built. */
+  /** The request's path, canonical (no empty segments), from which a Location is built. */
   path: string;
 }
 
 /** What a handler answers; the definition's `success` says how it is sent. */
 export interface Outcome {
   body?: unknown;
-  /** Where what the request made lives, for an answer that declares `Location`. */
+  /** Where what the request made lives, for an answer that declares `Location` and is not `created`. */
   location?: string;
-  /** The next page's cursor, for an answer that declares `Link`; none on the last page. */
-  nextCursor?: string | undefined;
-  /** The stored answer to an earlier request with the same Idempotency-Key. */
-  replayed?: boolean;
+  /** A list's page, for an operation that answers a `page`: its items are the body, its cursor the `Link` to the next. */
+  page?: Page<unknown>;
+  /**
+   * What a create made, or the stored answer to an earlier request with the same Idempotency-Key: the
+   * body, whose `Location` is the request's path (the collection) and its id.
+   */
+  created?: Created<{ id: string }>;
 }
 
-export interface EndpointDefinition<P, QS, BS> extends OperationDefinition {
+/**
+ * The answer when all goes well, as an endpoint declares it: a list declares the schema of its items
+ * as `page`, and is answered as their array with `Link` to the next page. `ETag` is declared only
+ * where no If-Match or If-None-Match that the operation honours implies it.
+ */
+export type EndpointSuccess = (Omit<SuccessAnswer, 'headers'> & { headers?: Exclude<SuccessHeader, 'Link'>[] }) | { status: 200; page: z.ZodType };
+
+export interface EndpointDefinition<P, QS, BS> extends Omit<OperationDefinition, 'success'> {
   permission: Permission;
+  success: EndpointSuccess;
   params?: P & Record<string, PathParameter>;
   query?: QS & Schema;
   body?: BS & Schema;
@@ -149,26 +162,44 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
 }
 
 /** The successful answer the definition declares, made from what the handler answered. */
-function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest): HttpResponseInit {
+function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, path: string): HttpResponseInit {
   const { status, headers: declared = [] } = definition.success;
+  const { page, created } = outcome;
+  const body = page ? page.items : created ? created.resource : outcome.body;
   const headers: Record<string, string> = {};
   if (declared.includes('ETag')) {
-    const tag = entityTag(outcome.body);
+    const tag = entityTag(body);
     if (definition.honours?.includes('If-None-Match') && isNotModified(request.headers.get('if-none-match'), tag)) {
       return { status: 304, headers: { ETag: tag } };
     }
     headers.ETag = tag;
   }
-  if (declared.includes('Location')) headers.Location = outcome.location!;
-  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, outcome.nextCursor));
+  if (declared.includes('Location')) headers.Location = created ? `${path}/${created.resource.id}` : outcome.location!;
+  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, page?.nextCursor));
   if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
-  if (outcome.replayed) headers['Idempotent-Replayed'] = 'true';
+  if (created?.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
     const { Link: deprecationLink, ...deprecation } = deprecationHeaders(definition.deprecated);
     Object.assign(headers, deprecation);
     if (deprecationLink) headers.Link = headers.Link ? `${headers.Link}, ${deprecationLink}` : deprecationLink;
   }
-  return status === 204 ? { status, headers } : { status, jsonBody: outcome.body, headers };
+  return status === 204 ? { status, headers } : { status, jsonBody: body, headers };
+}
+
+// The preconditions a client states with the ETag it was sent.
+const PRECONDITIONS: ReadonlySet<HonouredHeader> = new Set(['If-Match', 'If-None-Match']);
+
+/**
+ * The definition as the HTTP edge answers by it and the API description states it. A page is the
+ * array of its items, with `Link`. An operation that honours If-Match or If-None-Match sends the
+ * ETag of the body it answers, the tag the client states its next precondition with.
+ */
+function described<P, QS, BS>(definition: EndpointDefinition<P, QS, BS>): Omit<EndpointDefinition<P, QS, BS>, 'success'> & { success: SuccessAnswer } {
+  const { success } = definition;
+  if ('page' in success) return { ...definition, success: { status: success.status, body: z.array(success.page), headers: ['Link'] } };
+  const { headers = [] } = success;
+  const tagged = success.body !== undefined && definition.honours?.some((name) => PRECONDITIONS.has(name)) === true && !headers.includes('ETag');
+  return { ...definition, success: tagged ? { ...success, headers: [...headers, 'ETag'] } : success };
 }
 
 /**
@@ -178,8 +209,9 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
  * the API's rules. Below this, nothing sees a header.
  */
 export function endpoint<P = Record<never, PathParameter>, QS extends Schema | undefined = undefined, BS extends Schema | undefined = undefined>(
-  definition: EndpointDefinition<P, QS, BS>,
+  declared: EndpointDefinition<P, QS, BS>,
 ): DescribedHandler {
+  const definition = described(declared);
   const honours = new Set(definition.honours);
   const bodyOptions = { mayBeOmitted: definition.body !== undefined && bodyMayBeOmitted(definition.body) };
   const handler: HttpHandler = (request, context) =>
@@ -192,6 +224,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
+      const path = url.pathname.replace(/\/{2,}/g, '/');
       const outcome = await definition.handle({
         principal,
         query,
@@ -200,9 +233,9 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
         idempotency: honours.has('Idempotency-Key') ? idempotency(request, context) : undefined,
         params: pathParameters(definition.params, request),
         language,
-        path: url.pathname.replace(/\/{2,}/g, '/'),
+        path,
       });
-      return answer(definition, outcome, request);
+      return answer(definition, outcome, request, path);
     });
   return Object.assign(handler, { definition });
 }

@@ -33,7 +33,7 @@ function echo(definition: Partial<Parameters<typeof endpointModule.endpoint>[0]>
   const received: EndpointInput<unknown, unknown, unknown>[] = [];
   const handler = endpointModule.endpoint({
     permission: 'projects:write',
-    success: { status: 200, body: item, headers: ['ETag'] },
+    success: { status: 200, body: item },
     docs: { summary: 'Echo' },
     ...definition,
     handle(input) {
@@ -266,7 +266,24 @@ describe('endpoint()', () => {
     expect((await call(handler, { headers: { 'idempotency-key': 'has space' } })).status).toBe(400);
   });
 
-  it('answers as the success declares: the ETag of the body, and 304 for If-None-Match where honoured', async () => {
+  it('sends the ETag of the body where the operation honours If-Match or If-None-Match, or declares it, and describes it so', async () => {
+    const tag = async (handler: ReturnType<typeof echo>['handler']) => (await call(handler)).headers.ETag;
+    for (const honours of [['If-Match'], ['If-None-Match']] as const) {
+      const { handler } = echo({ honours: [...honours] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      expect(await tag(handler), honours[0]).toMatch(/^"[\w-]{27}"$/);
+      expect(handler.definition.success.headers, honours[0]).toEqual(['ETag']);
+    }
+    const declared = echo({ success: { status: 200, body: item, headers: ['ETag'] } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(await tag(declared.handler)).toMatch(/^"[\w-]{27}"$/);
+    const untagged = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(await tag(untagged.handler)).toBeUndefined();
+    // A delete that honours If-Match answers no body, so no tag.
+    const deleted = echo({ honours: ['If-Match'], success: { status: 204 } }, () => ({}));
+    expect((await call(deleted.handler, { method: 'DELETE' })).headers.ETag).toBeUndefined();
+    expect(deleted.handler.definition.success.headers).toBeUndefined();
+  });
+
+  it('answers 304 for If-None-Match where honoured', async () => {
     const { handler } = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     const first = await call(handler);
     expect(first.status).toBe(200);
@@ -280,21 +297,40 @@ describe('endpoint()', () => {
     expect(again.headers['Content-Type']).toBeUndefined();
   });
 
-  it('adds Location and Idempotent-Replayed to a create, and Link to a list page with more to come', async () => {
-    const create = echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, ({ path }) => ({
-      body: { id: 'ITM-9', name: 'x' },
-      location: `${path}/ITM-9`,
-      replayed: true,
-    }));
-    const created = await call(create.handler, { method: 'POST' });
+  it('answers what a create made at its place under the collection, with its ETag, and Idempotent-Replayed when replayed', async () => {
+    const resource = { id: 'ITM-9', name: 'x' };
+    const create = (replayed: boolean) =>
+      echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, () => ({ created: { resource, replayed } })).handler;
+    const created = await call(create(false), { method: 'POST', path: '//items' });
     expect(created.status).toBe(201);
-    expect(created.headers).toMatchObject({ Location: '/api/items/ITM-9', 'Idempotent-Replayed': 'true' });
+    expect(created.jsonBody).toEqual(resource);
+    expect(created.headers).toMatchObject({ Location: '/api/items/ITM-9', ETag: expect.stringMatching(/^"[\w-]{27}"$/) });
+    expect(created.headers['Idempotent-Replayed']).toBeUndefined();
+    const replayed = await call(create(true), { method: 'POST' });
+    expect(replayed.headers).toMatchObject({ Location: '/api/items/ITM-9', ETag: created.headers.ETag, 'Idempotent-Replayed': 'true' });
+  });
 
-    const list = echo({ success: { status: 200, body: z.array(item), headers: ['Link'] } }, () => ({ body: [], nextCursor: 'next-page' }));
+  it('sends a Location the handler gives, for what is made elsewhere than under the request path', async () => {
+    const start = echo({ success: { status: 202, body: item, headers: ['Location'] } }, ({ path }) => ({
+      body: { id: 'J-1', name: 'x' },
+      location: `${path}/jobs/J-1`,
+    }));
+    expect((await call(start.handler, { method: 'POST' })).headers.Location).toBe('/api/items/jobs/J-1');
+  });
+
+  it('answers a page as the array of its items, with Link to the next page, and describes it so', async () => {
+    const items = [{ id: 'ITM-1', name: 'x' }];
+    const list = echo({ success: { status: 200, page: item } }, () => ({ page: { items, nextCursor: 'next-page' } }));
     const page = await call(list.handler);
+    expect(page.jsonBody).toEqual(items);
     expect(page.headers.Link).toBe('<http://localhost/api/items?cursor=next-page>; rel="next"');
-    const last = echo({ success: { status: 200, body: z.array(item), headers: ['Link'] } }, () => ({ body: [], nextCursor: undefined }));
+    const last = echo({ success: { status: 200, page: item } }, () => ({ page: { items: [], nextCursor: undefined } }));
     expect((await call(last.handler)).headers.Link).toBeUndefined();
+    // The API description reads the definition the handler carries: an array of the items, with Link.
+    const { success } = list.handler.definition;
+    expect(success.headers).toEqual(['Link']);
+    expect(success.body).toBeInstanceOf(z.ZodArray);
+    expect((success.body as z.ZodArray).element).toBe(item);
   });
 
   it('sends a 204 without a body, and so without a Content-Type', async () => {
@@ -309,10 +345,10 @@ describe('endpoint()', () => {
   it('announces a deprecated operation with Deprecation, Sunset and a deprecation link beside the paging link', async () => {
     const { handler } = echo(
       {
-        success: { status: 200, body: z.array(item), headers: ['Link'] },
+        success: { status: 200, page: item },
         deprecated: { since: '2026-11-01T00:00:00Z', sunset: '2027-11-01T00:00:00Z', link: 'https://example.test/v2' },
       },
-      () => ({ body: [], nextCursor: 'c' }),
+      () => ({ page: { items: [], nextCursor: 'c' } }),
     );
     const answer = await call(handler);
     expect(answer.headers.Deprecation).toBe(`@${Date.parse('2026-11-01T00:00:00Z') / 1000}`);
