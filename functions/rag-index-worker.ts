@@ -2,6 +2,7 @@ import { app, type InvocationContext } from '@azure/functions';
 import { recordBatchError } from '../shared/data/rag-batches-repository.js';
 import { recordAttemptError } from '../shared/data/rag-jobs-repository.js';
 import { finish, plan, runBatch } from '../shared/rag/jobs.js';
+import { queueWork } from '../shared/queue-work.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
 /** The queue message's id, the same at every delivery of it. */
@@ -16,14 +17,7 @@ function queueMessageId(context: InvocationContext): string {
  * after host.json's visibilityTimeout and, after maxDequeueCount tries, moves it to the poison queue
  * (see rag-index-poison). Work for a job that has ended does nothing.
  */
-export async function ragIndexWorker(message: unknown, context: InvocationContext): Promise<void> {
-  const parsed = ragJobMessage.safeParse(message);
-  if (!parsed.success) {
-    // It can never succeed; retrying it would only delay the poison queue.
-    context.warn('Dropping a RAG queue message that is not a job, a batch or a finishing');
-    return;
-  }
-  const work = parsed.data;
+export const ragIndexWorker = queueWork(ragJobMessage, 'RAG queue message that is not a job, a batch or a finishing', async (work, context) => {
   try {
     if ('batch' in work) await runBatch(work.tenantId, work.jobId, work.batch, context.invocationId);
     else if ('finish' in work) await finish(work.tenantId, work.jobId, queueMessageId(context));
@@ -34,6 +28,6 @@ export async function ragIndexWorker(message: unknown, context: InvocationContex
     else await recordAttemptError(work.tenantId, work.jobId, reason);
     throw error;
   }
-}
+});
 
 app.storageQueue('rag-index-worker', { queueName: '%RAG_QUEUE_NAME%', connection: 'AzureWebJobsStorage', handler: ragIndexWorker });

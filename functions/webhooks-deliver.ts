@@ -1,4 +1,5 @@
-import { app, type InvocationContext } from '@azure/functions';
+import { app } from '@azure/functions';
+import { queueWork } from '../shared/queue-work.js';
 import { webhookMessage } from '../shared/schemas/webhooks.js';
 import { attempt } from '../shared/webhooks/deliveries.js';
 
@@ -7,14 +8,8 @@ import { attempt } from '../shared/webhooks/deliveries.js';
  * schedule. A receiver's failure is not this function's: it is recorded and retried on schedule. A
  * failure of ours (the database) is thrown back to the host, which retries the message.
  */
-export async function webhooksDeliver(message: unknown, context: InvocationContext): Promise<void> {
-  const parsed = webhookMessage.safeParse(message);
-  if (!parsed.success) {
-    // It can never succeed; retrying it would only delay the poison queue.
-    context.warn('Dropping a webhooks queue message that is not a delivery attempt');
-    return;
-  }
-  await attempt(parsed.data.tenantId, parsed.data.deliveryId, parsed.data.attempt);
-}
+export const webhooksDeliver = queueWork(webhookMessage, 'webhooks queue message that is not a delivery attempt', async (work) => {
+  await attempt(work.tenantId, work.deliveryId, work.attempt);
+});
 
 app.storageQueue('webhooks-deliver', { queueName: '%WEBHOOKS_QUEUE_NAME%', connection: 'AzureWebJobsStorage', handler: webhooksDeliver });
