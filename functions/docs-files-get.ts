@@ -12,7 +12,6 @@ const definition = {
   docs: {
     summary: 'A file of the API reference page',
     description: 'The Swagger UI files the reference page loads, from the swagger-ui-dist package.',
-    errors: { 404: ['routeNotFound'] },
   },
 } satisfies OperationDefinition;
 

@@ -11,7 +11,6 @@ export const eventsGet = endpoint({
   docs: {
     summary: 'Read an event',
     description: 'An event of the last 7 days, as its webhook body with its `id`; it never changes.',
-    errors: { 404: ['eventNotFound'] },
   },
   async handle({ principal, params }) {
     return { body: await getEvent(principal, params.eventId) };

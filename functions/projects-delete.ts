@@ -8,7 +8,7 @@ export const projectsDelete = endpoint({
   params: { projectId: projectIdParameter },
   honours: ['If-Match'],
   success: { status: 204 },
-  docs: { summary: 'Delete a project and its tasks', errors: { 404: ['projectNotFound'] } },
+  docs: { summary: 'Delete a project and its tasks' },
   async handle({ principal, params, ifMatch }) {
     await deleteProject(principal, params.projectId, ifMatch);
     return {};

@@ -8,7 +8,7 @@ export const projectsGet = endpoint({
   params: { projectId: projectIdParameter },
   honours: ['If-None-Match'],
   success: { status: 200, body: project },
-  docs: { summary: 'Read a project', errors: { 404: ['projectNotFound'] } },
+  docs: { summary: 'Read a project' },
   async handle({ principal, params }) {
     return { body: await getProject(principal, params.projectId) };
   },

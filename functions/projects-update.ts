@@ -18,7 +18,7 @@ export const projectsUpdate = endpoint({
   docs: {
     summary: 'Update a project',
     description: `Changes the fields given and keeps the others. Status moves: ${statusMoves}. An Archived project is read-only (it can still be deleted).`,
-    errors: { 400: ['tooManyMembers'], 404: ['projectNotFound'], 409: ['statusMoveNotAllowed', 'projectArchived'] },
+    errors: { 400: ['tooManyMembers'], 409: ['statusMoveNotAllowed', 'projectArchived'] },
   },
   async handle({ principal, params, body, ifMatch }) {
     return { body: await updateProject(principal, params.projectId, body, ifMatch) };

@@ -12,7 +12,7 @@ export const ragJobsCancel = endpoint({
     description:
       'A job not yet started ends Cancelled at once; a running one once the batches under way end (the batches not started do nothing, ' +
       'and what was written stays). The answer shows `cancelRequestedAt`. A job that has ended is a 409.',
-    errors: { 404: ['ragJobNotFound'], 409: ['ragJobFinished'] },
+    errors: { 409: ['ragJobFinished'] },
   },
   async handle({ principal, params }) {
     return { body: await requestCancel(principal, params.jobId) };

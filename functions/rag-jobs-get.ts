@@ -11,7 +11,6 @@ export const ragJobsGet = endpoint({
   docs: {
     summary: 'Read a RAG index job',
     description: 'Queued → Running → Succeeded or Failed, with `counts` once it has run.',
-    errors: { 404: ['ragJobNotFound'] },
   },
   async handle({ principal, params }) {
     return { body: await getJob(principal, params.jobId) };

@@ -8,7 +8,7 @@ export const tasksDelete = endpoint({
   params: { taskId: taskIdParameter },
   honours: ['If-Match'],
   success: { status: 204 },
-  docs: { summary: 'Delete a task', errors: { 404: ['taskNotFound'], 409: ['projectArchived'] } },
+  docs: { summary: 'Delete a task', errors: { 409: ['projectArchived'] } },
   async handle({ principal, params, ifMatch }) {
     await deleteTask(principal, params.taskId, ifMatch);
     return {};

@@ -8,7 +8,7 @@ export const tasksGet = endpoint({
   params: { taskId: taskIdParameter },
   honours: ['If-None-Match'],
   success: { status: 200, body: task },
-  docs: { summary: 'Read a task', errors: { 404: ['taskNotFound'] } },
+  docs: { summary: 'Read a task' },
   async handle({ principal, params }) {
     return { body: await getTask(principal, params.taskId) };
   },

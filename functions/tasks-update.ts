@@ -12,7 +12,7 @@ export const tasksUpdate = endpoint({
   docs: {
     summary: 'Update a task',
     description: "Changes the fields given and keeps the others; a task cannot move to another project. An Archived project's tasks are read-only.",
-    errors: { 404: ['taskNotFound'], 409: ['projectArchived'] },
+    errors: { 409: ['projectArchived'] },
   },
   async handle({ principal, params, body, ifMatch }) {
     return { body: await updateTask(principal, params.taskId, body, ifMatch) };

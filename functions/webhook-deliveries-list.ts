@@ -12,7 +12,6 @@ export const webhookDeliveriesList = endpoint({
   docs: {
     summary: "List a subscription's deliveries",
     description: 'Newest first: each event sent to the subscription, its attempts, the last answer, and when the next attempt is due.',
-    errors: { 404: ['webhookNotFound'] },
   },
   async handle({ principal, params, query }) {
     await getWebhook(principal, params.webhookId);

@@ -12,7 +12,7 @@ export const webhookDeliveriesRetry = endpoint({
     description:
       'One more attempt, now, signed as every attempt is; a delivery that had failed is Pending again until it ends. ' +
       'A subscription switched off gets nothing (409), as with a ping.',
-    errors: { 404: ['webhookNotFound', 'deliveryNotFound'], 409: ['webhookInactive'] },
+    errors: { 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {
     return { body: deliveryResource(await retryDelivery(principal, params.webhookId, params.deliveryId)) };

@@ -8,7 +8,7 @@ export const webhooksDelete = endpoint({
   params: { webhookId: webhookIdParameter },
   honours: ['If-Match'],
   success: { status: 204 },
-  docs: { summary: 'Delete a webhook subscription', description: 'Its deliveries under way stop.', errors: { 404: ['webhookNotFound'] } },
+  docs: { summary: 'Delete a webhook subscription', description: 'Its deliveries under way stop.' },
   async handle({ principal, params, ifMatch }) {
     await deleteWebhook(principal, params.webhookId, ifMatch);
     return {};

@@ -11,7 +11,6 @@ export const webhooksGet = endpoint({
   docs: {
     summary: 'Read a webhook subscription',
     description: 'A subscription the API switched off shows `active: false` and why in `disabledReason`.',
-    errors: { 404: ['webhookNotFound'] },
   },
   async handle({ principal, params }) {
     return { body: await getWebhook(principal, params.webhookId) };

@@ -10,7 +10,7 @@ export const webhooksPing = endpoint({
   docs: {
     summary: 'Send a webhook.ping event',
     description: 'To this subscription only, as any event is sent. The answer is the delivery; follow it in the deliveries list.',
-    errors: { 404: ['webhookNotFound'], 409: ['webhookInactive'] },
+    errors: { 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {
     return { body: deliveryResource(await ping(principal, params.webhookId)) };

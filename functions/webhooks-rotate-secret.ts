@@ -13,7 +13,7 @@ export const webhooksRotateSecret = endpoint({
     description:
       'Answers the new secret, once. Every secret it replaces keeps signing for 24 hours: each delivery carries one signature per secret ' +
       'still signing, so that receivers can switch over at their own pace, however many rotations happen meanwhile. Concurrent rotations lose no secret.',
-    errors: { 404: ['webhookNotFound'], 409: ['tooManySigningSecrets'] },
+    errors: { 409: ['tooManySigningSecrets'] },
   },
   async handle({ principal, params }) {
     return { body: await rotateSecret(principal, params.webhookId, newSecret()) };

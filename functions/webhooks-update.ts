@@ -14,7 +14,7 @@ export const webhooksUpdate = endpoint({
   docs: {
     summary: 'Change a webhook subscription',
     description: 'Changes the fields given. `active: true` switches a subscription on again, also one the API switched off.',
-    errors: { 400: URL_RULES, 404: ['webhookNotFound'] },
+    errors: { 400: URL_RULES },
   },
   async handle({ principal, params, body, ifMatch }) {
     if (body.url !== undefined) await checkWebhookUrl(body.url, webhookSettings().allowLoopback);

@@ -239,6 +239,8 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
     add(401, 'tokenMissing', 'tokenInvalid', 'tokenInQuery', 'scopeMissing');
     add(403, 'forbidden');
   }
+  // A path parameter of any other form than its resource's ids names nothing: that resource's 404.
+  for (const parameter of Object.values(described.params ?? {})) add(404, parameter.notFound);
   if (described.body) {
     add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject', 'bodyIncomplete');
     add(411, 'lengthRequired');

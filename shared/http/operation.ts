@@ -39,7 +39,7 @@ export interface OperationDocs {
   /**
    * The failures particular to this operation, by status, named by the message keys they are
    * thrown with. Those every operation shares (authentication, validation, outages) and those its
-   * traits bring (a body, If-Match, …) are added by the document builder.
+   * traits bring (a body, If-Match, a path parameter's 404, …) are added by the document builder.
    */
   errors?: Partial<Record<number, MessageKey[]>>;
 }
