@@ -53,15 +53,16 @@ class _NotSent(Exception):
 
 
 class Transport:
+    # Made by LmsClient only, which holds the documented defaults.
     def __init__(
         self,
         base_url: str,
         token: TokenProvider,
         *,
-        headers: Optional[Mapping[str, str]] = None,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        max_retry_delay: float = 30.0,
+        headers: Optional[Mapping[str, str]],
+        timeout: float,
+        max_retries: int,
+        max_retry_delay: float,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an absolute http(s) URL, with /api: not {base_url!r}")
