@@ -5,12 +5,12 @@
  * database is needed and each case takes milliseconds.
  */
 import functions, { type HttpResponseInit } from '@azure/functions';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
 import type { PathParameter } from '../../shared/schemas/common.js';
-import { CLIENT_ID, HOME_TENANT, stack } from '../support/stack.js';
+import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT } from '../../local/defaults.js';
 
 const { HttpRequest, InvocationContext } = functions;
 
@@ -18,7 +18,7 @@ let identityProvider: IdentityProvider;
 let endpointModule: typeof import('../../shared/http/endpoint.js');
 
 beforeAll(async () => {
-  identityProvider = await startIdentityProvider({ tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: stack.tls });
+  identityProvider = await startIdentityProvider({ tenants: [HOME_TENANT], clientId: CLIENT_ID, tls: inject('trustedTls') });
   // Read when the first request arrives: the app's settings, pointing at this file's identity provider.
   Object.assign(process.env, { AUTH_TENANT_ID: HOME_TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: identityProvider.authorityHost });
   endpointModule = await import('../../shared/http/endpoint.js');
