@@ -8,11 +8,16 @@ import functions, { type HttpResponseInit } from '@azure/functions';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { badRequest } from '../../shared/errors.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
+import type { OperationDefinition } from '../../shared/http/operation.js';
 import type { PathParameter } from '../../shared/schemas/common.js';
 import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT } from '../../local/defaults.js';
 
-const { HttpRequest, InvocationContext } = functions;
+const { HttpRequest, HttpResponse, InvocationContext } = functions;
+
+/** The answer as the Functions worker sends it (it makes an HttpResponse of what a handler returns): a header set to undefined goes out as "undefined". */
+const sent = (answer: HttpResponseInit) => new HttpResponse(answer);
 
 let identityProvider: IdentityProvider;
 let endpointModule: typeof import('../../shared/http/endpoint.js');
@@ -97,6 +102,25 @@ describe('endpoint()', () => {
     expect(received[0]!.params).toEqual({ itemId: 'ITM-7' });
   });
 
+  it("answers a path parameter the route left out (an optional {itemId?}) with the resource's 404, naming no id it was not sent", async () => {
+    const { handler, received } = echo({ params: { itemId } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const answer = await call(handler, { path: '/items/' });
+    expect(answer.status).toBe(404);
+    expect(answer.jsonBody).toMatchObject({ error: 'Not Found', message: 'Project  does not exist.' });
+    expect(received).toEqual([]);
+  });
+
+  it("bounds what a path parameter's 404 repeats of the request: the id's first 100 characters, the path's first 200", async () => {
+    const long = 'x'.repeat(5000);
+    const project = echo({ params: { itemId } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const byId = await call(project.handler, { path: `/items/${long}`, params: { itemId: long } });
+    expect(byId.jsonBody).toMatchObject({ status: 404, message: `Project ${'x'.repeat(100)} does not exist.` });
+    const file: PathParameter = { ...itemId, notFound: 'routeNotFound' };
+    const route = echo({ params: { file } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const byPath = await call(route.handler, { path: `/items/${long}`, params: { file: long } });
+    expect(byPath.jsonBody).toMatchObject({ status: 404, message: `No operation matches GET ${`/api/items/${long}`.slice(0, 200)}.` });
+  });
+
   it('refuses unknown and repeated query parameters, and hands the handler the parsed query', async () => {
     const query = z.strictObject({ limit: z.string().transform(Number).optional() });
     const { handler, received } = echo({ query }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
@@ -126,6 +150,12 @@ describe('endpoint()', () => {
       }
       const japanese = await call(handler, { path: '/items?q=a&q=b', query: { q: 'a,b' }, headers: { 'accept-language': 'ja' } });
       expect(japanese.jsonBody).toMatchObject({ message: 'クエリパラメーター「q」は 1 回だけ指定できます。' });
+      // A name of any length is repeated back only in part.
+      const long = 'n'.repeat(5000);
+      expect((await call(handler, { path: `/items?${long}=1&${long}=2` })).jsonBody).toMatchObject({
+        status: 400,
+        message: `The query parameter "${'n'.repeat(100)}" may appear only once.`,
+      });
       expect(received).toEqual([]);
     });
 
@@ -146,6 +176,36 @@ describe('endpoint()', () => {
       await call(handler, { path: '/items?q=a,b', query: { q: 'a,b' } });
       expect(received.map((input) => input.query)).toEqual([{ q: 'a,b' }]);
     });
+
+    it('says what is wrong with a refused value that holds no comma, or a q whose comma is text, as for any other value', async () => {
+      const bounded = z.strictObject({ status: z.enum(['Active', 'OnHold']), q: z.string().max(5).optional() });
+      const { handler, received } = echo({ query: bounded }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+      const [paused] = details(await call(handler, { path: '/items?status=Paused' }));
+      expect(paused).toMatchObject({ path: 'query.status', message: expect.stringContaining('"Active"') });
+      // A required parameter left out is named as missing, not taken for a list.
+      const [missing] = details(await call(handler, { path: '/items' }));
+      expect(missing).toMatchObject({ path: 'query.status' });
+      expect(missing!.message).not.toContain('one value');
+      // In q a comma is a character: a q too long is too long, comma or not.
+      const withComma = details(await call(handler, { path: '/items?status=Active&q=ab,cdef', query: { status: 'Active', q: 'ab,cdef' } }));
+      const withoutComma = details(await call(handler, { path: '/items?status=Active&q=abxcdef' }));
+      expect(withComma).toEqual(withoutComma);
+      expect(withComma[0]!.message).not.toContain('one value');
+      expect(received).toEqual([]);
+    });
+  });
+
+  it("answers a query schema's own refusal as it is: a parameter decoded in the schema and found invalid is not rewritten as a validation failure", async () => {
+    const decoded = z.strictObject({
+      cursor: z.string().transform(() => {
+        throw badRequest('invalidCursor');
+      }),
+    });
+    const { handler, received } = echo({ query: decoded }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    const answer = await call(handler, { path: '/items?cursor=a,b' });
+    expect(answer.status).toBe(400);
+    expect(answer.jsonBody).toMatchObject({ error: 'Bad Request', message: 'The cursor is not valid. Start again from the first page.' });
+    expect(received).toEqual([]);
   });
 
   describe("with a body sent chunked, which Azure's host hands to the function empty", () => {
@@ -264,6 +324,9 @@ describe('endpoint()', () => {
     await call(handler, { headers: { 'idempotency-key': 'key-1' } });
     expect(received[0]!.idempotency).toEqual({ key: 'key-1', scope: 'items-echo' });
     expect((await call(handler, { headers: { 'idempotency-key': 'has space' } })).status).toBe(400);
+    // Without the header there is no key: each request is its own.
+    await call(handler);
+    expect(received[1]!.idempotency).toBeUndefined();
   });
 
   it('sends the ETag of the body where the operation honours If-Match or If-None-Match, or declares it, and describes it so', async () => {
@@ -273,8 +336,15 @@ describe('endpoint()', () => {
       expect(await tag(handler), honours[0]).toMatch(/^"[\w-]{27}"$/);
       expect(handler.definition.success.headers, honours[0]).toEqual(['ETag']);
     }
+    // Any precondition it honours is enough, beside headers that are none.
+    const created = echo({ honours: ['Idempotency-Key', 'If-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(await tag(created.handler)).toMatch(/^"[\w-]{27}"$/);
+    expect(created.handler.definition.success.headers).toEqual(['ETag']);
     const declared = echo({ success: { status: 200, body: item, headers: ['ETag'] } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     expect(await tag(declared.handler)).toMatch(/^"[\w-]{27}"$/);
+    // Declared and implied, it is described once.
+    const both = echo({ success: { status: 200, body: item, headers: ['ETag'] }, honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(both.handler.definition.success.headers).toEqual(['ETag']);
     const untagged = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     expect(await tag(untagged.handler)).toBeUndefined();
     // A delete that honours If-Match answers no body, so no tag.
@@ -295,6 +365,9 @@ describe('endpoint()', () => {
     expect(again.status).toBe(304);
     expect(again.jsonBody).toBeUndefined();
     expect(again.headers['Content-Type']).toBeUndefined();
+    // A 304 sends the ETag the 200 would have (RFC 9110, 15.4.5), and the headers every answer carries.
+    expect(again.headers.ETag).toBe(first.headers.ETag);
+    expect(again.headers['X-Request-Id']).toBe('request-1');
   });
 
   it('answers what a create made at its place under the collection, with its ETag, and Idempotent-Replayed when replayed', async () => {
@@ -316,6 +389,24 @@ describe('endpoint()', () => {
       location: `${path}/jobs/J-1`,
     }));
     expect((await call(start.handler, { method: 'POST' })).headers.Location).toBe('/api/items/jobs/J-1');
+  });
+
+  it('sends Location and Retry-After only where the definition declares them, Retry-After with the seconds it declares', async () => {
+    const job = { id: 'J-1', name: 'x' };
+    const started = echo({ success: { status: 202, body: item, headers: ['Location'], retryAfterSeconds: 2 } }, ({ path }) => ({
+      body: job,
+      location: `${path}/J-1`,
+    }));
+    const answer = sent(await call(started.handler, { method: 'POST' }));
+    expect(answer.status).toBe(202);
+    expect(answer.headers.get('retry-after')).toBe('2');
+    expect(answer.headers.get('location')).toBe('/api/items/J-1');
+    // A handler's location without the definition declaring Location is not sent; nor is any Retry-After.
+    for (const outcome of [{ body: job }, { body: job, location: '/api/items/J-1' }]) {
+      const plain = sent(await call(echo({}, () => outcome).handler));
+      expect([...plain.headers.keys()]).not.toContain('location');
+      expect([...plain.headers.keys()]).not.toContain('retry-after');
+    }
   });
 
   it('answers a page as the array of its items, with Link to the next page, and describes it so', async () => {
@@ -340,6 +431,11 @@ describe('endpoint()', () => {
     expect(answer.jsonBody).toBeUndefined();
     expect(answer.headers['Content-Type']).toBeUndefined();
     expect(answer.headers['X-Request-Id']).toBe('request-1');
+    // The definition decides the answer: a handler's body does not turn a 204 into one with content.
+    const talkative = sent(await call(echo({ success: { status: 204 } }, () => ({ body: { id: 'ITM-1', name: 'x' } })).handler, { method: 'DELETE' }));
+    expect(talkative.status).toBe(204);
+    expect(talkative.headers.get('content-type')).toBeNull();
+    expect(await talkative.text()).toBe('');
   });
 
   it('announces a deprecated operation with Deprecation, Sunset and a deprecation link beside the paging link', async () => {
@@ -356,6 +452,23 @@ describe('endpoint()', () => {
     expect(answer.headers.Link).toBe('<http://localhost/api/items?cursor=c>; rel="next", <https://example.test/v2>; rel="deprecation"');
   });
 
+  it('sends no deprecation link where the deprecation names none: only the next page, or no Link at all', async () => {
+    const deprecated = { since: '2026-11-01T00:00:00Z', sunset: '2027-11-01T00:00:00Z' };
+    const list = echo({ success: { status: 200, page: item }, deprecated }, () => ({ page: { items: [], nextCursor: 'c' } }));
+    const page = sent(await call(list.handler));
+    expect(page.headers.get('link')).toBe('<http://localhost/api/items?cursor=c>; rel="next"');
+    expect(page.headers.get('deprecation')).toBe(`@${Date.parse(deprecated.since) / 1000}`);
+    const single = sent(await call(echo({ deprecated }, () => ({ body: { id: 'ITM-1', name: 'x' } })).handler));
+    expect([...single.headers.keys()]).not.toContain('link');
+    expect(single.headers.get('sunset')).toBe('Mon, 01 Nov 2027 00:00:00 GMT');
+  });
+
+  it('types every answer with content as JSON in UTF-8', async () => {
+    const answer = sent(await call(echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } })).handler));
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(await answer.json()).toEqual({ id: 'ITM-1', name: 'x' });
+  });
+
   it('turns whatever the handler throws into the contract body, in the language asked for', async () => {
     const { handler } = echo({}, () => {
       throw new Error('database exploded at /srv/app/shared/data.ts:12');
@@ -365,5 +478,34 @@ describe('endpoint()', () => {
     expect(answer.jsonBody).toMatchObject({ error: 'Server Error', status: 500, requestId: 'request-1' });
     expect(JSON.stringify(answer.jsonBody)).not.toMatch(/exploded|srv|data\.ts/);
     expect(answer.headers['Content-Language']).toBe('ja');
+  });
+});
+
+describe('publicOperation() and respond(), for what needs no token', () => {
+  const context = () => new InvocationContext({ invocationId: 'request-4', functionName: 'page-get', logHandler: () => undefined });
+  const request = () => new HttpRequest({ method: 'GET', url: 'http://localhost/api/page' });
+
+  it('answers without a token, with the headers every answer carries, and carries its definition for the API description', async () => {
+    const definition = { success: { status: 200, body: z.string(), mediaTypes: ['text/html'] }, docs: { summary: 'A page' } } satisfies OperationDefinition;
+    const page = endpointModule.publicOperation(definition, (request, context) =>
+      endpointModule.respond(request, context, () =>
+        Promise.resolve({ status: 200, body: '<p>A page</p>', headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
+      ),
+    );
+    expect(page.definition).toBe(definition);
+    const answer = sent(await page(request(), context()));
+    expect(answer.status).toBe(200);
+    // The type the handler gives wins over the JSON one.
+    expect(answer.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(answer.headers.get('x-request-id')).toBe('request-4');
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(await answer.text()).toBe('<p>A page</p>');
+  });
+
+  it('types a body the handler sends whole as JSON unless it says otherwise: nosniff leaves no content untyped', async () => {
+    const answer = sent(await endpointModule.respond(request(), context(), () => Promise.resolve({ status: 200, body: '{"title":"A page"}' })));
+    expect(answer.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(await answer.json()).toEqual({ title: 'A page' });
   });
 });
