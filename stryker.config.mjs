@@ -20,6 +20,8 @@ export default {
     'shared/data/rag-batches-repository.ts',
     'shared/http/body.ts',
     'shared/http/error-mapper.ts',
+    // The HTTP edge: authentication first, query and path parameters, the answer the definition declares.
+    'shared/http/endpoint.ts',
     // The queue functions' one policy for a message that can never fit its queue.
     'shared/queue-work.ts',
     // Where WEBHOOKS_RETRY_SCHEDULE is parsed (shared/config.ts reads it through this).
