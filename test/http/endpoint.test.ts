@@ -195,7 +195,7 @@ describe('endpoint()', () => {
     });
   });
 
-  it("answers a query schema's own refusal as it is: a parameter decoded in the schema and found invalid is not rewritten as a validation failure", async () => {
+  it("answers a query schema's own refusal as it is: a value it decodes and refuses is not rewritten as a validation failure", async () => {
     const decoded = z.strictObject({
       cursor: z.string().transform(() => {
         throw badRequest('invalidCursor');
