@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container, type FeedRange } from '@azure/cosmos';
 import { DefaultAzureCredential } from '@azure/identity';
 import {
+  errorMessage,
   invocationContext,
   invoke,
   resolveBindingExpression,
@@ -81,8 +82,6 @@ export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
   const minimum = seconds(retry.minimumInterval);
   return Math.min(seconds(retry.maximumInterval), minimum * 2 ** (retryCount - 1));
 }
-
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 class CosmosTriggerListener {
   readonly #options: ListenerOptions;
@@ -160,7 +159,7 @@ class CosmosTriggerListener {
         if (replaced) this.#hold(replaced.resource!);
       }
     } catch (error) {
-      log(name, 'warning', `Cannot acquire leases: ${messageOf(error)}`);
+      log(name, 'warning', `Cannot acquire leases: ${errorMessage(error)}`);
     }
   }
 
@@ -198,7 +197,7 @@ class CosmosTriggerListener {
       } catch (error) {
         const code = (error as { code?: number }).code;
         if (code !== StatusCodes.PreconditionFailed && code !== StatusCodes.NotFound) {
-          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${messageOf(error)}`);
+          log(name, 'warning', `Cannot write lease ${held.lease.LeaseToken}: ${errorMessage(error)}`);
           return true;
         }
         log(name, 'information', `Lease ${held.lease.LeaseToken} lost by instance ${instance}`);
@@ -231,7 +230,7 @@ class CosmosTriggerListener {
       try {
         page = await feed.readNext();
       } catch (error) {
-        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${messageOf(error)}`);
+        log(name, 'warning', `Cannot read the change feed of range ${held.lease.LeaseToken}: ${errorMessage(error)}`);
         await sleep(READ_FAILURE_BACKOFF_MS, undefined, { signal: ended }).catch(() => undefined);
         continue;
       }

@@ -11,6 +11,7 @@ import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '
 import { z } from 'zod';
 import { SETTINGS } from '../shared/settings.js';
 import {
+  errorMessage,
   errorText,
   invocationContext,
   invoke,
@@ -156,7 +157,7 @@ function listen(listener: Listener): () => Promise<void> {
         if (failing) log(name, 'information', `Queue '${queue.name}' is reachable again`);
         failing = false;
       } catch (error) {
-        if (!failing) log(name, 'warning', `Cannot poll queue '${queue.name}', retrying: ${error instanceof Error ? error.message : String(error)}`);
+        if (!failing) log(name, 'warning', `Cannot poll queue '${queue.name}', retrying: ${errorMessage(error)}`);
         failing = true;
         delayMs = settings.maxPollingIntervalMs;
       }

@@ -109,6 +109,8 @@ export function invocationContext(name: string, trigger: object, log: LogFunctio
 }
 
 export const errorText = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
+/** The error's message alone, for a one-line warning. */
+export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** One invocation, its outcome logged as Azure's host logs it: the result, or undefined when it threw. */
 export async function invoke<T>(
@@ -160,7 +162,7 @@ export async function startTriggers<Info extends { name: string }>(
       started.push(await start(registration, trigger));
     } catch (error) {
       const { name } = registration.metadata;
-      log(name, 'error', `The '${name}' function is in error: ${error instanceof Error ? error.message : String(error)}`);
+      log(name, 'error', `The '${name}' function is in error: ${errorMessage(error)}`);
     }
   }
   const stopWithin = async (graceMs: number, each: Started<Info>) => {
