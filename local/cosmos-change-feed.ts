@@ -5,7 +5,7 @@
  * once it is durable; a deleted document leaves the feed.
  */
 import type { IncomingMessage } from 'node:http';
-import type { PartitionKeyValue, StoredDocument } from './cosmos-journal.js';
+import type { PartitionKeyValue, StoredDocument } from './cosmos-disk.js';
 
 /** A document as the feed knows it: its key, its partition key, and where the server keeps it. */
 export interface ChangedDocument {
@@ -86,18 +86,12 @@ export class ContainerFeed {
     this.#visible = Math.max(this.#visible, lsn);
   }
 
-  /** The LSN of a document's latest change, kept with it. */
-  lsnOf(key: string): number | undefined {
-    return this.#latest.get(key)?.lsn;
-  }
-
   /**
-   * A write kept from an earlier run, replayed at start: a document with the LSN it had (none if it was
-   * kept before LSNs were: it comes after the others), or a deleted one's key. Then `restored`.
+   * A document kept from an earlier run, loaded at start, with the LSN it had (none if it was kept
+   * before LSNs were: it comes after the others). Then `restored`.
    */
-  restore(write: { document: ChangedDocument; lsn: number | undefined } | { removed: string }): void {
-    if ('removed' in write) this.#latest.delete(write.removed);
-    else this.#add({ ...write.document, lsn: write.lsn ?? Number.POSITIVE_INFINITY });
+  restore(document: ChangedDocument, lsn: number | undefined): void {
+    this.#add({ ...document, lsn: lsn ?? Number.POSITIVE_INFINITY });
   }
 
   restored(): void {

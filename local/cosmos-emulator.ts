@@ -2,7 +2,7 @@
  * The embedded Cosmos DB (docs/local-stack.md): @vercel/cosmosdb-server's account and routes behind an
  * HTTPS front of ours, spoken to by the real @azure/cosmos client. The front adds what the package lacks
  * and Azure has: the change feed (local/cosmos-change-feed.ts), atomic transactional batches, and writes
- * made durable (local/cosmos-journal.ts) before they are answered and shown in the change feed.
+ * made durable (local/cosmos-disk.ts) before they are answered and shown in the change feed.
  */
 import { createServer, type ServerOptions } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -13,7 +13,7 @@ import { CosmosClient } from '@azure/cosmos';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { ContainerFeed, feedRequest, isChangeFeedRequest, type ChangedDocument } from './cosmos-change-feed.js';
 import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
-import { DocumentStore, type Documents, type Effect, type PartitionKeyValue, type StoredDocument } from './cosmos-journal.js';
+import { DocumentStore, type Effect, type Kept, type PartitionKeyValue, type StoredDocument } from './cosmos-disk.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
 // The emulator checks no signatures; the client still needs a well-formed base64 key.
@@ -48,7 +48,6 @@ interface ServerDocuments {
   delete(id: string, partition: unknown): void;
   _set(document: ServerDocument): ServerDocument;
   _getPartition(document: object): unknown;
-  _data: Map<string, { read(): ServerDocument }>;
 }
 interface ServerCollection {
   read(): { partitionKey?: { paths?: string[] } } | undefined;
@@ -84,8 +83,6 @@ export interface CosmosEmulatorOptions {
   tls: { cert: string; key: string };
   /** Where the documents are kept between runs; without it they live only as long as the process. */
   dataDir?: string;
-  /** The journal size that starts a compaction (see local/cosmos-journal.ts). */
-  compactAfterBytes?: number;
 }
 
 const isTrue = (header: string | string[] | undefined) => [header].flat().some((value) => value?.toLowerCase() === 'true');
@@ -114,8 +111,8 @@ function withoutSystemProperties(document: StoredDocument): StoredDocument {
 }
 
 /** A document's full partition key value, from its container's key paths. */
-function partitionKeyOf(collection: ServerCollection, document: StoredDocument): PartitionKeyValue {
-  return (collection.read()?.partitionKey?.paths ?? ['/id']).map((path) => {
+function partitionKeyAt(paths: string[], document: StoredDocument): PartitionKeyValue {
+  return paths.map((path) => {
     let value: unknown = document;
     for (const name of path.slice(1).split('/')) value = (value as Record<string, unknown> | undefined)?.[name];
     return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : null;
@@ -167,11 +164,11 @@ function runBatch(collection: ServerCollection, batch: BatchOperation[], atomic:
 
 export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   installQueryShortcuts();
-  // The app's containers, whose documents the journal keeps.
-  const appContainers = new Set<string>(Object.values(CONTAINERS).map((definition) => definition.id));
-  // First, as it may refuse a damaged journal.
+  // The app's containers, whose documents are kept on disk, with their partition key paths.
+  const appContainers = new Map<string, string[]>(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths]));
+  // First, as it may refuse an older version's folder.
   const opened = options.dataDir
-    ? await DocumentStore.open({ folder: options.dataDir, documents: keptDocuments, compactAfterBytes: options.compactAfterBytes })
+    ? await DocumentStore.open(options.dataDir, (container, document) => partitionKeyAt(appContainers.get(container)!, document))
     : undefined;
   const store = opened?.store;
   // What the app costs the database: data requests and the request units they report; apart from them,
@@ -206,23 +203,10 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const keyOf = (collection: ServerCollection, document: StoredDocument) => JSON.stringify([document.id, collection.documents._getPartition(document)]);
   const changed = (collection: ServerCollection, document: StoredDocument): ChangedDocument => ({
     key: keyOf(collection, document),
-    partitionKey: partitionKeyOf(collection, document),
+    partitionKey: partitionKeyAt(collection.read()?.partitionKey?.paths ?? ['/id'], document),
     find: { partition: collection.documents._getPartition(document), id: document.id },
   });
   const appCollection = (container: string) => account.database(options.database).collection(container);
-
-  /** The app's documents as they now are, each with the LSN of its latest change: what a snapshot keeps. */
-  function keptDocuments(): Documents {
-    const kept: Documents = {};
-    for (const container of appContainers) {
-      const collection = appCollection(container);
-      kept[container] = [...collection.documents._data.values()].map((item) => {
-        const document = item.read();
-        return { ...withoutSystemProperties(document), _lsn: feedOf(collection).lsnOf(keyOf(collection, document)) };
-      });
-    }
-    return kept;
-  }
 
   /** Answers as the package's server does, once what the answer reflects is durable. */
   async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
@@ -315,7 +299,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
       changes.deleted.map((document) => keyOf(collection, document)),
     );
     const effects: Effect[] = [
-      ...changes.deleted.map((document) => ({ container: path.container, delete: { partitionKey: partitionKeyOf(collection, document), id: document.id } })),
+      ...changes.deleted.map((document) => ({ container: path.container, delete: document })),
       ...changes.put.map((document) => ({ container: path.container, put: { ...withoutSystemProperties(document), _lsn: lsn } })),
     ];
     const kept = store && path.database === options.database && appContainers.has(path.container) && effects.length > 0;
@@ -330,25 +314,19 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const { database } = await client.databases.createIfNotExists({ id: options.database });
   for (const definition of Object.values(CONTAINERS)) await database.containers.createIfNotExists(definition);
 
-  /** Replays the kept writes into the server and the change feeds; answers how many documents there are. */
-  function restore(kept: Effect[]): number {
+  /** Loads the kept documents into the server and the change feeds, in the order of their changes; answers how many. */
+  function restore(kept: Kept[]): number {
+    const lsnOf = ({ document }: Kept) => (typeof document._lsn === 'number' ? document._lsn : Number.POSITIVE_INFINITY);
     const touched = new Set<ContainerFeed>();
-    for (const effect of kept.filter(({ container }) => appContainers.has(container))) {
-      const collection = appCollection(effect.container);
+    for (const { container, document } of kept.sort((a, b) => lsnOf(a) - lsnOf(b))) {
+      const collection = appCollection(container);
       const feed = feedOf(collection);
       touched.add(feed);
-      if ('put' in effect) {
-        const { _lsn, ...fields } = effect.put;
-        feed.restore({ document: changed(collection, collection.documents.upsert(fields)), lsn: typeof _lsn === 'number' ? _lsn : undefined });
-        continue;
-      }
-      const document = collection.document(effect.delete.id, effect.delete.partitionKey[0]).read();
-      if (!document) continue;
-      collection.documents.delete(document.id, effect.delete.partitionKey[0]);
-      feed.restore({ removed: keyOf(collection, document) });
+      const { _lsn, ...fields } = document;
+      feed.restore(changed(collection, collection.documents.upsert(fields)), typeof _lsn === 'number' ? _lsn : undefined);
     }
     for (const feed of touched) feed.restored();
-    return [...appContainers].reduce((sum, container) => sum + appCollection(container).documents._data.size, 0);
+    return kept.length;
   }
   const restored = opened ? restore(opened.kept) : 0;
 
@@ -359,14 +337,12 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     /** What the app's COSMOS_CONNECTION setting holds for this store. */
     connectionString: `AccountEndpoint=${endpoint};AccountKey=${EMULATOR_KEY};`,
     restored,
-    /** With a data folder: the write requests journaled and the fsyncs they took. */
-    journal: store?.stats,
     client,
     async close(): Promise<void> {
       client.dispose();
       agent.destroy();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Answers still waiting for the disk are released as their writes land; then the last snapshot.
+      // Answers still waiting for the disk are released as their writes land.
       await store?.close();
       await closed;
     },

@@ -1,8 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFile, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { join } from 'node:path';
-import { crc32 } from 'node:zlib';
 import { CosmosClient, type Container } from '@azure/cosmos';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
@@ -13,12 +12,6 @@ interface Document {
   id: string;
   tenantId: string;
   [field: string]: unknown;
-}
-
-/** A journal line as local/cosmos-journal.ts documents it. */
-function journalLine(effects: unknown[]): string {
-  const json = JSON.stringify(effects);
-  return `${crc32(json).toString(16).padStart(8, '0')} ${json}\n`;
 }
 
 describe('the embedded Cosmos DB', () => {
@@ -39,19 +32,21 @@ describe('the embedded Cosmos DB', () => {
    * The emulator in a process of its own (the build's), so that the test can kill it as a crash would;
    * with `traceFile`, under strace, which records the process's file and socket writes and syncs.
    */
-  async function startInChild(dataDir: string, compactAfterBytes?: number, traceFile?: string) {
+  async function startInChild(dataDir: string, traceFile?: string) {
     const module = join(appRoot(), 'dist', 'local', 'cosmos-emulator.js');
     const script = `
       const { startCosmosEmulator } = await import(${JSON.stringify(module)});
       const tls = JSON.parse(process.env.EMULATOR_TLS);
-      const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir: process.env.EMULATOR_DATA_DIR,
-        compactAfterBytes: Number(process.env.EMULATOR_COMPACT_AFTER) || undefined });
+      const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls, dataDir: process.env.EMULATOR_DATA_DIR });
       console.log(emulator.endpoint);`;
     const node = [process.execPath, '--input-type=module', '-e', script];
-    // -f: the file writes and syncs run on libuv's threads; -y: each descriptor with its file or socket.
-    const command = traceFile ? ['strace', '-f', '-y', '-qq', '-e', 'trace=write,writev,pwrite64,fdatasync,fsync', '-o', traceFile, ...node] : node;
+    // -f: the file writes and syncs run on LMDB's threads; -y: each descriptor with its file or socket. Each sync is
+    // slowed down by 20 ms, as on a slow disk, so that an answer that does not wait for it goes out before it ends.
+    const calls = 'trace=openat,write,writev,pwrite64,pwritev,fdatasync,fsync';
+    const slowSyncs = 'inject=fdatasync,fsync:delay_enter=20000';
+    const command = traceFile ? ['strace', '-f', '-y', '-qq', '-e', calls, '-e', slowSyncs, '-o', traceFile, ...node] : node;
     const child = spawn(command[0]!, command.slice(1), {
-      env: { ...process.env, EMULATOR_TLS: JSON.stringify(emulators.tls), EMULATOR_DATA_DIR: dataDir, EMULATOR_COMPACT_AFTER: String(compactAfterBytes ?? '') },
+      env: { ...process.env, EMULATOR_TLS: JSON.stringify(emulators.tls), EMULATOR_DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'inherit'],
       // A group of its own, killed whole: strace killed alone would leave the emulator it traces running.
       detached: true,
@@ -117,45 +112,42 @@ describe('the embedded Cosmos DB', () => {
     expect((await read(restarted, 'counter'))!.value).toBeGreaterThanOrEqual(highestCount);
   }
 
-  it('answers a write only once its journal line is synced to disk', async () => {
+  it('answers a write only once its commit is on disk', async () => {
     const dataDir = join(emulators.folder, 'synced');
     const traceFile = join(emulators.folder, 'synced.strace');
-    const child = await startInChild(dataDir, undefined, traceFile);
-    // One at a time, so that each write has a sync of its own (group commit shares one among writes that overlap).
+    const child = await startInChild(dataDir, traceFile);
+    // One at a time, so that each write has a commit of its own (LMDB commits the writes that overlap together).
     for (let index = 0; index < 20; index++) await child.container.items.create({ id: `synced-${index}`, tenantId: 't1' });
     await child.kill();
-    // In the order the system calls were made: a socket written to while a journal write is not yet synced is an answer given too early.
-    let unsynced = false;
-    let journalWrites = 0;
-    let syncs = 0;
-    let earlyAnswers = 0;
+    // LMDB commits by writing the pages, syncing them, then writing the meta page through a descriptor opened with
+    // O_DSYNC (opened after the new file's first meta pages are written). In the order the system calls were made, a
+    // socket written to between a page write and the meta write that follows its sync is an answer given too early.
+    const metaDescriptors = new Set<string>();
+    let [uncommitted, synced, commits, earlyAnswers] = [false, false, 0, 0];
     for (const line of (await readFile(traceFile, 'utf8')).split('\n')) {
+      const opened = /openat\(.*documents\.mdb", [^)]*O_DSYNC[^)]*\) = (\d+)/.exec(line);
+      if (opened) metaDescriptors.add(opened[1]!);
       const call = /^\d+\s+(\w+)\((\d+)<([^>]*)>/.exec(line);
       if (!call) continue;
-      const [, name, , target] = call;
-      const journal = /journal-\d+\.log$/.test(target!);
-      if (journal && (name === 'write' || name === 'pwrite64' || name === 'writev')) {
-        journalWrites += 1;
-        unsynced = true;
-      } else if (journal && (name === 'fdatasync' || name === 'fsync')) {
-        syncs += 1;
-        unsynced = false;
-      } else if (target!.startsWith('socket:') && unsynced) earlyAnswers += 1;
+      const [, name, descriptor, target] = call;
+      const database = target!.endsWith('documents.mdb');
+      if (database && name!.includes('write') && metaDescriptors.has(descriptor!)) {
+        if (synced) [uncommitted, commits] = [false, commits + 1];
+      } else if (database && name!.includes('write') && metaDescriptors.size > 0) [uncommitted, synced] = [true, false];
+      else if (database && (name === 'fdatasync' || name === 'fsync')) synced = true;
+      else if (target!.startsWith('socket:') && uncommitted) earlyAnswers += 1;
     }
-    expect(earlyAnswers, 'answers written to a socket before the journal line was synced').toBe(0);
-    expect(journalWrites).toBeGreaterThanOrEqual(20);
-    expect(syncs).toBeGreaterThanOrEqual(20);
+    expect(earlyAnswers, 'answers written to a socket before the write was committed to disk').toBe(0);
+    expect(commits).toBeGreaterThanOrEqual(20);
   });
 
-  it('creates the containers the app needs and keeps their data across a restart, with no journal left after a clean close', async () => {
+  it('creates the containers the app needs and keeps their data across a restart', async () => {
     const dataDir = join(emulators.folder, 'clean');
     const first = await emulators.start(dataDir);
     expect(first.restored).toBe(0);
     await tenantData(first).items.create({ id: 'PRJ-1001', tenantId: 't1', type: 'project', name: 'Kept' });
     await tenantData(first).items.create({ id: 'PRJ-1001', tenantId: 't2', type: 'project', name: 'Other tenant' });
     await emulators.close();
-    const journals = (await readdir(dataDir)).filter((name) => name.startsWith('journal-'));
-    expect(journals, 'a clean close writes everything into the snapshot').toEqual([]);
 
     const second = await emulators.start(dataDir);
     expect(second.restored).toBe(2);
@@ -232,43 +224,7 @@ describe('the embedded Cosmos DB', () => {
     expect(resources).toEqual([{ projectId: 'p3' }]);
   });
 
-  it('compacts its journal while writes go on, losing and reordering none of them', async () => {
-    const dataDir = join(emulators.folder, 'compaction');
-    // A tiny threshold: a new journal and snapshot every few writes.
-    const child = await startInChild(dataDir, 2_000);
-    await child.container.items.create({ id: 'counter', tenantId: 't1', value: 0 });
-    const burst = await burstUntilKilled(child, 400);
-    const { journal } = JSON.parse(await readFile(join(dataDir, 'data.json'), 'utf8')) as { journal: number };
-    expect(journal, 'compactions during the burst').toBeGreaterThan(5);
-
-    await expectBurstKept(tenantData(await emulators.start(dataDir)), burst);
-  });
-
-  it('ignores a last journal line that a crash cut short, and goes on from there', async () => {
-    const dataDir = join(emulators.folder, 'cut-short');
-    const child = await startInChild(dataDir);
-    await child.container.items.create({ id: 'answered', tenantId: 't1' });
-    await child.kill();
-    const [journal] = (await readdir(dataDir)).filter((name) => name.startsWith('journal-'));
-    const unanswered = journalLine([{ container: 'tenant-data', put: { id: 'unanswered', tenantId: 't1' } }]);
-    await appendFile(join(dataDir, journal!), unanswered.slice(0, unanswered.length / 2));
-
-    const restarted = await emulators.start(dataDir);
-    expect(await read(tenantData(restarted), 'answered')).toBeDefined();
-    expect(await read(tenantData(restarted), 'unanswered')).toBeUndefined();
-    await tenantData(restarted).items.create({ id: 'after', tenantId: 't1' });
-    await emulators.close();
-
-    // A whole last line whose checksum does not match is cut short too.
-    const wrongChecksum = journalLine([{ container: 'tenant-data', put: { id: 'unanswered', tenantId: 't1' } }]).replace(/^\w{8}/, '00000000');
-    await writeFile(join(dataDir, 'journal-99.log'), wrongChecksum);
-    const again = await emulators.start(dataDir);
-    expect(await read(tenantData(again), 'answered')).toBeDefined();
-    expect(await read(tenantData(again), 'after')).toBeDefined();
-    expect(await read(tenantData(again), 'unanswered')).toBeUndefined();
-  });
-
-  it('goes on writing the journal of the run before a crash, losing nothing over two crashes', async () => {
+  it('loses nothing over two crashes in a row', async () => {
     const dataDir = join(emulators.folder, 'two-crashes');
     const first = await startInChild(dataDir);
     await first.container.items.create({ id: 'first-run', tenantId: 't1' });
@@ -276,31 +232,40 @@ describe('the embedded Cosmos DB', () => {
     const second = await startInChild(dataDir);
     await second.container.items.create({ id: 'second-run', tenantId: 't1' });
     await second.kill();
-    expect((await readdir(dataDir)).filter((name) => name.startsWith('journal-'))).toEqual(['journal-0.log']);
 
     const restarted = tenantData(await emulators.start(dataDir));
     expect(await read(restarted, 'first-run')).toBeDefined();
     expect(await read(restarted, 'second-run')).toBeDefined();
   });
 
-  it('refuses to start on a journal damaged before its end, rather than drop the writes after the damage', async () => {
-    const dataDir = join(emulators.folder, 'damaged');
-    const put = (id: string) => journalLine([{ container: 'tenant-data', put: { id, tenantId: 't1' } }]);
-    await emulators.start(dataDir);
-    await emulators.close();
-    await writeFile(join(dataDir, 'journal-5.log'), put('first') + put('damaged').replace('damaged', 'dam4ged') + put('after'));
-    await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: emulators.tls, dataDir })).rejects.toThrow(
-      /journal-5\.log is damaged at line 2/,
-    );
+  it('takes in the snapshot that earlier versions wrote, once', async () => {
+    for (const [format, snapshot] of [
+      ['with its journal number', { journal: 3, containers: { 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before', _lsn: 7 }] } }],
+      ['without', { 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before' }], 'rag-chunks': [] }],
+    ] as const) {
+      const dataDir = join(emulators.folder, `older-format-${format}`);
+      await emulators.start(dataDir);
+      await emulators.close();
+      await writeFile(join(dataDir, 'data.json'), JSON.stringify(snapshot));
+      const emulator = await emulators.start(dataDir);
+      expect(emulator.restored, format).toBe(1);
+      expect(await read(tenantData(emulator), 'PRJ-1001')).toMatchObject({ name: 'From before' });
+      await tenantData(emulator).items.upsert({ id: 'PRJ-1001', tenantId: 't1', name: 'Changed since' });
+      await emulators.close();
+      expect(await readdir(dataDir), format).toContain('data.json.taken-in');
+
+      expect(await read(tenantData(await emulators.start(dataDir)), 'PRJ-1001'), 'not taken in again').toMatchObject({ name: 'Changed since' });
+      await emulators.close();
+    }
   });
 
-  it('reads the snapshot that earlier versions wrote, without a journal', async () => {
-    const dataDir = join(emulators.folder, 'older-format');
+  it("refuses to start on the journals an earlier version's crash left, rather than start without their writes", async () => {
+    const dataDir = join(emulators.folder, 'older-journal');
     await emulators.start(dataDir);
     await emulators.close();
-    await writeFile(join(dataDir, 'data.json'), JSON.stringify({ 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before' }], 'rag-chunks': [] }));
-    const emulator = await emulators.start(dataDir);
-    expect(emulator.restored).toBe(1);
-    expect(await read(tenantData(emulator), 'PRJ-1001')).toMatchObject({ name: 'From before' });
+    await writeFile(join(dataDir, 'journal-5.log'), '');
+    await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: emulators.tls, dataDir })).rejects.toThrow(
+      /holds the journals of a local database from before/,
+    );
   });
 });

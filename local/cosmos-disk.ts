@@ -1,0 +1,106 @@
+/**
+ * Where the embedded Cosmos DB keeps the app's documents between runs (docs/local-stack.md): an LMDB
+ * database (`lmdb`), `documents.mdb` in its folder, one entry per document with its change feed LSN.
+ * A write request's effects are one transaction, committed and synced to disk before it is answered;
+ * LMDB commits the transactions queued in one turn of the event loop together, and after a crash it
+ * opens at its last commit, whole.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import { open, type RootDatabase } from 'lmdb';
+
+/** A document's partition key: one value per level of the container's key (two for a hierarchical one). */
+export type PartitionKeyValue = (string | number | boolean | null)[];
+export type StoredDocument = { id: string } & Record<string, unknown>;
+/** What a write did to one document: the document as it now is, or as it was when deleted. */
+export type Effect = { container: string; put: StoredDocument } | { container: string; delete: StoredDocument };
+/** A kept document and its container. */
+export interface Kept {
+  container: string;
+  document: StoredDocument;
+}
+
+const FILE = 'documents.mdb';
+// What versions before 27 November 2026 kept instead: a snapshot, read once into the database, and the journals a crash left.
+const OLD_SNAPSHOT = 'data.json';
+const OLD_JOURNAL = /^journal-\d+\.log$/;
+
+export class DocumentStore {
+  readonly #database: RootDatabase<Kept, string>;
+  readonly #partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue;
+  /** The last write not yet on disk; those before it are, as LMDB commits in order. */
+  #unsynced: Promise<void> | undefined;
+  #failure: Error | undefined;
+
+  private constructor(folder: string, partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue) {
+    // overlappingSync off: a commit resolves once it is synced, not before.
+    this.#database = open<Kept, string>({ path: join(folder, FILE), encoding: 'json', overlappingSync: false });
+    this.#partitionKeyOf = partitionKeyOf;
+  }
+
+  /** Opens the folder's database (taking in an older version's snapshot once); answers it and every document it keeps. */
+  static async open(folder: string, partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue) {
+    await mkdir(folder, { recursive: true });
+    const names = await readdir(folder);
+    if (names.some((name) => OLD_JOURNAL.test(name))) {
+      const how = 'start the version that wrote them and stop it with Ctrl+C, which folds them into data.json, or move the folder away to start empty';
+      throw new Error(`${folder} holds the journals of a local database from before 27 November 2026: ${how}`);
+    }
+    const store = new DocumentStore(folder, partitionKeyOf);
+    if (names.includes(OLD_SNAPSHOT)) await store.#takeIn(join(folder, OLD_SNAPSHOT));
+    const kept = Array.from(store.#database.getRange(), ({ value }) => value);
+    return { store, kept };
+  }
+
+  /** Records one request's effects; resolves once they are on disk. Call in the order the emulator applied the writes. */
+  record(effects: Effect[]): Promise<void> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    const written = this.#database.transaction(() => {
+      for (const effect of effects) {
+        if ('put' in effect) this.#database.putSync(this.#key(effect.container, effect.put), { container: effect.container, document: effect.put });
+        else this.#database.removeSync(this.#key(effect.container, effect.delete));
+      }
+    });
+    const settle = () => {
+      if (this.#unsynced === unsynced) this.#unsynced = undefined;
+    };
+    const unsynced: Promise<void> = written.then(settle, (error: unknown) => {
+      settle();
+      throw this.#fail(error);
+    });
+    this.#unsynced = unsynced;
+    return unsynced;
+  }
+
+  /** Resolves once every write recorded so far is on disk; undefined when they all are already. */
+  settled(): Promise<void> | undefined {
+    return this.#unsynced;
+  }
+
+  async close(): Promise<void> {
+    await this.#unsynced?.catch(() => undefined);
+    await this.#database.close();
+  }
+
+  /** One key per document. Hashed: LMDB's keys are at most 1,978 bytes, and an id with its partition key may be longer. */
+  #key(container: string, document: StoredDocument): string {
+    const named = JSON.stringify([container, this.#partitionKeyOf(container, document), document.id]);
+    return createHash('sha256').update(named).digest('base64url');
+  }
+
+  /** An older version's snapshot, `{"journal": N, "containers": {…}}` or just the containers: kept here, then renamed. */
+  async #takeIn(file: string): Promise<void> {
+    const parsed = JSON.parse(await readFile(file, 'utf8')) as { journal?: number; containers?: Record<string, StoredDocument[]> };
+    const containers = (typeof parsed.journal === 'number' ? parsed.containers : parsed) as Record<string, StoredDocument[]>;
+    await this.record(Object.entries(containers).flatMap(([container, documents]) => documents.map((put) => ({ container, put }))));
+    await rename(file, `${file}.taken-in`);
+  }
+
+  /** A database that cannot be written can no longer promise anything: every write from now on fails. */
+  #fail(cause: unknown): Error {
+    this.#failure ??= new Error('Could not write the local database', { cause });
+    console.error(this.#failure);
+    return this.#failure;
+  }
+}
