@@ -9,9 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
-import https from 'node:https';
-import { buffer } from 'node:stream/consumers';
 import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTVerifyGetKey } from 'jose';
+import { Agent, fetch } from 'undici';
 import { close, listen, sendJson } from './embedded-http.js';
 import { checkEntraToken, TokenCheckFailed, type TokenProblem } from './entra-token.js';
 import { GRAPH_APP_ID, GRAPH_RESOURCE, localUserObjectId } from './identity-provider.js';
@@ -239,9 +238,13 @@ function skipTokenOffset(skipToken: string | null): number {
 function tokenVerifier(identityProvider: { authorityHost: string; caCertPem: string }) {
   // Signing keys are the same for every tenant, but Entra publishes them per tenant.
   const keySets = new Map<string, JWTVerifyGetKey>();
+  // undici's fetch, as the global one cannot be given the provider's self-signed certificate to trust.
+  // jose's headers are copied as pairs: their type (Node's globals) is not undici 7's own.
+  const dispatcher = new Agent({ connect: { ca: identityProvider.caCertPem } });
+  const fetchTrusting: FetchImplementation = (url, init) => fetch(url, { ...init, headers: [...init.headers], dispatcher });
   const keys = (tenantId: string): JWTVerifyGetKey => {
     const url = new URL(`${identityProvider.authorityHost}/${tenantId}/discovery/keys`);
-    if (!keySets.has(tenantId)) keySets.set(tenantId, createRemoteJWKSet(url, { [customFetch]: fetchTrusting(identityProvider.caCertPem) }));
+    if (!keySets.has(tenantId)) keySets.set(tenantId, createRemoteJWKSet(url, { [customFetch]: fetchTrusting }));
     return keySets.get(tenantId)!;
   };
   const invalidToken = (message: string) =>
@@ -260,15 +263,4 @@ function tokenVerifier(identityProvider: { authorityHost: string; caCertPem: str
     const roles = Array.isArray(claims.roles) ? claims.roles.map(String) : [];
     return { tenantId, permissions: typeof claims.scp === 'string' ? claims.scp.split(' ') : roles };
   };
-}
-
-/** jose's fetch for the provider's keys, trusting its self-signed certificate without touching the process's trust. */
-function fetchTrusting(caCertPem: string): FetchImplementation {
-  return (url, options) =>
-    new Promise((resolve, reject) => {
-      const request = https.get(url, { ca: caCertPem, signal: options.signal, headers: Object.fromEntries(options.headers) }, (response) => {
-        buffer(response).then((body) => resolve(new Response(body, { status: response.statusCode ?? 502 })), reject);
-      });
-      request.on('error', reject);
-    });
 }

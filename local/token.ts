@@ -4,10 +4,9 @@
  */
 import { realpathSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import https from 'node:https';
-import { text } from 'node:stream/consumers';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { Agent, fetch } from 'undici';
 import { GUID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import { appRootAbove } from '../shared/app-root.js';
 import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
@@ -132,9 +131,16 @@ export async function requestAccessToken(info: IdentityProviderInfo, request: To
     throw new Error(`Cannot read the identity provider's certificate ${info.caCertPath}: start the API with \`npm start\` again.`, { cause: error });
   });
   const url = `${info.authorityHost}/${encodeURIComponent(request.tenantId)}/oauth2/v2.0/token`;
-  const response = await postForm(url, tokenRequestForm(request, info.clientId), ca).catch((error: unknown) => {
-    throw new Error(`Cannot reach the identity provider at ${info.authorityHost} (${(error as Error).message}): is \`npm start\` running?`, { cause: error });
-  });
+  // undici's fetch, as the global one cannot be given the provider's own certificate to trust.
+  const dispatcher = new Agent({ connect: { ca } });
+  const form = tokenRequestForm(request, info.clientId);
+  const response = await fetch(url, { method: 'POST', body: form, dispatcher, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+    .then(async (answer) => ({ status: answer.status, text: await answer.text() }))
+    .catch((error: unknown) => {
+      // fetch says only "fetch failed"; its cause names the failure (a timeout is the error itself).
+      const reason = ((error as Error).cause ?? error) as Error;
+      throw new Error(`Cannot reach the identity provider at ${info.authorityHost} (${reason.message}): is \`npm start\` running?`, { cause: error });
+    });
   let body: { access_token?: unknown; error?: unknown; error_description?: unknown };
   try {
     body = JSON.parse(response.text) as typeof body;
@@ -145,19 +151,6 @@ export async function requestAccessToken(info: IdentityProviderInfo, request: To
     throw new Error(`The identity provider refused the token request (HTTP ${response.status}): ${String(body.error_description ?? body.error)}`);
   }
   return body.access_token;
-}
-
-/** A POST trusting the provider's own certificate; fetch cannot be given a CA. */
-function postForm(url: string, form: URLSearchParams, ca: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const headers = { 'Content-Type': 'application/x-www-form-urlencoded' };
-    const request = https.request(url, { method: 'POST', ca, timeout: REQUEST_TIMEOUT_MS, headers }, (response) => {
-      text(response).then((answer) => resolve({ status: response.statusCode ?? 0, text: answer }), reject);
-    });
-    request.on('timeout', () => request.destroy(new Error(`no answer within ${REQUEST_TIMEOUT_MS} ms`)));
-    request.on('error', reject);
-    request.end(form.toString());
-  });
 }
 
 /** Runs the CLI and returns its exit code. `dataDir` is where provider.json is, by default where `npm start` keeps it. */

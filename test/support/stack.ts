@@ -1,6 +1,6 @@
-import { request as httpsRequest } from 'node:https';
 import { CosmosClient } from '@azure/cosmos';
 import { importJWK, SignJWT, type JWTPayload } from 'jose';
+import { Agent, fetch } from 'undici';
 import { inject } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
 import { GRAPH_RESOURCE } from '../../local/identity-provider.js';
@@ -57,17 +57,13 @@ export interface TokenRequest {
   scope?: string;
 }
 
+// undici's fetch, as the global one cannot be given the provider's certificate to trust.
+const trustingIdentityProvider = new Agent({ connect: { ca: stack.caCertPem } });
+
 /** POSTs a form to the local identity provider over HTTPS, trusting only its certificate. */
-export function postForm(url: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const payload = new URLSearchParams(form).toString();
-  return new Promise((resolve, reject) => {
-    const request = httpsRequest(url, { method: 'POST', ca: stack.caCertPem, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
-      let text = '';
-      response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> }));
-    });
-    request.on('error', reject).end(payload);
-  });
+export async function postForm(url: string, form: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(url, { method: 'POST', body: new URLSearchParams(form), dispatcher: trustingIdentityProvider });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 const tokens = new Map<string, Promise<string>>();
