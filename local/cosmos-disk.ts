@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
+import { StartError } from './ports.js';
 
 /** A document's partition key: one value per level of the container's key (two for a hierarchical one). */
 export type PartitionKeyValue = (string | number | boolean | null)[];
@@ -45,7 +46,7 @@ export class DocumentStore {
     const names = await readdir(folder);
     if (names.some((name) => OLD_JOURNAL.test(name))) {
       const how = 'start the version that wrote them and stop it with Ctrl+C, which folds them into data.json, or move the folder away to start empty';
-      throw new Error(`${folder} holds the journals of a local database from before 27 November 2026: ${how}`);
+      throw new StartError(`${folder} holds the journals of a local database from before 27 November 2026: ${how}`);
     }
     const store = new DocumentStore(folder, partitionKeyOf);
     if (names.includes(OLD_SNAPSHOT)) await store.#takeIn(join(folder, OLD_SNAPSHOT));

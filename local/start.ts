@@ -31,7 +31,7 @@ async function startOptions() {
   return { apiPort, identityProviderPort, dataDir: localDataDir(root), settings, hostOutput: 'inherit' as const };
 }
 
-const stack = await startOptions().then(startStack, stopOnStartError);
+const stack = await startOptions().then(startStack).catch(stopOnStartError);
 
 const functions = [
   ...stack.routes.map(({ name, methods, template }) => ({ name, what: `[${methods.join(',')}] http://localhost:${stack.port}/${template}` })),
