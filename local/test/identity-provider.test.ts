@@ -2,8 +2,6 @@ import { execFile } from 'node:child_process';
 import { createHash, X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import type { IncomingHttpHeaders } from 'node:http';
-import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +19,7 @@ import {
   type JWTPayload,
 } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
+import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
 import { readIdentityProviderInfo, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider, type TokenOptions } from '../identity-provider.js';
@@ -52,36 +51,19 @@ interface OnBehalfOfResult {
 
 interface JsonResponse {
   status: number;
-  headers: IncomingHttpHeaders;
+  headers: Record<string, string>;
   body: Record<string, unknown>;
 }
 
 /** GET, or POST of a form, trusting the given CA (default: Node's public CAs). */
-function requestJson(url: string, ca: string | undefined, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<JsonResponse> {
-  const body = form ? new URLSearchParams(form).toString() : undefined;
-  return new Promise((resolve, reject) => {
-    const request = https.request(
-      url,
-      {
-        method: form ? 'POST' : 'GET',
-        ca,
-        headers: form ? { ...headers, 'Content-Type': 'application/x-www-form-urlencoded' } : headers,
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => {
-          resolve({
-            status: response.statusCode ?? 0,
-            headers: response.headers,
-            body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>,
-          });
-        });
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
+async function requestJson(url: string, ca: string | undefined, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  const dispatcher = new Agent({ connect: { ca } });
+  try {
+    const response = await fetch(url, { method: form ? 'POST' : 'GET', body: form && new URLSearchParams(form), headers, dispatcher });
+    return { status: response.status, headers: Object.fromEntries(response.headers), body: (await response.json()) as Record<string, unknown> };
+  } finally {
+    await dispatcher.close();
+  }
 }
 
 function expectEntraError(response: JsonResponse, status: number, error: string, code: number): void {
@@ -144,7 +126,9 @@ describe('local identity provider', () => {
     });
 
     it('is refused by clients that trust only the public CAs', async () => {
-      await expect(requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, undefined)).rejects.toThrow(/self-signed certificate/);
+      await expect(requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/discovery/keys`, undefined)).rejects.toMatchObject({
+        cause: { message: expect.stringMatching(/self-signed certificate/) },
+      });
     });
   });
 
