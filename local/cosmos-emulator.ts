@@ -69,11 +69,8 @@ interface OperationResult {
   statusCode: number;
   body?: ServerDocument;
 }
-/** What a successful write changed: the documents as they now are, and the deleted ones as they were. */
-interface Changes {
-  put: ServerDocument[];
-  deleted: ServerDocument[];
-}
+/** What a successful write changed, in order: each document as it now is, or as it was when deleted. */
+type Changes = { document: ServerDocument; deleted: boolean }[];
 type BatchOutcome = { status: number; results: unknown; changes?: Changes };
 
 export interface CosmosEmulatorOptions {
@@ -130,7 +127,7 @@ function runBatch(collection: ServerCollection, batch: BatchOperation[], atomic:
   if (unsupported >= 0) return { status: 400, results: { message: `Operation type '${types[unsupported]}' is not supported in Batch.` } };
   const undo: (() => void)[] = [];
   const results: unknown[] = [];
-  const changes: Changes = { put: [], deleted: [] };
+  const changes: Changes = [];
   const documents = collection.documents;
   for (const [index, operation] of batch.entries()) {
     const id = operation.id ?? operation.resourceBody?.id;
@@ -150,8 +147,8 @@ function runBatch(collection: ServerCollection, batch: BatchOperation[], atomic:
       break;
     }
     if (operation.operationType !== 'Read') {
-      if (after) changes.put.push(after);
-      else if (before) changes.deleted.push(before);
+      if (after) changes.push({ document: after, deleted: false });
+      else if (before) changes.push({ document: before, deleted: true });
       undo.push(() => {
         if (after) documents.delete(after.id, documents._getPartition(after));
         if (before) documents._set(before);
@@ -281,7 +278,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
         const partitionKey = request.headers['x-ms-documentdb-partitionkey'];
         const doomed = request.method === 'DELETE' && path?.id ? collection!.document(path.id, parsePartitionKey(partitionKey, path.id)).read() : undefined;
         body = await route[1](account, request, response, route[0]);
-        if (collection && isWrite(request)) changes = { put: request.method === 'DELETE' ? [] : [body as ServerDocument], deleted: doomed ? [doomed] : [] };
+        if (collection && isWrite(request)) changes = doomed ? [{ document: doomed, deleted: true }] : [{ document: body as ServerDocument, deleted: false }];
       } else {
         response.statusCode = 400;
         body = { message: 'no route' };
@@ -293,15 +290,16 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     }
     const succeeded = response.statusCode >= 200 && response.statusCode < 300;
     if (!path || !collection || !changes || !succeeded) return answer(request, response, body, store?.settled());
+    // A document that a batch wrote more than once is as its last operation left it.
+    const last = [...new Map(changes.map((change) => [keyOf(collection, change.document), change])).values()];
     const feed = feedOf(collection);
     const lsn = feed.record(
-      changes.put.map((document) => changed(collection, document)),
-      changes.deleted.map((document) => keyOf(collection, document)),
+      last.filter(({ deleted }) => !deleted).map(({ document }) => changed(collection, document)),
+      last.filter(({ deleted }) => deleted).map(({ document }) => keyOf(collection, document)),
     );
-    const effects: Effect[] = [
-      ...changes.deleted.map((document) => ({ container: path.container, delete: document })),
-      ...changes.put.map((document) => ({ container: path.container, put: { ...withoutSystemProperties(document), _lsn: lsn } })),
-    ];
+    const effects: Effect[] = last.map(({ document, deleted }) =>
+      deleted ? { container: path.container, delete: document } : { container: path.container, put: { ...withoutSystemProperties(document), _lsn: lsn } },
+    );
     const kept = store && path.database === options.database && appContainers.has(path.container) && effects.length > 0;
     const durable = (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
     return answer(request, response, body, durable);

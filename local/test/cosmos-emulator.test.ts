@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { join } from 'node:path';
-import { CosmosClient, type Container } from '@azure/cosmos';
+import { ChangeFeedStartFrom, CosmosClient, type Container } from '@azure/cosmos';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
 import { appRoot } from '../stack.js';
@@ -207,6 +207,29 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(restarted, 'bulk-created')).toMatchObject({ name: 'Bulk' });
     expect(await read(restarted, 'bulk-deleted')).toBeUndefined();
     await expectBurstKept(restarted, burst);
+  });
+
+  it('shows and keeps what a batch left of a document it wrote and deleted, in the change feed and across a restart', async () => {
+    const dataDir = join(emulators.folder, 'batch-last-operation');
+    const container = tenantData(await emulators.start(dataDir));
+    await container.items.create({ id: 'recreated', tenantId: 't1', name: 'Before' });
+    const { result = [] } = await container.items.batch(
+      [
+        { operationType: 'Create', resourceBody: { id: 'created-then-deleted', tenantId: 't1' } },
+        { operationType: 'Delete', id: 'created-then-deleted' },
+        { operationType: 'Delete', id: 'recreated' },
+        { operationType: 'Create', resourceBody: { id: 'recreated', tenantId: 't1', name: 'After' } },
+      ],
+      't1',
+    );
+    expect(result.map((operation) => operation.statusCode)).toEqual([201, 204, 204, 201]);
+    const feed = container.items.getChangeFeedIterator<{ id: string }>({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() });
+    expect((await feed.readNext()).result.map(({ id }) => id)).toEqual(['recreated']);
+    await emulators.close();
+
+    const restarted = tenantData(await emulators.start(dataDir));
+    expect(await read(restarted, 'created-then-deleted')).toBeUndefined();
+    expect(await read(restarted, 'recreated')).toMatchObject({ name: 'After' });
   });
 
   it('keeps the writes and deletes of a container with a hierarchical partition key across a restart', async () => {
