@@ -86,12 +86,9 @@ export class ContainerFeed {
     this.#visible = Math.max(this.#visible, lsn);
   }
 
-  /**
-   * A document kept from an earlier run, loaded at start, with the LSN it had (none if it was kept
-   * before LSNs were: it comes after the others). Then `restored`.
-   */
-  restore(document: ChangedDocument, lsn: number | undefined): void {
-    this.#add({ ...document, lsn: lsn ?? Number.POSITIVE_INFINITY });
+  /** A document kept from an earlier run, loaded at start with the LSN it had (Infinity: after the others, numbered by `restored`). */
+  restore(document: ChangedDocument, lsn: number): void {
+    this.#add({ ...document, lsn });
   }
 
   restored(): void {

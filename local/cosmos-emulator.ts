@@ -314,14 +314,15 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
 
   /** Loads the kept documents into the server and the change feeds, in the order of their changes; answers how many. */
   function restore(kept: Kept[]): number {
-    const lsnOf = ({ document }: Kept) => (typeof document._lsn === 'number' ? document._lsn : Number.POSITIVE_INFINITY);
+    // One kept before LSNs were comes after the others.
+    const lsnOf = (document: StoredDocument) => (typeof document._lsn === 'number' ? document._lsn : Number.POSITIVE_INFINITY);
     const touched = new Set<ContainerFeed>();
-    for (const { container, document } of kept.sort((a, b) => lsnOf(a) - lsnOf(b))) {
+    for (const { container, document } of kept.sort((a, b) => lsnOf(a.document) - lsnOf(b.document))) {
       const collection = appCollection(container);
       const feed = feedOf(collection);
       touched.add(feed);
       const { _lsn, ...fields } = document;
-      feed.restore(changed(collection, collection.documents.upsert(fields)), typeof _lsn === 'number' ? _lsn : undefined);
+      feed.restore(changed(collection, collection.documents.upsert(fields)), lsnOf(document));
     }
     for (const feed of touched) feed.restored();
     return kept.length;
