@@ -140,7 +140,9 @@ export async function requestAccessToken(info: IdentityProviderInfo, request: To
       // fetch says only "fetch failed"; its cause names the failure (a timeout is the error itself).
       const reason = ((error as Error).cause ?? error) as Error;
       throw new Error(`Cannot reach the identity provider at ${info.authorityHost} (${reason.message}): is \`npm start\` running?`, { cause: error });
-    });
+    })
+    // The sample server and the webhook listener ask again and again: no kept connection is left behind by each.
+    .finally(() => dispatcher.close());
   let body: { access_token?: unknown; error?: unknown; error_description?: unknown };
   try {
     body = JSON.parse(response.text) as typeof body;
