@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
 import { appRoot, startHostProcess, startStack, type LocalStack } from '../local/stack.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../local/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../tools/webhook-receiver.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 import type { InProcessCosts } from './in-process.js';
 

@@ -7,7 +7,7 @@
 import autocannon from 'autocannon';
 import { LOCAL_HOME_TENANT_ID } from '../local/defaults.js';
 import { startStack } from '../local/stack.js';
-import { startWebhookReceiver, type WebhookReceiver } from '../local/webhook-receiver.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../tools/webhook-receiver.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 
 const LATENCY_EVENTS = 200;

@@ -1,6 +1,6 @@
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSampleServer } from '../../local/sample-server.js';
+import { startSampleServer } from '../../tools/sample-server.js';
 import { startHostProcess } from '../../local/stack.js';
 import { withBrowser } from '../support/browser.js';
 import { freePort } from '../support/own-hosts.js';

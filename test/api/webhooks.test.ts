@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../local/webhook-receiver.js';
+import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
 import { ownTenantsSettings, startOwnHost, stopOwnHosts } from '../support/own-hosts.js';

@@ -20,7 +20,7 @@ import {
   type Project,
 } from '@lms-platform/api-client';
 import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
-import { startWebhookReceiver, type ReceivedDelivery } from '../../local/webhook-receiver.js';
+import { startWebhookReceiver, type ReceivedDelivery } from '../../tools/webhook-receiver.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 import { stack, token, uniqueEmail } from '../support/stack.js';
 

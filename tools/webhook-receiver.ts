@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { close, listen } from './embedded-http.js';
+import { close, listen } from '../local/embedded-http.js';
 
 export interface ReceivedDelivery {
   headers: IncomingHttpHeaders;

@@ -7,9 +7,15 @@ import { readFile } from 'node:fs/promises';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Agent, fetch } from 'undici';
-import { GUID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import { GUID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../local/defaults.js';
+import {
+  API_USER_SCOPE,
+  DEFAULT_LOCAL_USERNAME,
+  localIdentityDataDir,
+  readIdentityProviderInfo,
+  type IdentityProviderInfo,
+} from '../local/identity-provider.js';
 import { appRootAbove } from '../shared/app-root.js';
-import { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider.js';
 
 // The API's allowance for clock skew (its token validator's), told in the help; the CLI's test holds the two together.
 const API_CLOCK_SKEW_MINUTES = 5;

@@ -1,0 +1,52 @@
+/** Running the project's commands as a user's shell would, and the ports they meet: one taken, one nothing listens on. */
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const appRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a command from the project's folder with only these settings: its exit code and output. In a
+ * process group of its own, all of which is killed if it outlives the deadline (a stack that started
+ * after all), so that a broken guarantee leaves nothing running.
+ */
+export function runCommand(file: string, args: string[], settings: Record<string, string>): Promise<CommandResult> {
+  const child = spawn(file, args, {
+    cwd: appRoot,
+    detached: true,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...settings },
+  });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
+  const deadline = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 60_000);
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(deadline);
+      resolve({ code, ...output });
+    }),
+  );
+}
+
+/** A port held by a server of this process until `release`. */
+export async function heldPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    release: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** A port nothing listens on (one just released). */
+export async function closedPort(): Promise<number> {
+  const held = await heldPort();
+  await held.release();
+  return held.port;
+}
