@@ -31,8 +31,6 @@ export interface GraphUser {
 export interface GraphStandIn {
   /** 'http://127.0.0.1:<port>': the value for GRAPH_BASE_URL. */
   baseUrl: string;
-  /** Requests received, in all and to /users, rejected ones included. */
-  counts: { requests: number; users: number };
   /** From now on every request fails this way (until called with undefined); 'drop' closes the connection unanswered. */
   setFailure(failure: 400 | 503 | 'drop' | undefined): void;
   close(): Promise<void>;
@@ -91,7 +89,6 @@ export async function startGraphStandIn(options: {
 }): Promise<GraphStandIn> {
   const directories = new Map(Object.entries(options.users ?? {}).map(([tenantId, users]) => [tenantId.toLowerCase(), users]));
   const verify = tokenVerifier(options.identityProvider);
-  const counts = { requests: 0, users: 0 };
   let failure: 400 | 503 | 'drop' | undefined;
   let baseUrl = '';
 
@@ -101,7 +98,6 @@ export async function startGraphStandIn(options: {
     if (url.pathname.toLowerCase().replace(/\/$/, '') !== '/v1.0/users') {
       throw new GraphError(400, 'BadRequest', `Resource not found for the segment '${url.pathname.split('/').filter(Boolean).pop() ?? ''}'.`);
     }
-    counts.users += 1;
     if (request.method !== 'GET') {
       throw new GraphError(405, 'Request_BadRequest', 'Specified HTTP method is not allowed for the request target.', { Allow: 'GET' });
     }
@@ -114,7 +110,6 @@ export async function startGraphStandIn(options: {
 
   const server = keepIdleConnectionsOpen(
     http.createServer((request, response) => {
-      counts.requests += 1;
       if (failure === 'drop') {
         request.socket.destroy();
         return;
@@ -139,7 +134,6 @@ export async function startGraphStandIn(options: {
   baseUrl = `http://127.0.0.1:${await listen(server, 0, '127.0.0.1', 'Graph stand-in')}`;
   return {
     baseUrl,
-    counts,
     setFailure(next) {
       failure = next;
     },

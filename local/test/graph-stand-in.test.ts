@@ -215,8 +215,7 @@ describe('local Microsoft Graph stand-in', () => {
       expect(response.headers.get('allow')).toBe('GET');
     });
 
-    it('fails every request as told, until healed, and counts requests', async () => {
-      const before = { ...graph.counts };
+    it('fails every request as told, until healed', async () => {
       graph.setFailure(503);
       const unavailable = await get('/v1.0/users');
       expectGraphError(unavailable, 503, 'serviceNotAvailable');
@@ -227,7 +226,6 @@ describe('local Microsoft Graph stand-in', () => {
 
       graph.setFailure(undefined);
       expect((await get('/v1.0/users')).status).toBe(200);
-      expect(graph.counts).toEqual({ requests: before.requests + 3, users: before.users + 1 });
     });
   });
 });
