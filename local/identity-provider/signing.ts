@@ -5,8 +5,8 @@
  */
 import { createHash, createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import { SignJWT, type JWK } from 'jose';
-import { generate as generateCertificate } from 'selfsigned';
-import { CERTIFICATE_VALIDITY_DAYS, daysFromNow, loadOrCreatePemPair } from '../tls.js';
+import { generate } from 'selfsigned';
+import { loadOrCreateCertificate } from '../tls.js';
 
 export interface Signer {
   kid: string;
@@ -18,15 +18,9 @@ export interface Signer {
 }
 
 export async function loadOrCreateSigner(dataDir: string | undefined): Promise<Signer> {
-  const pems = await loadOrCreatePemPair(dataDir, 'signing-cert.pem', 'signing-key.pem', async () => {
-    const certificate = await generateCertificate([{ name: 'commonName', value: 'Local identity provider token signing' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      notAfterDate: daysFromNow(CERTIFICATE_VALIDITY_DAYS),
-      extensions: [{ name: 'keyUsage', digitalSignature: true, critical: true }],
-    });
-    return { cert: certificate.cert, key: certificate.private };
-  });
+  const subject = [{ name: 'commonName', value: 'Local identity provider token signing' }];
+  const extensions = [{ name: 'keyUsage' as const, digitalSignature: true, critical: true }];
+  const pems = await loadOrCreateCertificate(dataDir, 'signing', () => generate(subject, { algorithm: 'sha256', extensions }));
   const certificateDer = new X509Certificate(pems.cert).raw;
   const kid = createHash('sha1').update(certificateDer).digest('base64url');
   const privateKey = createPrivateKey(pems.key);
