@@ -28,8 +28,6 @@ export { localIdentityDataDir, readIdentityProviderInfo, writeIdentityProviderIn
 export interface IdentityProviderOptions {
   /** Default 0: a free port. */
   port?: number;
-  /** Default '127.0.0.1'. */
-  host?: string;
   /** Keeps the TLS certificate and the signing key across restarts; without it, both last until close(). */
   dataDir?: string;
   /** A TLS certificate for localhost shared with other local servers; then none is created. */
@@ -92,15 +90,15 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       try {
         if (!tenants.has(tenantId)) {
           const description = `Tenant '${tenantId}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`;
-          throw new EntraError(400, 'invalid_tenant', 90002, description);
+          throw new EntraError('invalid_tenant', 90002, description);
         }
         if (endpoint.kind === 'token') {
           if (request.method !== 'POST') {
-            throw new EntraError(400, 'invalid_request', 900561, `The endpoint only accepts POST requests. Received a ${request.method} request.`);
+            throw new EntraError('invalid_request', 900561, `The endpoint only accepts POST requests. Received a ${request.method} request.`);
           }
           const form = new URLSearchParams(await readBody(request, MAX_REQUEST_BODY_BYTES, () => malformedRequest('The request body is too large.')));
           if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
-          const context = { tenantId, clientId, authorityHost, keys, issueToken };
+          const context = { tenantId, clientId, audiences: [`api://${clientId}`, clientId], authorityHost, keys, issueToken };
           return sendJson(response, 200, await handleTokenRequest(form, request.headers.authorization, context), NOT_CACHEABLE);
         }
         if (request.method !== 'GET') return sendJson(response, 405, { error: 'method_not_allowed', error_description: 'Use GET.' }, { Allow: 'GET' });
@@ -111,7 +109,8 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       } catch (error) {
         if (!(error instanceof EntraError)) throw error;
         const correlationId = [request.headers['client-request-id']].flat()[0] ?? randomUUID();
-        sendJson(response, error.status, entraErrorBody(error, correlationId), NOT_CACHEABLE);
+        // As Entra answers: 401 for a client that failed to authenticate, 400 for any other error.
+        sendJson(response, error.error === 'invalid_client' ? 401 : 400, entraErrorBody(error, correlationId), NOT_CACHEABLE);
       }
     }
 
@@ -123,7 +122,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
         });
       }),
     );
-    const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', 'identity provider');
+    const port = await listen(server, options.port ?? 0, '127.0.0.1', 'identity provider');
     authorityHost = `https://localhost:${port}`;
     return {
       authorityHost,
