@@ -10,11 +10,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { createLocalJWKSet, type JWK } from 'jose';
+import { createLocalJWKSet } from 'jose';
 import { close, listen, readBody, sendJson } from './embedded-http.js';
 import { v1Issuer, v2Issuer } from './entra-token.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
-import { signAccessToken, type TokenOptions } from './identity-provider/claims.js';
+import { accessTokenClaims, type TokenOptions } from './identity-provider/claims.js';
 import { EntraError, entraErrorBody, malformedRequest } from './identity-provider/entra-error.js';
 import { handleTokenRequest } from './identity-provider/grants.js';
 import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
@@ -38,21 +38,7 @@ export interface IdentityProviderOptions {
   clientId: string;
 }
 
-export interface IdentityProvider {
-  /** 'https://localhost:<port>' */
-  authorityHost: string;
-  port: number;
-  /** The self-signed TLS certificate clients must trust, and its file (for NODE_EXTRA_CA_CERTS). */
-  caCertPem: string;
-  caCertPath: string;
-  signingKid: string;
-  /** For tests that craft tokens the provider would never issue. */
-  privateJwk: JWK;
-  /** Requests per endpoint; onBehalfOf counts the token requests of that grant, failed ones too. */
-  counts: { metadata: number; jwks: number; token: number; onBehalfOf: number };
-  issueToken(options: TokenOptions): Promise<string>;
-  close(): Promise<void>;
-}
+export type IdentityProvider = Awaited<ReturnType<typeof startIdentityProvider>>;
 
 // Paths below /{tenant}/, as Entra spells them.
 const ENDPOINTS = new Map<string, { kind: 'metadata' | 'jwks' | 'token'; version: 1 | 2 }>([
@@ -66,7 +52,7 @@ const MAX_REQUEST_BODY_BYTES = 64 * 1024;
 const CACHEABLE = { 'Cache-Control': 'max-age=86400, private' };
 const NOT_CACHEABLE = { 'Cache-Control': 'no-store, no-cache', Pragma: 'no-cache' };
 
-export async function startIdentityProvider(options: IdentityProviderOptions): Promise<IdentityProvider> {
+export async function startIdentityProvider(options: IdentityProviderOptions) {
   const tenants = new Set(options.tenants.map((tenant) => tenant.toLowerCase()));
   const clientId = options.clientId.toLowerCase();
   // Callers need the CA certificate in a file even when nothing is kept.
@@ -78,7 +64,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     const keys = createLocalJWKSet({ keys: [signer.publicJwk] });
     const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
     let authorityHost = '';
-    const issueToken = (tokenOptions: TokenOptions) => signAccessToken(tokenOptions, { authorityHost, clientId, signer });
+    const issueToken = (tokenOptions: TokenOptions) => signer.sign(accessTokenClaims(tokenOptions, { authorityHost, clientId }));
 
     async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
       const url = new URL(request.url ?? '/', authorityHost);
@@ -125,12 +111,16 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     const port = await listen(server, options.port ?? 0, '127.0.0.1', 'identity provider');
     authorityHost = `https://localhost:${port}`;
     return {
+      /** 'https://localhost:<port>' */
       authorityHost,
       port,
+      /** The self-signed TLS certificate clients must trust, and its file (for NODE_EXTRA_CA_CERTS). */
       caCertPem: tls.cert,
       caCertPath: tls.certPath,
       signingKid: signer.kid,
+      /** For tests that craft tokens the provider would never issue. */
       privateJwk: signer.privateJwk,
+      /** Requests per endpoint; onBehalfOf counts the token requests of that grant, failed ones too. */
       counts,
       issueToken,
       async close() {

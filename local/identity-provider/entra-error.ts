@@ -31,5 +31,8 @@ export function entraErrorBody(error: EntraError, correlationId: string): Record
   };
 }
 
-/** Entra's time format in error descriptions: ISO 8601 with seven fractional digits. */
-export const entraTime = (milliseconds: number): string => new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
+/** Entra's words for an assertion outside its lifetime, with times as Entra writes them: ISO 8601 with seven fractional digits. */
+export function outsideLifetime(assertion: string, expiry = 0): string {
+  const time = (milliseconds: number) => new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
+  return `${assertion} is not within its valid time range. Current time: ${time(Date.now())}, expiry time of assertion ${time(expiry * 1000)}.`;
+}

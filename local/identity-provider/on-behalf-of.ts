@@ -5,7 +5,7 @@
  */
 import { checkEntraToken, TokenCheckFailed } from '../entra-token.js';
 import type { TokenOptions } from './claims.js';
-import { EntraError, entraTime, malformedRequest } from './entra-error.js';
+import { EntraError, malformedRequest, outsideLifetime } from './entra-error.js';
 import { requestedScopes, requiredParameter, tokenResponse, type TokenClient, type TokenEndpointContext } from './token-request.js';
 
 /** The audience of the Microsoft Graph tokens On-Behalf-Of issues. */
@@ -59,10 +59,8 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
         const thumbprint = error.header.x5t ?? error.header.kid ?? '';
         throw invalid(`Assertion failed signature validation. [Reason - ${reason}, Thumbprint of key used by client: '${thumbprint}']`);
       }
-      case 'lifetime': {
-        const times = `Current time: ${entraTime(Date.now())}, expiry time of assertion ${entraTime((error.claims.exp ?? 0) * 1000)}.`;
-        throw new EntraError('invalid_grant', 500133, `Assertion is not within its valid time range. ${times}`);
-      }
+      case 'lifetime':
+        throw new EntraError('invalid_grant', 500133, outsideLifetime('Assertion', error.claims.exp));
       case 'tenant':
       case 'issuer':
         throw invalid(`Assertion is invalid: its issuer '${String(error.claims.iss)}' is not an issuer of tenant '${context.tenantId}'.`);

@@ -4,20 +4,11 @@
  * issued tokens valid (in memory without one).
  */
 import { createHash, createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
-import { SignJWT, type JWK } from 'jose';
+import { SignJWT, type JWTPayload } from 'jose';
 import { generate } from 'selfsigned';
 import { loadOrCreateCertificate } from '../tls.js';
 
-export interface Signer {
-  kid: string;
-  /** The key as the JWKS lists it: no alg, as Entra names none. */
-  publicJwk: JWK;
-  privateJwk: JWK;
-  /** Signs these claims, and only these, with the header Entra's tokens have (typ, alg, kid, x5t). */
-  sign(claims: Record<string, unknown>): Promise<string>;
-}
-
-export async function loadOrCreateSigner(dataDir: string | undefined): Promise<Signer> {
+export async function loadOrCreateSigner(dataDir: string | undefined) {
   const subject = [{ name: 'commonName', value: 'Local identity provider token signing' }];
   const extensions = [{ name: 'keyUsage' as const, digitalSignature: true, critical: true }];
   const pems = await loadOrCreateCertificate(dataDir, 'signing', () => generate(subject, { algorithm: 'sha256', extensions }));
@@ -27,8 +18,10 @@ export async function loadOrCreateSigner(dataDir: string | undefined): Promise<S
   const published = { kid, use: 'sig', x5t: kid, x5c: [certificateDer.toString('base64')] };
   return {
     kid,
+    /** The key as the JWKS lists it: no alg, as Entra names none. */
     publicJwk: { ...createPublicKey(privateKey).export({ format: 'jwk' }), ...published },
     privateJwk: { ...privateKey.export({ format: 'jwk' }), ...published, alg: 'RS256' },
-    sign: (claims) => new SignJWT(claims).setProtectedHeader({ typ: 'JWT', alg: 'RS256', kid, x5t: kid }).sign(privateKey),
+    /** Signs these claims, and only these, with the header Entra's tokens have (typ, alg, kid, x5t). */
+    sign: (claims: JWTPayload) => new SignJWT(claims).setProtectedHeader({ typ: 'JWT', alg: 'RS256', kid, x5t: kid }).sign(privateKey),
   };
 }

@@ -7,7 +7,7 @@ import { decodeJwt, decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey
 import { GUID } from '../defaults.js';
 import { v2Issuer } from '../entra-token.js';
 import { DEFAULT_TOKEN_LIFETIME_SECONDS, type TokenOptions } from './claims.js';
-import { EntraError, entraTime, malformedRequest } from './entra-error.js';
+import { EntraError, malformedRequest, outsideLifetime } from './entra-error.js';
 
 const OPENID_SCOPES = new Set(['openid', 'profile', 'email', 'offline_access']);
 const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -150,7 +150,6 @@ function checkClientAssertion(clientId: string, type: string | null, assertion: 
   }
   const now = Math.floor(Date.now() / 1000);
   if (typeof claims.exp !== 'number' || claims.exp <= now || (claims.nbf ?? 0) > now + CLIENT_ASSERTION_CLOCK_SKEW_SECONDS) {
-    const times = `Current time: ${entraTime(now * 1000)}, expiry time of assertion ${entraTime((claims.exp ?? 0) * 1000)}.`;
-    throw new EntraError('invalid_client', 700024, `Client assertion is not within its valid time range. ${times}`);
+    throw new EntraError('invalid_client', 700024, outsideLifetime('Client assertion', claims.exp));
   }
 }
