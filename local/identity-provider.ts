@@ -1,9 +1,6 @@
 /**
- * Local stand-in for Microsoft Entra ID over HTTPS, so the real `jose` and `msal-node` code paths run against
- * it: per tenant and on Entra's paths, the OpenID metadata (v1 and v2), the signing keys and a token endpoint
- * (identity-provider/grants.ts) for client_credentials, password and On-Behalf-Of, answering in Entra's claims
- * and AADSTS errors. The one module the rest of the project imports.
- */
+ * The local stand-in for Entra ID over HTTPS (docs/local-stack.md): Entra's metadata, keys and token endpoint per
+ * tenant, so that the real `jose` and `msal-node` code paths run. The one module the rest of the project imports. */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';

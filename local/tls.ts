@@ -8,12 +8,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { generate } from 'selfsigned';
 
-export interface TlsCertificate {
-  cert: string;
-  key: string;
-  /** File holding cert, for NODE_EXTRA_CA_CERTS and clients' `ca` option. */
-  certPath: string;
-}
+export type TlsCertificate = Awaited<ReturnType<typeof loadOrCreateTlsCertificate>>;
 
 export const isFileMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 
@@ -37,12 +32,13 @@ export async function loadOrCreateCertificate(dir: string | undefined, name: str
 }
 
 /** The TLS certificate kept in dir, or a new one stored there: selfsigned's extensions for a server, with 127.0.0.1 for localhost. */
-export async function loadOrCreateTlsCertificate(dir: string): Promise<TlsCertificate> {
+export async function loadOrCreateTlsCertificate(dir: string) {
   // A subject of its own: TLS clients find the issuer by name, so two stacks' certificates trusted side by side must not share one.
   const subject = [
     { name: 'commonName', value: 'localhost' },
     { name: 'organizationName', value: `LMS local stack ${randomUUID()}` },
   ];
   const pems = await loadOrCreateCertificate(dir, 'tls', () => generate(subject, { algorithm: 'sha256' }));
+  // The file holding cert, for NODE_EXTRA_CA_CERTS and clients' `ca` option.
   return { ...pems, certPath: path.resolve(dir, 'tls-cert.pem') };
 }

@@ -71,11 +71,10 @@ async function verifyUserAssertion(assertion: string, presentingClientId: string
     }
   }
   // An app-only token has no user to act for; Entra answers such assertions with its InvalidAssertion code too.
-  if (typeof claims.scp !== 'string' || claims.idtyp === 'app') {
-    throw invalid("Assertion is not a user token: it has no 'scp' claim. The On-Behalf-Of flow needs a delegated access token of a signed-in user.");
-  }
   const username = claims.upn ?? claims.preferred_username ?? claims.unique_name;
-  if (typeof claims.oid !== 'string' || typeof username !== 'string') throw invalid("Assertion is not a user token: it has no 'oid' and user name claims.");
+  if (typeof claims.scp !== 'string' || claims.idtyp === 'app' || typeof claims.oid !== 'string' || typeof username !== 'string') {
+    throw invalid('Assertion is not a user token (scp, oid and a user name): the On-Behalf-Of flow needs a delegated access token of a signed-in user.');
+  }
   return { oid: claims.oid, username, name: typeof claims.name === 'string' ? claims.name : undefined };
 }
 

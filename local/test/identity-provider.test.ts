@@ -552,6 +552,7 @@ describe('local identity provider', () => {
         'invalid_grant',
         50013,
       ],
+      ['a user assertion without scopes', async () => oboForm(await userAssertion({ scopes: [] })), 400, 'invalid_grant', 50013],
       [
         'a scope of a resource the tenant does not know',
         async () => oboForm(await userAssertion(), { scope: 'https://vault.azure.net/user_impersonation' }),
