@@ -75,7 +75,7 @@ export const tokenResponse = (scopes: { resource: string; names: string[] }, lif
 
 /**
  * LOCAL DEVELOPMENT EXTENSION fields (Entra has none of them): `roles` (separated by spaces or commas),
- * `token_version` (1 or 2), `name`, `oid` and `expires_in` (seconds), the only one On-Behalf-Of applies.
+ * `token_version` (1 or 2), `name`, `oid` and `expires_in` (seconds, an hour when not given), the only one On-Behalf-Of applies.
  */
 export function localExtension(form: URLSearchParams) {
   const checked = (name: string, valid: RegExp, problem: string) => {
