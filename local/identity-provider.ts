@@ -1,20 +1,17 @@
 /**
- * Local stand-in for Microsoft Entra ID over HTTPS, so the real `jose` and `msal-node` code paths run against
- * it: per tenant and on Entra's paths, the OpenID metadata (v1 and v2), the signing keys and a token endpoint
- * (identity-provider/grants.ts) for client_credentials, password and On-Behalf-Of, answering in Entra's claims
- * and AADSTS errors. The one module the rest of the project imports.
- */
+ * The local stand-in for Entra ID over HTTPS (docs/local-stack.md): Entra's metadata, keys and token endpoint per
+ * tenant, so that the real `jose` and `msal-node` code paths run. The one module the rest of the project imports. */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
-import { createLocalJWKSet, type JWK } from 'jose';
+import { createLocalJWKSet } from 'jose';
 import { close, listen, readBody, sendJson } from './embedded-http.js';
 import { v1Issuer, v2Issuer } from './entra-token.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
-import { signAccessToken, type TokenOptions } from './identity-provider/claims.js';
+import { accessTokenClaims, type TokenOptions } from './identity-provider/claims.js';
 import { EntraError, entraErrorBody, malformedRequest } from './identity-provider/entra-error.js';
 import { handleTokenRequest } from './identity-provider/grants.js';
 import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
@@ -28,8 +25,6 @@ export { localIdentityDataDir, readIdentityProviderInfo, writeIdentityProviderIn
 export interface IdentityProviderOptions {
   /** Default 0: a free port. */
   port?: number;
-  /** Default '127.0.0.1'. */
-  host?: string;
   /** Keeps the TLS certificate and the signing key across restarts; without it, both last until close(). */
   dataDir?: string;
   /** A TLS certificate for localhost shared with other local servers; then none is created. */
@@ -40,21 +35,7 @@ export interface IdentityProviderOptions {
   clientId: string;
 }
 
-export interface IdentityProvider {
-  /** 'https://localhost:<port>' */
-  authorityHost: string;
-  port: number;
-  /** The self-signed TLS certificate clients must trust, and its file (for NODE_EXTRA_CA_CERTS). */
-  caCertPem: string;
-  caCertPath: string;
-  signingKid: string;
-  /** For tests that craft tokens the provider would never issue. */
-  privateJwk: JWK;
-  /** Requests per endpoint; onBehalfOf counts the token requests of that grant, failed ones too. */
-  counts: { metadata: number; jwks: number; token: number; onBehalfOf: number };
-  issueToken(options: TokenOptions): Promise<string>;
-  close(): Promise<void>;
-}
+export type IdentityProvider = Awaited<ReturnType<typeof startIdentityProvider>>;
 
 // Paths below /{tenant}/, as Entra spells them.
 const ENDPOINTS = new Map<string, { kind: 'metadata' | 'jwks' | 'token'; version: 1 | 2 }>([
@@ -68,7 +49,7 @@ const MAX_REQUEST_BODY_BYTES = 64 * 1024;
 const CACHEABLE = { 'Cache-Control': 'max-age=86400, private' };
 const NOT_CACHEABLE = { 'Cache-Control': 'no-store, no-cache', Pragma: 'no-cache' };
 
-export async function startIdentityProvider(options: IdentityProviderOptions): Promise<IdentityProvider> {
+export async function startIdentityProvider(options: IdentityProviderOptions) {
   const tenants = new Set(options.tenants.map((tenant) => tenant.toLowerCase()));
   const clientId = options.clientId.toLowerCase();
   // Callers need the CA certificate in a file even when nothing is kept.
@@ -80,7 +61,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     const keys = createLocalJWKSet({ keys: [signer.publicJwk] });
     const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
     let authorityHost = '';
-    const issueToken = (tokenOptions: TokenOptions) => signAccessToken(tokenOptions, { authorityHost, clientId, signer });
+    const issueToken = (tokenOptions: TokenOptions) => signer.sign(accessTokenClaims(tokenOptions, { authorityHost, clientId }));
 
     async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
       const url = new URL(request.url ?? '/', authorityHost);
@@ -92,15 +73,15 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       try {
         if (!tenants.has(tenantId)) {
           const description = `Tenant '${tenantId}' not found. Check to make sure you have the correct tenant ID and are signing into the correct cloud.`;
-          throw new EntraError(400, 'invalid_tenant', 90002, description);
+          throw new EntraError('invalid_tenant', 90002, description);
         }
         if (endpoint.kind === 'token') {
           if (request.method !== 'POST') {
-            throw new EntraError(400, 'invalid_request', 900561, `The endpoint only accepts POST requests. Received a ${request.method} request.`);
+            throw new EntraError('invalid_request', 900561, `The endpoint only accepts POST requests. Received a ${request.method} request.`);
           }
           const form = new URLSearchParams(await readBody(request, MAX_REQUEST_BODY_BYTES, () => malformedRequest('The request body is too large.')));
           if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
-          const context = { tenantId, clientId, authorityHost, keys, issueToken };
+          const context = { tenantId, clientId, audiences: [`api://${clientId}`, clientId], authorityHost, keys, issueToken };
           return sendJson(response, 200, await handleTokenRequest(form, request.headers.authorization, context), NOT_CACHEABLE);
         }
         if (request.method !== 'GET') return sendJson(response, 405, { error: 'method_not_allowed', error_description: 'Use GET.' }, { Allow: 'GET' });
@@ -111,7 +92,8 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       } catch (error) {
         if (!(error instanceof EntraError)) throw error;
         const correlationId = [request.headers['client-request-id']].flat()[0] ?? randomUUID();
-        sendJson(response, error.status, entraErrorBody(error, correlationId), NOT_CACHEABLE);
+        // As Entra answers: 401 for a client that failed to authenticate, 400 for any other error.
+        sendJson(response, error.error === 'invalid_client' ? 401 : 400, entraErrorBody(error, correlationId), NOT_CACHEABLE);
       }
     }
 
@@ -123,15 +105,19 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
         });
       }),
     );
-    const port = await listen(server, options.port ?? 0, options.host ?? '127.0.0.1', 'identity provider');
+    const port = await listen(server, options.port ?? 0, '127.0.0.1', 'identity provider');
     authorityHost = `https://localhost:${port}`;
     return {
+      /** 'https://localhost:<port>' */
       authorityHost,
       port,
+      /** The self-signed TLS certificate clients must trust, and its file (for NODE_EXTRA_CA_CERTS). */
       caCertPem: tls.cert,
       caCertPath: tls.certPath,
       signingKid: signer.kid,
+      /** For tests that craft tokens the provider would never issue. */
       privateJwk: signer.privateJwk,
+      /** Requests per endpoint; onBehalfOf counts the token requests of that grant, failed ones too. */
       counts,
       issueToken,
       async close() {

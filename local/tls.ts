@@ -1,38 +1,26 @@
 /**
- * Key material of the embedded parts: one TLS certificate for localhost and 127.0.0.1, served by the
- * identity provider and the Cosmos emulator, and PEM pairs kept on disk so that a restart of `npm start`
- * keeps certificates (and so tokens) valid.
+ * Certificates of the embedded parts, made by `selfsigned` and kept in a data directory so that a restart of
+ * `npm start` keeps them (and so tokens) valid: the TLS certificate for localhost and 127.0.0.1 that the identity
+ * provider and the Cosmos emulator serve, and the identity provider's token signing certificate.
  */
 import { randomUUID, X509Certificate } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { generate as generateCertificate } from 'selfsigned';
+import { generate } from 'selfsigned';
 
-export const CERTIFICATE_VALIDITY_DAYS = 825;
-const TLS_CERT_FILE = 'tls-cert.pem';
-
-export interface PemPair {
-  cert: string;
-  key: string;
-}
-
-export interface TlsCertificate extends PemPair {
-  /** File holding cert, for NODE_EXTRA_CA_CERTS and clients' `ca` option. */
-  certPath: string;
-}
-
-export const daysFromNow = (days: number): Date => new Date(Date.now() + days * 24 * 60 * 60 * 1000);
+export type TlsCertificate = Awaited<ReturnType<typeof loadOrCreateTlsCertificate>>;
 
 export const isFileMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
 
-/** Reads a certificate and its key from dir unless missing or about to expire; otherwise creates and stores new ones. */
-export async function loadOrCreatePemPair(dir: string | undefined, certFile: string, keyFile: string, create: () => Promise<PemPair>): Promise<PemPair> {
+/** The certificate `<name>-cert.pem` and its key `<name>-key.pem` kept in dir, unless missing or expiring within a day; otherwise a new one stored there. */
+export async function loadOrCreateCertificate(dir: string | undefined, name: string, generateCertificate: () => ReturnType<typeof generate>) {
+  const create = () => generateCertificate().then((pems) => ({ cert: pems.cert, key: pems.private }));
   if (!dir) return create();
-  const certPath = path.join(dir, certFile);
-  const keyPath = path.join(dir, keyFile);
+  const certPath = path.join(dir, `${name}-cert.pem`);
+  const keyPath = path.join(dir, `${name}-key.pem`);
   try {
     const stored = { cert: await readFile(certPath, 'utf8'), key: await readFile(keyPath, 'utf8') };
-    if (new Date(new X509Certificate(stored.cert).validTo) > daysFromNow(1)) return stored;
+    if (new Date(new X509Certificate(stored.cert).validTo).getTime() > Date.now() + 24 * 60 * 60 * 1000) return stored;
   } catch (error) {
     if (!isFileMissing(error)) throw error;
   }
@@ -43,34 +31,14 @@ export async function loadOrCreatePemPair(dir: string | undefined, certFile: str
   return created;
 }
 
-async function createTlsCertificate(): Promise<PemPair> {
+/** The TLS certificate kept in dir, or a new one stored there: selfsigned's extensions for a server, with 127.0.0.1 for localhost. */
+export async function loadOrCreateTlsCertificate(dir: string) {
   // A subject of its own: TLS clients find the issuer by name, so two stacks' certificates trusted side by side must not share one.
   const subject = [
     { name: 'commonName', value: 'localhost' },
     { name: 'organizationName', value: `LMS local stack ${randomUUID()}` },
   ];
-  const pems = await generateCertificate(subject, {
-    keySize: 2048,
-    algorithm: 'sha256',
-    notAfterDate: daysFromNow(CERTIFICATE_VALIDITY_DAYS),
-    extensions: [
-      { name: 'basicConstraints', cA: false, critical: true },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      {
-        name: 'subjectAltName',
-        altNames: [
-          { type: 2, value: 'localhost' },
-          { type: 7, ip: '127.0.0.1' },
-        ],
-      },
-    ],
-  });
-  return { cert: pems.cert, key: pems.private };
-}
-
-/** The certificate kept in dir, or a new one stored there. */
-export async function loadOrCreateTlsCertificate(dir: string): Promise<TlsCertificate> {
-  const pems = await loadOrCreatePemPair(dir, TLS_CERT_FILE, 'tls-key.pem', createTlsCertificate);
-  return { ...pems, certPath: path.resolve(dir, TLS_CERT_FILE) };
+  const pems = await loadOrCreateCertificate(dir, 'tls', () => generate(subject, { algorithm: 'sha256' }));
+  // The file holding cert, for NODE_EXTRA_CA_CERTS and clients' `ca` option.
+  return { ...pems, certPath: path.resolve(dir, 'tls-cert.pem') };
 }

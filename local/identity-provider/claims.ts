@@ -1,11 +1,10 @@
 /**
- * The tokens the provider issues, with the claims Entra puts in v1 and v2 access tokens of users and apps, and
+ * The claims of the tokens the provider issues, as Entra puts them in v1 and v2 access tokens of users and apps, and
  * the object ids derived from tenant and name, so that a user keeps its oid across runs.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { JWTPayload } from 'jose';
 import { v1Issuer, v2Issuer } from '../entra-token.js';
-import type { Signer } from './signing.js';
 
 export const DEFAULT_LOCAL_USERNAME = 'dev@contoso.test';
 /** The delegated scope the API exposes. */
@@ -38,7 +37,7 @@ export interface TokenOptions {
   extraClaims?: Record<string, unknown>;
 }
 
-export function signAccessToken(options: TokenOptions, context: { authorityHost: string; clientId: string; signer: Signer }): Promise<string> {
+export function accessTokenClaims(options: TokenOptions, context: { authorityHost: string; clientId: string }): JWTPayload {
   const version = options.version ?? 1;
   const tenantId = options.tenantId.toLowerCase();
   const clientAppId = options.clientAppId ?? context.clientId;
@@ -65,7 +64,7 @@ export function signAccessToken(options: TokenOptions, context: { authorityHost:
       ...(version === 1 ? { acr: '1', amr: ['pwd'], unique_name: username, upn: username } : { preferred_username: username }),
     };
   }
-  return context.signer.sign({
+  return {
     aud: options.audience ?? (version === 1 ? `api://${context.clientId}` : context.clientId),
     iss: version === 1 ? v1Issuer(tenantId) : v2Issuer(context.authorityHost, tenantId),
     iat: issuedAt,
@@ -78,7 +77,7 @@ export function signAccessToken(options: TokenOptions, context: { authorityHost:
     ...(roles.length > 0 ? { roles } : {}),
     ...subject,
     ...options.extraClaims,
-  });
+  };
 }
 
 /** The object id the provider gives a user name in a tenant, unless a token request names another. */
@@ -91,6 +90,5 @@ function deterministicUuid(...parts: string[]): string {
   const bytes = createHash('sha256').update(parts.join('\n')).digest().subarray(0, 16);
   bytes[6] = (bytes[6]! & 0x0f) | 0x50;
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return bytes.toString('hex').replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-');
 }

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 
 export class EntraError extends Error {
   constructor(
-    readonly status: number,
     readonly error: string,
     readonly code: number,
     description: string,
@@ -15,15 +14,11 @@ export class EntraError extends Error {
 }
 
 /** Entra's words for a form it cannot read. */
-export const malformedRequest = (detail: string): EntraError =>
-  new EntraError(400, 'invalid_request', 9002313, `Invalid request. Request is malformed or invalid. - ${detail}`);
+export const malformedRequest = (detail: string) => new EntraError('invalid_request', 9002313, `Invalid request. Request is malformed or invalid. - ${detail}`);
 
 export function entraErrorBody(error: EntraError, correlationId: string): Record<string, unknown> {
   const traceId = randomUUID();
-  const timestamp = new Date()
-    .toISOString()
-    .replace('T', ' ')
-    .replace(/\.\d+Z$/, 'Z');
+  const timestamp = `${new Date().toISOString().slice(0, 19).replace('T', ' ')}Z`;
   return {
     error: error.error,
     error_description: `${error.message} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,
@@ -36,5 +31,8 @@ export function entraErrorBody(error: EntraError, correlationId: string): Record
   };
 }
 
-/** Entra's time format in error descriptions: ISO 8601 with seven fractional digits. */
-export const entraTime = (milliseconds: number): string => new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
+/** Entra's words for an assertion outside its lifetime, with times as Entra writes them: ISO 8601 with seven fractional digits. */
+export function outsideLifetime(assertion: string, expiry = 0): string {
+  const time = (milliseconds: number) => new Date(milliseconds).toISOString().replace(/Z$/, '0000Z');
+  return `${assertion} is not within its valid time range. Current time: ${time(Date.now())}, expiry time of assertion ${time(expiry * 1000)}.`;
+}

@@ -2,54 +2,38 @@
  * The token endpoint's grants: client_credentials (an app token for the API's `.default`) and password (a user
  * token with the API scopes asked for) here, jwt-bearer in on-behalf-of.ts, any other unsupported_grant_type.
  */
-import { API_USER_SCOPE, DEFAULT_TOKEN_LIFETIME_SECONDS } from './claims.js';
+import { API_USER_SCOPE } from './claims.js';
 import { EntraError } from './entra-error.js';
 import { ON_BEHALF_OF_GRANT_TYPE, onBehalfOf } from './on-behalf-of.js';
-import {
-  apiAudiences,
-  authenticateClient,
-  clientCredentials,
-  localExtension,
-  requestedScopes,
-  requiredParameter,
-  tokenResponse,
-  unknownResource,
-  type TokenEndpointContext,
-} from './token-request.js';
+import { authenticateClient, localExtension, requestedScopes, requiredParameter, tokenResponse, type TokenEndpointContext } from './token-request.js';
 
 export async function handleTokenRequest(form: URLSearchParams, authorizationHeader: string | undefined, context: TokenEndpointContext) {
   const grantType = requiredParameter(form, 'grant_type');
-  const client = clientCredentials(form, authorizationHeader);
-  const extension = localExtension(form);
-  const lifetime = extension.expiresInSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
-  if (grantType === ON_BEHALF_OF_GRANT_TYPE) return onBehalfOf(form, client, lifetime, context);
-  if (grantType !== 'client_credentials' && grantType !== 'password') {
-    throw new EntraError(400, 'unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grantType}'.`);
+  if (!['client_credentials', 'password', ON_BEHALF_OF_GRANT_TYPE].includes(grantType)) {
+    throw new EntraError('unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grantType}'.`);
   }
+  const client = authenticateClient(form, authorizationHeader, context);
+  const extension = localExtension(form);
+  if (grantType === ON_BEHALF_OF_GRANT_TYPE) return onBehalfOf(form, client, extension.expiresInSeconds, context);
   const app = grantType === 'client_credentials';
-  const clientAuthentication = app ? authenticateClient(client, context) : undefined;
   const username = app ? undefined : requiredParameter(form, 'username');
   if (!app) requiredParameter(form, 'password');
-  const scope = requiredParameter(form, 'scope');
-  const { resource, names } = requestedScopes(scope);
-  if (!apiAudiences(context.clientId).includes(resource.toLowerCase())) throw unknownResource(resource, context.tenantId);
-  if (app && (names.length !== 1 || names[0] !== '.default')) {
+  // An app's `.default` stands for its app roles, which its token carries; a user's for the one scope the API exposes.
+  const scopes = requestedScopes(form, context.tenantId, context.audiences, [app ? '.default' : API_USER_SCOPE]);
+  if (app && scopes.names[0] !== '.default') {
     const rule = 'Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI).';
-    throw new EntraError(400, 'invalid_scope', 1002012, `The provided value for scope ${scope} is not valid. ${rule}`);
+    throw new EntraError('invalid_scope', 1002012, `The provided value for scope ${form.get('scope')} is not valid. ${rule}`);
   }
-  // '.default' asks for every scope consented to, and the API exposes just one.
-  const scopes = !app && names.includes('.default') ? [API_USER_SCOPE] : names;
   const accessToken = await context.issueToken({
     ...extension,
     tenantId: context.tenantId,
     kind: app ? 'app' : 'user',
     username,
-    scopes,
-    clientAuthentication,
+    scopes: scopes.names,
+    clientAuthentication: client.authentication,
     // Entra puts the resource as requested (app ID URI or client id) in the aud of v1 tokens; v2 always has the client id.
-    audience: extension.version === 2 ? undefined : resource,
+    audience: extension.version === 2 ? undefined : scopes.resource,
     clientAppId: client.id,
-    expiresInSeconds: lifetime,
   });
-  return tokenResponse(scopes.map((name) => `${resource}/${name}`).join(' '), lifetime, accessToken);
+  return tokenResponse(scopes, extension.expiresInSeconds, accessToken);
 }

@@ -24,13 +24,9 @@ export async function readIdentityProviderInfo(dataDir: string): Promise<Identit
     if (!isFileMissing(error)) throw error;
     throw new Error(`No local identity provider found (${file} is missing): start the API with \`npm start\` first.`, { cause: error });
   });
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    return identityProviderInfoSchema.parse(JSON.parse(text));
   } catch {
-    // Not JSON: refused below as any other invalid description.
+    throw new Error(`${file} is not a valid identity provider description: start the API with \`npm start\` again.`);
   }
-  const parsed = identityProviderInfoSchema.safeParse(json);
-  if (!parsed.success) throw new Error(`${file} is not a valid identity provider description: start the API with \`npm start\` again.`);
-  return parsed.data;
 }

@@ -4,37 +4,24 @@
  * issued tokens valid (in memory without one).
  */
 import { createHash, createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
-import { SignJWT, type JWK } from 'jose';
-import { generate as generateCertificate } from 'selfsigned';
-import { CERTIFICATE_VALIDITY_DAYS, daysFromNow, loadOrCreatePemPair } from '../tls.js';
+import { SignJWT, type JWTPayload } from 'jose';
+import { generate } from 'selfsigned';
+import { loadOrCreateCertificate } from '../tls.js';
 
-export interface Signer {
-  kid: string;
-  /** The key as the JWKS lists it: no alg, as Entra names none. */
-  publicJwk: JWK;
-  privateJwk: JWK;
-  /** Signs these claims, and only these, with the header Entra's tokens have (typ, alg, kid, x5t). */
-  sign(claims: Record<string, unknown>): Promise<string>;
-}
-
-export async function loadOrCreateSigner(dataDir: string | undefined): Promise<Signer> {
-  const pems = await loadOrCreatePemPair(dataDir, 'signing-cert.pem', 'signing-key.pem', async () => {
-    const certificate = await generateCertificate([{ name: 'commonName', value: 'Local identity provider token signing' }], {
-      keySize: 2048,
-      algorithm: 'sha256',
-      notAfterDate: daysFromNow(CERTIFICATE_VALIDITY_DAYS),
-      extensions: [{ name: 'keyUsage', digitalSignature: true, critical: true }],
-    });
-    return { cert: certificate.cert, key: certificate.private };
-  });
+export async function loadOrCreateSigner(dataDir: string | undefined) {
+  const subject = [{ name: 'commonName', value: 'Local identity provider token signing' }];
+  const extensions = [{ name: 'keyUsage' as const, digitalSignature: true, critical: true }];
+  const pems = await loadOrCreateCertificate(dataDir, 'signing', () => generate(subject, { algorithm: 'sha256', extensions }));
   const certificateDer = new X509Certificate(pems.cert).raw;
   const kid = createHash('sha1').update(certificateDer).digest('base64url');
   const privateKey = createPrivateKey(pems.key);
   const published = { kid, use: 'sig', x5t: kid, x5c: [certificateDer.toString('base64')] };
   return {
     kid,
+    /** The key as the JWKS lists it: no alg, as Entra names none. */
     publicJwk: { ...createPublicKey(privateKey).export({ format: 'jwk' }), ...published },
     privateJwk: { ...privateKey.export({ format: 'jwk' }), ...published, alg: 'RS256' },
-    sign: (claims) => new SignJWT(claims).setProtectedHeader({ typ: 'JWT', alg: 'RS256', kid, x5t: kid }).sign(privateKey),
+    /** Signs these claims, and only these, with the header Entra's tokens have (typ, alg, kid, x5t). */
+    sign: (claims: JWTPayload) => new SignJWT(claims).setProtectedHeader({ typ: 'JWT', alg: 'RS256', kid, x5t: kid }).sign(privateKey),
   };
 }

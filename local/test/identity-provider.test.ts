@@ -545,6 +545,7 @@ describe('local identity provider', () => {
         'invalid_grant',
         50013,
       ],
+      ['a user assertion without scopes', async () => oboForm(await userAssertion({ scopes: [] })), 400, 'invalid_grant', 50013],
       [
         'a scope of a resource the tenant does not know',
         async () => oboForm(await userAssertion(), { scope: 'https://vault.azure.net/user_impersonation' }),
@@ -787,7 +788,7 @@ describe('identity provider persistence', () => {
     expect(existsSync(provider.caCertPath)).toBe(false);
   }, 30_000);
 
-  it('round-trips provider.json and explains a missing one', async () => {
+  it('round-trips provider.json and explains a missing or unreadable one', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'identity-provider-info-'));
     try {
       const info = { authorityHost: 'https://localhost:7072', tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID, caCertPath: '/x/tls-cert.pem' };
@@ -795,6 +796,8 @@ describe('identity provider persistence', () => {
       expect(file).toBe(path.join(dataDir, 'identity', 'provider.json'));
       await expect(readIdentityProviderInfo(path.join(dataDir, 'identity'))).resolves.toEqual(info);
       await expect(readIdentityProviderInfo(dataDir)).rejects.toThrow(/npm start/);
+      await writeFile(file, '{ "authorityHost": ');
+      await expect(readIdentityProviderInfo(path.join(dataDir, 'identity'))).rejects.toThrow(/is not a valid identity provider description/);
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
