@@ -16,11 +16,13 @@ import functions, {
   type StorageQueueTriggerOptions,
   type TimerTriggerOptions,
 } from '@azure/functions';
+import { z } from 'zod';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
 
 export type LogFunction = (functionName: string, level: string, message: string) => void;
+export type Environment = Record<string, string | undefined>;
 
 export interface Registration {
   metadata: {
@@ -74,7 +76,7 @@ export async function appFiles(appRoot: string): Promise<string[]> {
  * Loads the app as the worker does (every file of `main`, then the `app.hook.appStart` handlers) and
  * returns the functions not switched off by an app setting `AzureWebJobs.<name>.Disabled=true`.
  */
-export async function loadApp(appRoot: string, environment: Record<string, string | undefined>): Promise<Registration[]> {
+export async function loadApp(appRoot: string, environment: Environment): Promise<Registration[]> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
   for (const hook of functionsCore().hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
   const disabled = Object.entries(environment)
@@ -84,12 +86,31 @@ export async function loadApp(appRoot: string, environment: Record<string, strin
 }
 
 /** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
-export function resolveBindingExpression(expression: string, environment: Record<string, string | undefined>): string {
+export function resolveBindingExpression(expression: string, environment: Environment): string {
   return expression.replace(/%([^%]+)%/g, (_, name: string) => {
     const value = environment[name]?.trim();
     if (!value) throw new Error(`'%${name}%' does not resolve to a value`);
     return value;
   });
+}
+
+/** The value as the schema reads it; else an error that names `what` was read. */
+export function parsed<Schema extends z.ZodType>(schema: Schema, value: unknown, what: string): z.output<Schema> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new Error(`${what}: ${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+/**
+ * The app setting behind a binding's `connection`: a connection string under its name, or else the
+ * identity-based `<connection>__<property>` (the service's URI, signed in as the developer or the app).
+ */
+export function connectionSetting(connection: string, property: string, environment: Environment): { connectionString: string } | { uri: string } {
+  const connectionString = environment[connection]?.trim();
+  if (connectionString) return { connectionString };
+  const uri = environment[`${connection}__${property}`]?.trim();
+  if (uri) return { uri };
+  throw new Error(`neither ${connection} nor ${connection}__${property} is set`);
 }
 
 /** The function's trigger binding of that type (`httpTrigger`, `queueTrigger`), if it has one. */
@@ -108,7 +129,6 @@ export function invocationContext(name: string, trigger: object, log: LogFunctio
   });
 }
 
-export const errorText = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
 /** The error's message alone, for a one-line warning. */
 export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -127,12 +147,15 @@ export async function invoke<T>(
     log(context.functionName, successLevel, executed('Succeeded'));
     return { result };
   } catch (error) {
-    log(context.functionName, 'error', `${executed('Failed')}\n${errorText(error)}`);
+    log(context.functionName, 'error', `${executed('Failed')}\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return undefined;
   }
 }
 
-interface Started<Info> {
+/** Waits `ms`, or less when `signal` aborts: true when the whole wait passed. */
+export const pause = (ms: number, signal: AbortSignal): Promise<boolean> => sleep(ms, true, { signal, ref: false }).catch(() => false);
+
+export interface Started<Info> {
   info: Info;
   stop(): Promise<void>;
 }
