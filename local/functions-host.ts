@@ -32,12 +32,10 @@ function log(functionName: string, level: string, message: string): void {
   else if (level !== 'trace' && level !== 'debug') console.log(line);
 }
 
-/** App settings are strings; the host binds them to the type each setting has. */
-const typed = (value: string): unknown => (/^-?\d+$/.test(value) ? Number(value) : value === 'true' ? true : value === 'false' ? false : value);
-
 /**
  * Like Azure, an app setting `AzureFunctionsJobHost__extensions__queues__visibilityTimeout` (path
- * segments joined by `__`, names matched without regard to case) overrides that host.json value.
+ * segments joined by `__`, names matched without regard to case) overrides that host.json value, a
+ * string as every app setting is: the queue settings read numbers from strings as .NET's binder does.
  */
 function withAppSettingOverrides(hostJson: Record<string, unknown>, environment: NodeJS.ProcessEnv): Record<string, unknown> {
   for (const [name, value] of Object.entries(environment)) {
@@ -46,7 +44,7 @@ function withAppSettingOverrides(hostJson: Record<string, unknown>, environment:
     let target = hostJson;
     path.forEach((segment, index) => {
       const key = Object.keys(target).find((existing) => existing.toLowerCase() === segment.toLowerCase()) ?? segment;
-      if (index === path.length - 1) target[key] = typed(value);
+      if (index === path.length - 1) target[key] = value;
       else target = (target[key] ??= {}) as Record<string, unknown>;
     });
   }
@@ -73,30 +71,28 @@ async function requestBody(request: IncomingMessage): Promise<Uint8Array | Reada
   return Number(declared) <= WHOLE_BODY_LIMIT ? readWholeBody(request) : (Readable.toWeb(request) as ReadableStream);
 }
 
-/** Sends the answer in one write with a Content-Length, as Azure's host sends the app's small JSON answers; returns its X-Request-Id. */
-function send({ status, headers, body }: Answer, res: ServerResponse): string | undefined {
+/** Sends the answer in one write with a Content-Length, as Azure's host sends the app's small JSON answers. */
+function send({ status, headers, body }: Answer, res: ServerResponse): void {
   if (body) headers['content-length'] = String(body.length);
-  res.writeHead(status, headers).end(body);
-  const requestId = headers['x-request-id'];
-  return typeof requestId === 'string' ? requestId : undefined;
+  res.setHeaders(new Map(Object.entries(headers)));
+  res.writeHead(status).end(body);
 }
 
 /**
  * One line per request once answered (or given up): the path without the query, which may hold search
  * text, and the request id the app answered with, which an error's `requestId` names.
  */
-function logRequest(req: IncomingMessage, res: ServerResponse, path: string): { requestId?: string } {
+function logRequest(req: IncomingMessage, res: ServerResponse, path: string): void {
   const started = performance.now();
-  const logged: { requestId?: string } = {};
   const line = (outcome: string) => {
     const milliseconds = Math.round(performance.now() - started);
-    return `[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${outcome} ${milliseconds} ms (request ${logged.requestId ?? '-'})`;
+    const requestId = String(res.getHeader('x-request-id') ?? '-');
+    return `[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${outcome} ${milliseconds} ms (request ${requestId})`;
   };
   res.once('finish', () => console.log(line(String(res.statusCode))));
   res.once('close', () => {
     if (!res.writableFinished) console.log(line('closed by the client'));
   });
-  return logged;
 }
 
 const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
@@ -122,7 +118,7 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   // A Host header that names no host is refused, as Kestrel refuses it.
   if (!URL.canParse(req.url ?? '/', base)) return void res.writeHead(400).end();
   const url = new URL(req.url ?? '/', base);
-  const logged = logRequest(req, res, url.pathname);
+  logRequest(req, res, url.pathname);
   if (handledByCors(cors, req, res)) return;
   const found = router.find(req.method ?? 'GET', url.pathname);
   if (!found) return void res.writeHead(404).end();
@@ -151,7 +147,7 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   // A body too slow was answered 408 already.
   if (res.headersSent) return;
   if (!answered) return void res.writeHead(500).end();
-  logged.requestId = send(answered.result, res);
+  send(answered.result, res);
   // The function may answer without reading the whole body (a 413, a 401): the rest must still be read
   // off the connection, or the next request on this keep-alive socket would never be parsed.
   if (body && !req.readableEnded) req.removeAllListeners('data').resume();
