@@ -17,10 +17,10 @@ import {
   startTriggers,
   type Binding,
   type Environment,
-  type LogFunction,
   type Registration,
   type RetryOptions,
   type Started,
+  type TriggerHost,
   type Triggers,
 } from './registrations.js';
 
@@ -83,10 +83,9 @@ function cosmosAccount(connection: string, environment: Environment): { client: 
 
 /** The wait before retry `retryCount` (1 for the first), as the host's fixed-delay and exponential back-off strategies give it. */
 export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
-  const seconds = (duration: { seconds?: number } | undefined) => (duration?.seconds ?? 0) * 1000;
-  if (retry.retryStrategy === 'fixedDelay') return seconds(retry.delayInterval);
-  const minimum = seconds(retry.minimumInterval);
-  return Math.min(seconds(retry.maximumInterval), minimum * 2 ** (retryCount - 1));
+  const ms = (duration?: { seconds: number }) => (duration?.seconds ?? 0) * 1000;
+  if (retry.retryStrategy === 'fixedDelay') return ms(retry.delayInterval);
+  return Math.min(ms(retry.maximumInterval), ms(retry.minimumInterval) * 2 ** (retryCount - 1));
 }
 
 /** The monitored container's partition key ranges, each with its lease's id; fails, as Azure's listener does, when either container is missing. */
@@ -108,9 +107,8 @@ async function leaseRanges(monitored: Container, leases: Container, leasePrefix:
 async function listen(
   { metadata: { name, retryOptions: retry }, callback: handler }: Registration,
   trigger: Binding,
-  environment: Environment,
+  { environment, log }: TriggerHost,
   instance: string,
-  log: LogFunction,
 ): Promise<Started<CosmosFunction>> {
   const binding = cosmosBinding(trigger, environment);
   const { databaseName, containerName, leaseContainerName } = binding;
@@ -132,10 +130,8 @@ async function listen(
     );
   });
   const stopping = new AbortController();
-  /** The leases this instance holds, the latest version of each, and the work on its range. */
-  const held = new Map<string, { lease: Lease; lost: AbortController; work: Promise<void> }>();
-  /** Lease writes of this instance, one at a time per lease, so that a renewal never races a checkpoint. */
-  const writes = new Map<string, Promise<unknown>>();
+  /** The leases this instance holds: the latest version of each, the work on its range, its writes one at a time (a renewal never races a checkpoint). */
+  const held = new Map<string, { lease: Lease; lost: AbortController; work: Promise<void>; writing: Promise<boolean> }>();
 
   /** Makes the leases of new ranges, and takes free or expired ones up to this instance's fair share. */
   async function acquire(): Promise<void> {
@@ -174,7 +170,7 @@ async function listen(
   function hold(lease: Lease): void {
     const lost = new AbortController();
     log(name, 'information', `Lease ${lease.LeaseToken} acquired by instance ${instance}`);
-    const holding = { lease, lost, work: Promise.resolve() };
+    const holding = { lease, lost, work: Promise.resolve(), writing: Promise.resolve(true) };
     held.set(lease.id, holding);
     // A lease lost is let go of; one held when the work stops on a stop is released by the stop.
     holding.work = follow(lease.id, lost.signal).finally(() => {
@@ -185,13 +181,14 @@ async function listen(
   const touched = (lease: Lease): Lease => ({ ...lease, timestamp: new Date().toISOString() });
 
   /**
-   * Writes a held lease, one write at a time: false when the lease turns out to be another instance's
-   * now (taken over after it expired), which ends this instance's work on its range.
+   * Writes a held lease, after the writes before it: false when the lease turns out to be another
+   * instance's now (taken over after it expired), which ends this instance's work on its range.
    */
   function write(id: string, change: (lease: Lease) => Lease): Promise<boolean> {
-    const next = (writes.get(id) ?? Promise.resolve()).then(async () => {
-      const holding = held.get(id);
-      if (!holding) return false;
+    const holding = held.get(id);
+    if (!holding) return Promise.resolve(false);
+    holding.writing = holding.writing.then(async () => {
+      if (holding.lost.signal.aborted) return false;
       try {
         const { resource } = await leases
           .item(id, id)
@@ -209,9 +206,7 @@ async function listen(
         return false;
       }
     });
-    const settled = next.catch(() => false);
-    writes.set(id, settled);
-    return next;
+    return holding.writing;
   }
 
   /** Reads the range's changes from its lease's continuation, hands each page to the function, and checkpoints after it. */
@@ -279,14 +274,8 @@ async function listen(
 }
 
 /** Starts a listener for every registration whose trigger is a Cosmos DB change feed. */
-export function startCosmosTriggers(options: {
-  registrations: Registration[];
-  environment: Environment;
-  log: LogFunction;
-  /** This host's name in the leases it holds: a new one each start, as Azure's. */
-  instance?: string;
-}): Promise<CosmosTriggers> {
-  const { environment, log } = options;
-  const instance = options.instance ?? randomUUID();
-  return startTriggers(options.registrations, 'cosmosDBTrigger', log, (registration, trigger) => listen(registration, trigger, environment, instance, log));
+/** `instance` is this host's name in the leases it holds: a new one each start, as Azure's. */
+export function startCosmosTriggers(host: TriggerHost & { instance?: string }): Promise<CosmosTriggers> {
+  const instance = host.instance ?? randomUUID();
+  return startTriggers(host, 'cosmosDBTrigger', (registration, trigger) => listen(registration, trigger, host, instance));
 }

@@ -124,24 +124,11 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   if (!found) return void res.writeHead(404).end();
   const { name, handler, trigger } = found.route.target;
   enforceMinimumBodyRate(req, res);
-  let body: Uint8Array | ReadableStream | undefined;
-  try {
-    body = await requestBody(req);
-  } catch {
-    // The client went away mid-body: there is no one to answer.
-    return void res.destroy();
-  }
+  const body = await requestBody(req).catch(() => null);
+  // The client went away mid-body: there is no one to answer.
+  if (body === null) return void res.destroy();
   const headers = headerPairs(req.rawHeaders);
-  const [request, context] = httpInvocation({
-    functionName: name,
-    trigger,
-    url,
-    method: req.method ?? 'GET',
-    headers,
-    ...(body ? { body } : {}),
-    params: found.params,
-    log,
-  });
+  const [request, context] = httpInvocation({ functionName: name, trigger, url, method: req.method ?? 'GET', headers, body, params: found.params, log });
   // The request log has each request: only a failure gets a line of its own, and, as in Azure, an empty 500.
   const answered = await invoke(context, async () => answerTo(await handler(request, context)), log, 'debug');
   // A body too slow was answered 408 already.
@@ -155,10 +142,10 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
 
 const server = createServerWithKestrelLimits((req, res) => void serve(req, res));
 const port = await listen(server, Number(process.env.LOCAL_PORT ?? 0), '127.0.0.1', 'local Functions host');
-const environment = process.env;
-const queueTriggers = await startQueueTriggers({ registrations: functions, settings: queueExtensionSettings(hostJson.extensions?.queues), environment, log });
-const timerTriggers = await startTimerTriggers({ registrations: functions, environment, log });
-const cosmosTriggers = await startCosmosTriggers({ registrations: functions, environment, log });
+const triggerHost = { registrations: functions, environment: process.env, log };
+const queueTriggers = await startQueueTriggers({ ...triggerHost, settings: queueExtensionSettings(hostJson.extensions?.queues) });
+const timerTriggers = await startTimerTriggers(triggerHost);
+const cosmosTriggers = await startCosmosTriggers(triggerHost);
 const ready = {
   port,
   routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),

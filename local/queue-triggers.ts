@@ -20,6 +20,7 @@ import {
   type Environment,
   type LogFunction,
   type Registration,
+  type TriggerHost,
   type Triggers,
 } from './registrations.js';
 
@@ -222,15 +223,10 @@ async function moveToPoison({ name, log, queue, poisonQueue }: Listener, message
 }
 
 /** Starts a listener for every function whose trigger is a storage queue. */
-export function startQueueTriggers(options: {
-  registrations: Registration[];
-  settings: QueueExtensionSettings;
-  environment: Environment;
-  log: LogFunction;
-}): Promise<QueueTriggers> {
-  const { environment, settings, log } = options;
+export function startQueueTriggers(host: TriggerHost & { settings: QueueExtensionSettings }): Promise<QueueTriggers> {
+  const { environment, settings, log } = host;
   const leaseSeconds = parsed(MESSAGE_LEASE_SECONDS, environment.LOCAL_QUEUE_MESSAGE_LEASE || undefined, 'LOCAL_QUEUE_MESSAGE_LEASE (seconds)');
-  return startTriggers(options.registrations, 'queueTrigger', log, ({ metadata: { name }, callback: handler }, trigger) => {
+  return startTriggers(host, 'queueTrigger', ({ metadata: { name }, callback: handler }, trigger) => {
     const queue = queueName(trigger.queueName ?? '', environment);
     const service = queueService(trigger.connection || 'AzureWebJobsStorage', environment);
     const listener = { name, trigger, handler, settings, leaseSeconds, log };

@@ -155,6 +155,13 @@ export async function invoke<T>(
 /** Waits `ms`, or less when `signal` aborts: true when the whole wait passed. */
 export const pause = (ms: number, signal: AbortSignal): Promise<boolean> => sleep(ms, true, { signal, ref: false }).catch(() => false);
 
+/** What the trigger listeners get from the host: the app's functions, its settings, and where their log lines go. */
+export interface TriggerHost {
+  registrations: Registration[];
+  environment: Environment;
+  log: LogFunction;
+}
+
 export interface Started<Info> {
   info: Info;
   stop(): Promise<void>;
@@ -172,13 +179,12 @@ export interface Triggers<Info extends { name: string }> {
  * (resolving once its invocations are done). A function whose start fails is logged and left out.
  */
 export async function startTriggers<Info extends { name: string }>(
-  all: Registration[],
+  { registrations, log }: TriggerHost,
   type: string,
-  log: LogFunction,
   start: (registration: Registration, trigger: Binding) => Promise<Started<Info>> | Started<Info>,
 ): Promise<Triggers<Info>> {
   const started: Started<Info>[] = [];
-  for (const registration of all) {
+  for (const registration of registrations) {
     const trigger = triggerOf(registration, type);
     if (!trigger) continue;
     try {

@@ -2,7 +2,7 @@
 import type { Timer } from '@azure/functions';
 import { Cron } from 'croner';
 import { NCRONTAB } from './ncrontab.js';
-import { invocationContext, invoke, resolveBindingExpression, startTriggers, type LogFunction, type Registration, type Triggers } from './registrations.js';
+import { invocationContext, invoke, resolveBindingExpression, startTriggers, type TriggerHost, type Triggers } from './registrations.js';
 
 /** An occurrence this much late counts as past due, as the worker reports it. */
 const PAST_DUE_MS = 1_000;
@@ -12,14 +12,10 @@ export interface TimerFunction {
   schedule: string;
 }
 
-export function startTimerTriggers(options: {
-  registrations: Registration[];
-  environment: Record<string, string | undefined>;
-  log: LogFunction;
-}): Promise<Triggers<TimerFunction>> {
-  const { log } = options;
-  return startTriggers(options.registrations, 'timerTrigger', log, ({ metadata: { name }, callback: handler }, trigger) => {
-    const schedule = resolveBindingExpression(trigger.schedule ?? '', options.environment);
+export function startTimerTriggers(host: TriggerHost): Promise<Triggers<TimerFunction>> {
+  const { environment, log } = host;
+  return startTriggers(host, 'timerTrigger', ({ metadata: { name }, callback: handler }, trigger) => {
+    const schedule = resolveBindingExpression(trigger.schedule ?? '', environment);
     let running = Promise.resolve();
     let last = 0;
     const run = (due: number): Promise<void> => {
