@@ -1,7 +1,6 @@
 /**
- * The local Functions host, a child process of the stack (stack.ts). It loads the app as Azure's Node
- * worker does (registrations.ts), serves the HTTP functions it registered as Azure's host serves them,
- * runs its queue, timer and Cosmos DB triggers, and reports HostReady over IPC.
+ * The local Functions host, a child process of the stack (stack.ts): it loads the app as Azure's Node worker does,
+ * serves its HTTP functions and runs its triggers as Azure's host does (docs/local-stack.md), and reports HostReady over IPC.
  */
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,7 +1,4 @@
-/**
- * What Azure's Node worker hands an HTTP function: an `HttpRequest`, which the library builds from the
- * request's parts as the worker has it build them, and an `InvocationContext`. Used by the host and the bench.
- */
+/** What Azure's Node worker hands an HTTP function: an `HttpRequest` built from the request's parts as the worker builds it, and an `InvocationContext`. */
 import functions, { type HttpRequest, type InvocationContext } from '@azure/functions';
 import { invocationContext, type LogFunction } from './registrations.js';
 

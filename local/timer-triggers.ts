@@ -1,9 +1,14 @@
 /** Timer triggers as Azure's Functions host runs them: NCRONTAB schedules, one invocation at a time, `runOnStartup`, the worker's Timer object. */
 import type { Timer } from '@azure/functions';
-import { Cron } from 'croner';
-import { NCRONTAB } from './ncrontab.js';
+import { Cron, type CronOptions } from 'croner';
 import { invocationContext, invoke, resolveBindingExpression, startTriggers, type TriggerHost, type Triggers } from './registrations.js';
 
+/**
+ * croner's options for NCRONTAB schedules as Azure's timer trigger reads them: six fields from seconds, in UTC
+ * (Azure without WEBSITE_TIME_ZONE), NCRONTAB's `5/20` (from 5, every 20) hence sloppyRanges, and either day
+ * matching when both are restricted (croner's default).
+ */
+export const NCRONTAB: CronOptions = { mode: '6-part', timezone: 'UTC', sloppyRanges: true };
 /** An occurrence this much late counts as past due, as the worker reports it. */
 const PAST_DUE_MS = 1_000;
 
