@@ -88,7 +88,10 @@ export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
   return Math.min(ms(retry.maximumInterval), ms(retry.minimumInterval) * 2 ** (retryCount - 1));
 }
 
-/** The monitored container's partition key ranges, each with its lease's id; fails, as Azure's listener does, when either container is missing. */
+/**
+ * The monitored container's partition key ranges, each with the id of its lease, which whichever instance comes
+ * first makes; fails, as Azure's listener does, when either container is missing.
+ */
 async function leaseRanges(monitored: Container, leases: Container, leasePrefix: string, endpoint: string) {
   const [{ resource: container }, { resource: database }] = await Promise.all([monitored.read(), monitored.database.read(), leases.read()]);
   const { resources: ranges } = await monitored.readPartitionKeyRanges().fetchAll();
@@ -96,11 +99,16 @@ async function leaseRanges(monitored: Container, leases: Container, leasePrefix:
   // As the change feed processor names its leases: prefix, account, database and container, then the range. The
   // account's host name without a port: the embedded store's port changes from one start to the next.
   const prefix = `${leasePrefix}${new URL(endpoint).hostname}_${database!._rid}_${container!._rid}..`;
-  return ranges.map((range) => ({
-    id: `${prefix}${range.id}`,
-    token: String(range.id),
-    range: feedRanges.find((feedRange) => feedRange.minInclusive === range.minInclusive && feedRange.maxExclusive === range.maxExclusive)!,
-  }));
+  return Promise.all(
+    ranges.map(async ({ id: token, minInclusive: min, maxExclusive: max }) => {
+      const id = `${prefix}${token}`;
+      const fresh = { id, version: 1, LeaseToken: token, FeedRange: { EffectiveRange: { min, max } }, Owner: null, ContinuationToken: null };
+      await leases.items.create({ ...fresh, timestamp: new Date().toISOString() }).catch((error: { code?: number }) => {
+        if (error.code !== StatusCodes.Conflict) throw error;
+      });
+      return { id, range: feedRanges.find((range) => range.minInclusive === min && range.maxExclusive === max)! };
+    }),
+  );
 }
 
 /** Listens to one function's container, as an instance of the change feed processor named `instance`. */
@@ -133,20 +141,11 @@ async function listen(
   /** The leases this instance holds: the latest version of each, the work on its range, its writes one at a time (a renewal never races a checkpoint). */
   const held = new Map<string, { lease: Lease; lost: AbortController; work: Promise<void>; writing: Promise<boolean> }>();
 
-  /** Makes the leases of new ranges, and takes free or expired ones up to this instance's fair share. */
+  /** Takes free or expired leases up to this instance's fair share. */
   async function acquire(): Promise<void> {
     if (stopping.signal.aborted) return;
     try {
-      const all: Lease[] = [];
-      for (const { id, token, range } of ranges) {
-        const { minInclusive: min, maxExclusive: max } = range;
-        const fresh = { id, version: 1, LeaseToken: token, FeedRange: { EffectiveRange: { min, max } }, Owner: null, ContinuationToken: null };
-        // Made by whichever instance comes first.
-        await leases.items.create({ ...fresh, timestamp: new Date().toISOString() }).catch((error: { code?: number }) => {
-          if (error.code !== StatusCodes.Conflict) throw error;
-        });
-        all.push((await leases.item(id, id).read<Lease>()).resource!);
-      }
+      const all = await Promise.all(ranges.map(async ({ id }) => (await leases.item(id, id).read<Lease>()).resource!));
       const now = Date.now();
       const free = (lease: Lease) => lease.Owner === null || Date.parse(lease.timestamp) + binding.leaseExpirationInterval < now;
       const owners = new Set([instance, ...all.filter((lease) => !free(lease)).map((lease) => lease.Owner)]);
@@ -213,7 +212,7 @@ async function listen(
   async function follow(id: string, lost: AbortSignal): Promise<void> {
     const ended = AbortSignal.any([lost, stopping.signal]);
     const { lease } = held.get(id)!;
-    const { range } = ranges.find(({ token }) => token === lease.LeaseToken)!;
+    const { range } = ranges.find((each) => each.id === id)!;
     const from = lease.ContinuationToken
       ? ChangeFeedStartFrom.Continuation(lease.ContinuationToken)
       : binding.startFromBeginning

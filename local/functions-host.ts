@@ -88,10 +88,7 @@ function logRequest(req: IncomingMessage, res: ServerResponse, path: string): vo
     const requestId = String(res.getHeader('x-request-id') ?? '-');
     return `[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${outcome} ${milliseconds} ms (request ${requestId})`;
   };
-  res.once('finish', () => console.log(line(String(res.statusCode))));
-  res.once('close', () => {
-    if (!res.writableFinished) console.log(line('closed by the client'));
-  });
+  res.once('close', () => console.log(line(res.writableFinished ? String(res.statusCode) : 'closed by the client')));
 }
 
 const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();

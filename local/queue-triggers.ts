@@ -76,13 +76,6 @@ export interface QueueFunction {
 
 export type QueueTriggers = Triggers<QueueFunction>;
 
-/** Azure lower-cases the resolved name, and refuses one the storage service would refuse. */
-function queueName(expression: string, environment: Environment): string {
-  const name = resolveBindingExpression(expression, environment).toLowerCase();
-  if (!QUEUE_NAME.test(name)) throw new Error(`"${name}" is not a valid queue name`);
-  return name;
-}
-
 /** The storage account behind a binding's `connection`. */
 function queueService(connection: string, environment: Environment): QueueServiceClient {
   const setting = connectionSetting(connection, 'queueServiceUri', environment);
@@ -227,7 +220,9 @@ export function startQueueTriggers(host: TriggerHost & { settings: QueueExtensio
   const { environment, settings, log } = host;
   const leaseSeconds = parsed(MESSAGE_LEASE_SECONDS, environment.LOCAL_QUEUE_MESSAGE_LEASE || undefined, 'LOCAL_QUEUE_MESSAGE_LEASE (seconds)');
   return startTriggers(host, 'queueTrigger', ({ metadata: { name }, callback: handler }, trigger) => {
-    const queue = queueName(trigger.queueName ?? '', environment);
+    // Azure lower-cases the resolved name, and refuses one the storage service would refuse.
+    const queue = resolveBindingExpression(trigger.queueName ?? '', environment).toLowerCase();
+    if (!QUEUE_NAME.test(queue)) throw new Error(`"${queue}" is not a valid queue name`);
     const service = queueService(trigger.connection || 'AzureWebJobsStorage', environment);
     const listener = { name, trigger, handler, settings, leaseSeconds, log };
     const stop = listen({ ...listener, queue: service.getQueueClient(queue), poisonQueue: service.getQueueClient(`${queue}-poison`) });
