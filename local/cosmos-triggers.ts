@@ -39,9 +39,7 @@ export type CosmosTriggers = Triggers<CosmosFunction>;
 interface Lease {
   id: string;
   _etag: string;
-  version: 1;
   LeaseToken: string;
-  FeedRange: { EffectiveRange: { min: string; max: string } };
   Owner: string | null;
   /** Where the range's next read starts: the change feed continuation after the last page handled. */
   ContinuationToken: string | null;
@@ -223,16 +221,11 @@ async function listen(
     const { maxItemsPerInvocation: maxItemCount } = binding;
     const feed = monitored.items.getChangeFeedIterator({ changeFeedStartFrom: from, ...(maxItemCount ? { maxItemCount } : {}) });
     while (!ended.aborted) {
-      let page;
-      try {
-        page = await feed.readNext();
-      } catch (error) {
+      const page = await feed.readNext().catch((error: unknown) => {
         log(name, 'warning', `Cannot read the change feed of range ${lease.LeaseToken}: ${errorMessage(error)}`);
-        await pause(READ_FAILURE_BACKOFF_MS, ended);
-        continue;
-      }
-      if (page.statusCode === StatusCodes.NotModified || page.result.length === 0) {
-        await pause(binding.feedPollDelay, ended);
+      });
+      if (!page || page.statusCode === StatusCodes.NotModified || page.result.length === 0) {
+        await pause(page ? binding.feedPollDelay : READ_FAILURE_BACKOFF_MS, ended);
         continue;
       }
       // An invocation cut short by the stop is not checkpointed: the next holder reads its changes again.
@@ -246,7 +239,7 @@ async function listen(
   async function invokeWithRetries(documents: unknown[], ended: AbortSignal): Promise<boolean> {
     for (let retryCount = 0; ; retryCount++) {
       const context = invocationContext(name, trigger, log, retry ? { retryContext: { retryCount, maxRetryCount: retry.maxRetryCount } } : {});
-      if (await invoke(context, () => handler(documents, context), log)) return true;
+      if (await invoke(context, () => handler(documents, context))) return true;
       if (!retry || (retry.maxRetryCount !== -1 && retryCount >= retry.maxRetryCount)) {
         const because = retry ? 'its retries are used up' : 'the function has no retry policy';
         log(name, 'warning', `The ${documents.length} change(s) of the failed invocation are skipped: ${because}`);

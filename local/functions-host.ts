@@ -126,7 +126,7 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const headers = headerPairs(req.rawHeaders);
   const [request, context] = httpInvocation({ functionName: name, trigger, url, method: req.method ?? 'GET', headers, body, params: found.params, log });
   // The request log has each request: only a failure gets a line of its own, and, as in Azure, an empty 500.
-  const answered = await invoke(context, async () => answerTo(await handler(request, context)), log, 'debug');
+  const answered = await invoke(context, async () => answerTo(await handler(request, context)), true);
   // A body too slow was answered 408 already.
   if (res.headersSent) return;
   if (!answered) return void res.writeHead(500).end();
@@ -153,13 +153,8 @@ process.send?.(ready);
 /** What the host reports over IPC once it serves. */
 export type HostReady = typeof ready;
 
-let stopping = false;
-function stop(): void {
-  if (stopping) return;
-  stopping = true;
-  const stopped = [queueTriggers, timerTriggers, cosmosTriggers].map((triggers) => triggers.stop(STOP_GRACE_MS));
-  void Promise.all([...stopped, new Promise((resolve) => server.close(resolve))]).then(() => process.exit(0));
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-process.on('disconnect', stop);
+// Serves until the stack stops it (a signal, or its IPC channel closed); a signal repeated while it stops changes nothing.
+await new Promise((resolve) => ['SIGTERM', 'SIGINT', 'disconnect'].forEach((event) => process.on(event, resolve)));
+const stopped = [queueTriggers, timerTriggers, cosmosTriggers].map((triggers) => triggers.stop(STOP_GRACE_MS));
+await Promise.all([...stopped, new Promise((resolve) => server.close(resolve))]);
+process.exit(0);

@@ -69,12 +69,7 @@ export type QueueExtensionSettings = z.output<typeof QUEUE_SETTINGS>;
 export const queueExtensionSettings = (queues: Record<string, unknown> = {}): QueueExtensionSettings =>
   parsed(QUEUE_SETTINGS, queues, 'host.json extensions.queues');
 
-export interface QueueFunction {
-  name: string;
-  queue: string;
-}
-
-export type QueueTriggers = Triggers<QueueFunction>;
+export type QueueTriggers = Triggers<{ name: string; queue: string }>;
 
 /** The storage account behind a binding's `connection`. */
 function queueService(connection: string, environment: Environment): QueueServiceClient {
@@ -174,7 +169,7 @@ async function handle(listener: Listener, message: ReceivedMessageItem): Promise
       },
     });
     const endLease = keepLease(listener, message);
-    const succeeded = await invoke(context, () => handler(queueItem(text), context), log);
+    const succeeded = await invoke(context, () => handler(queueItem(text), context));
     await endLease();
     if (succeeded) await queue.deleteMessage(message.messageId, message.popReceipt);
     else if (message.dequeueCount >= settings.maxDequeueCount) await moveToPoison(listener, message, maxDequeueCountReached);

@@ -79,10 +79,8 @@ export async function appFiles(appRoot: string): Promise<string[]> {
 export async function loadApp(appRoot: string, environment: Environment): Promise<Registration[]> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
   for (const hook of functionsCore().hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
-  const disabled = Object.entries(environment)
-    .filter(([name, value]) => /^AzureWebJobs\..+\.Disabled$/i.test(name) && value?.trim().toLowerCase() === 'true')
-    .map(([name]) => name.slice('AzureWebJobs.'.length, -'.Disabled'.length).toLowerCase());
-  return registrations().filter((registration) => !disabled.includes(registration.metadata.name.toLowerCase()));
+  const settingsTrue = new Set(Object.entries(environment).flatMap(([name, value]) => (value?.trim().toLowerCase() === 'true' ? [name.toLowerCase()] : [])));
+  return registrations().filter(({ metadata }) => !settingsTrue.has(`azurewebjobs.${metadata.name.toLowerCase()}.disabled`));
 }
 
 /** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
@@ -101,10 +99,7 @@ export function parsed<Schema extends z.ZodType>(schema: Schema, value: unknown,
   return result.data;
 }
 
-/**
- * The app setting behind a binding's `connection`: a connection string under its name, or else the
- * identity-based `<connection>__<property>` (the service's URI, signed in as the developer or the app).
- */
+/** A binding's `connection`: the app setting of that name (a connection string), else the identity-based `<connection>__<property>` (a URI). */
 export function connectionSetting(connection: string, property: string, environment: Environment): { connectionString: string } | { uri: string } {
   const connectionString = environment[connection]?.trim();
   if (connectionString) return { connectionString };
@@ -132,22 +127,18 @@ export function invocationContext(name: string, trigger: object, log: LogFunctio
 /** The error's message alone, for a one-line warning. */
 export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** One invocation, its outcome logged as Azure's host logs it: the result, or undefined when it threw. */
-export async function invoke<T>(
-  context: InstanceType<typeof InvocationContext>,
-  run: () => Promise<T> | T,
-  log: LogFunction,
-  successLevel = 'information',
-): Promise<{ result: T } | undefined> {
+/** One invocation, its outcome logged as Azure's host logs it (a success only at debug level when `quiet`): the result, or undefined when it threw. */
+export async function invoke<T>(context: InstanceType<typeof InvocationContext>, run: () => Promise<T> | T, quiet = false): Promise<{ result: T } | undefined> {
   const started = Date.now();
   const executed = (outcome: string) =>
     `Executed 'Functions.${context.functionName}' (${outcome}, Id=${context.invocationId}, Duration=${Date.now() - started}ms)`;
   try {
     const result = await run();
-    log(context.functionName, successLevel, executed('Succeeded'));
+    if (quiet) context.debug(executed('Succeeded'));
+    else context.info(executed('Succeeded'));
     return { result };
   } catch (error) {
-    log(context.functionName, 'error', `${executed('Failed')}\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    context.error(`${executed('Failed')}\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return undefined;
   }
 }

@@ -12,12 +12,7 @@ export const NCRONTAB: CronOptions = { mode: '6-part', timezone: 'UTC', sloppyRa
 /** An occurrence this much late counts as past due, as the worker reports it. */
 const PAST_DUE_MS = 1_000;
 
-export interface TimerFunction {
-  name: string;
-  schedule: string;
-}
-
-export function startTimerTriggers(host: TriggerHost): Promise<Triggers<TimerFunction>> {
+export function startTimerTriggers(host: TriggerHost): Promise<Triggers<{ name: string; schedule: string }>> {
   const { environment, log } = host;
   return startTriggers(host, 'timerTrigger', ({ metadata: { name }, callback: handler }, trigger) => {
     const schedule = resolveBindingExpression(trigger.schedule ?? '', environment);
@@ -37,7 +32,7 @@ export function startTimerTriggers(host: TriggerHost): Promise<Triggers<TimerFun
       last = started;
       const context = invocationContext(name, trigger, log);
       // A success is not worth a line every few seconds; a failure is.
-      running = invoke(context, () => handler(timer, context), log, 'debug').then(() => undefined);
+      running = invoke(context, () => handler(timer, context), true).then(() => undefined);
       return running;
     };
     // `protect` skips the occurrences that come while an invocation runs, as Azure's host does.
