@@ -86,10 +86,7 @@ export function retryDelayMs(retry: RetryOptions, retryCount: number): number {
   return Math.min(ms(retry.maximumInterval), ms(retry.minimumInterval) * 2 ** (retryCount - 1));
 }
 
-/**
- * The monitored container's partition key ranges, each with the id of its lease, which whichever instance comes
- * first makes; fails, as Azure's listener does, when either container is missing.
- */
+/** The monitored container's ranges, each with its lease (made by whichever instance comes first); fails, as Azure's, when either container is missing. */
 async function leaseRanges(monitored: Container, leases: Container, leasePrefix: string, endpoint: string) {
   const [{ resource: container }, { resource: database }] = await Promise.all([monitored.read(), monitored.database.read(), leases.read()]);
   const { resources: ranges } = await monitored.readPartitionKeyRanges().fetchAll();
@@ -177,10 +174,7 @@ async function listen(
 
   const touched = (lease: Lease): Lease => ({ ...lease, timestamp: new Date().toISOString() });
 
-  /**
-   * Writes a held lease, after the writes before it: false when the lease turns out to be another
-   * instance's now (taken over after it expired), which ends this instance's work on its range.
-   */
+  /** Writes a held lease after the writes before it: false when it is another instance's now (taken over once expired), which ends the work on its range. */
   function write(id: string, change: (lease: Lease) => Lease): Promise<boolean> {
     const holding = held.get(id);
     if (!holding) return Promise.resolve(false);
@@ -265,8 +259,7 @@ async function listen(
   };
 }
 
-/** Starts a listener for every registration whose trigger is a Cosmos DB change feed. */
-/** `instance` is this host's name in the leases it holds: a new one each start, as Azure's. */
+/** Starts a listener for every Cosmos DB trigger; `instance` is this host's name in the leases it holds: a new one each start, as Azure's. */
 export function startCosmosTriggers(host: TriggerHost & { instance?: string }): Promise<CosmosTriggers> {
   const instance = host.instance ?? randomUUID();
   return startTriggers(host, 'cosmosDBTrigger', (registration, trigger) => listen(registration, trigger, host, instance));

@@ -32,9 +32,8 @@ function log(functionName: string, level: string, message: string): void {
 }
 
 /**
- * Like Azure, an app setting `AzureFunctionsJobHost__extensions__queues__visibilityTimeout` (path
- * segments joined by `__`, names matched without regard to case) overrides that host.json value, a
- * string as every app setting is: the queue settings read numbers from strings as .NET's binder does.
+ * Like Azure, an app setting `AzureFunctionsJobHost__extensions__queues__visibilityTimeout` (names matched
+ * without regard to case) overrides that host.json value, as a string: the queue settings read numbers from it.
  */
 function withAppSettingOverrides(hostJson: Record<string, unknown>, environment: NodeJS.ProcessEnv): Record<string, unknown> {
   for (const [name, value] of Object.entries(environment)) {
@@ -77,10 +76,7 @@ function send({ status, headers, body }: Answer, res: ServerResponse): void {
   res.writeHead(status).end(body);
 }
 
-/**
- * One line per request once answered (or given up): the path without the query, which may hold search
- * text, and the request id the app answered with, which an error's `requestId` names.
- */
+/** One line per request once answered or given up: no query (it may hold search text), and the X-Request-Id that an error's `requestId` names. */
 function logRequest(req: IncomingMessage, res: ServerResponse, path: string): void {
   const started = performance.now();
   const line = (outcome: string) => {

@@ -24,14 +24,10 @@ import {
   type Triggers,
 } from './registrations.js';
 
-/**
- * How long a message stays invisible while its function runs, renewed at half time as Azure's listener does:
- * ten minutes, as Azure's; LOCAL_QUEUE_MESSAGE_LEASE (seconds) shortens it, for tests that kill a host.
- */
+/** How long a message stays invisible while its function runs, as Azure's listener keeps it; LOCAL_QUEUE_MESSAGE_LEASE shortens it, for tests. */
 const DEFAULT_MESSAGE_LEASE_SECONDS = Number(SETTINGS.LOCAL_QUEUE_MESSAGE_LEASE.default);
 /** Azure's shortest polling interval; the back-off starts here when a queue is empty. */
 const MIN_POLLING_INTERVAL_MS = 100;
-const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // Azure's queue name rules: 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit.
 const QUEUE_NAME = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 /** A .NET TimeSpan as host.json writes it: `[d.]hh:mm:ss[.fffffff]`. */
@@ -90,7 +86,7 @@ function queueItem(text: string): unknown {
 
 function base64Decoded(messageText: string): string | undefined {
   const base64 = messageText.replace(/\s/g, '');
-  return STRICT_BASE64.test(base64) ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
+  return z.base64().safeParse(base64).success ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
 }
 
 interface Listener {
@@ -181,8 +177,8 @@ async function handle(listener: Listener, message: ReceivedMessageItem): Promise
 }
 
 /**
- * Keeps the message invisible while its function runs, renewed at half time. Each renewal gives the message
- * a new pop receipt; the function returned ends it once a renewal under way is done, so the message is settled with its latest receipt.
+ * Keeps the message invisible while its function runs, renewed at half time. Each renewal gives the message a new pop
+ * receipt: the function returned ends it once a renewal under way is done, so that the message is settled with its latest.
  */
 function keepLease({ name, queue, leaseSeconds, log }: Listener, message: ReceivedMessageItem): () => Promise<void> {
   const ended = new AbortController();

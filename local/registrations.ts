@@ -1,8 +1,4 @@
-/**
- * The functions an app registered: what `app.http`, `app.storageQueue` and the like hand to
- * `@azure/functions-core`, the module the Functions host supplies (locally local/functions-core, on
- * NODE_PATH), and what the host does with each of them whatever its trigger.
- */
+/** The functions an app registers with `@azure/functions-core` (locally local/functions-core, on NODE_PATH), and what the host does with each. */
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -48,13 +44,12 @@ export interface RetryOptions {
   maximumInterval?: { seconds: number };
 }
 
-interface FunctionsCore {
-  registrations: Registration[];
-  hooks: { hookName: string; callback: (context: object) => unknown }[];
-}
-
 // Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
-const functionsCore = () => createRequire(import.meta.url)('@azure/functions-core') as FunctionsCore;
+const functionsCore = () =>
+  createRequire(import.meta.url)('@azure/functions-core') as {
+    registrations: Registration[];
+    hooks: { hookName: string; callback: (context: object) => unknown }[];
+  };
 
 /** Every function registered so far. */
 export const registrations = (): Registration[] => functionsCore().registrations;
@@ -72,10 +67,7 @@ export async function appFiles(appRoot: string): Promise<string[]> {
   return entries.map((entry) => join(dirname(pattern), entry));
 }
 
-/**
- * Loads the app as the worker does (every file of `main`, then the `app.hook.appStart` handlers) and
- * returns the functions not switched off by an app setting `AzureWebJobs.<name>.Disabled=true`.
- */
+/** Loads the app as the worker does (every file of `main`, then the `appStart` hooks): its functions but those `AzureWebJobs.<name>.Disabled` switches off. */
 export async function loadApp(appRoot: string, environment: Environment): Promise<Registration[]> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
   for (const hook of functionsCore().hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
@@ -165,10 +157,7 @@ export interface Triggers<Info extends { name: string }> {
   stop(graceMs: number): Promise<void>;
 }
 
-/**
- * Starts every function whose trigger is of `type`; `start` returns what it listens to and how to stop it
- * (resolving once its invocations are done). A function whose start fails is logged and left out.
- */
+/** Starts every function whose trigger is of `type`: `start` returns what it listens to, and how to stop it once its invocations are done. */
 export async function startTriggers<Info extends { name: string }>(
   { registrations, log }: TriggerHost,
   type: string,
