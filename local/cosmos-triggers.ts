@@ -35,7 +35,7 @@ export interface CosmosFunction {
 
 export type CosmosTriggers = Triggers<CosmosFunction>;
 
-/** A lease, as the change feed processor keeps one per range in the lease container. */
+/** A lease as the change feed processor keeps one per range in the lease container: the fields read here. */
 interface Lease {
   id: string;
   _etag: string;

@@ -32,6 +32,7 @@ const MIN_POLLING_INTERVAL_MS = 100;
 const QUEUE_NAME = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 /** A .NET TimeSpan as host.json writes it: `[d.]hh:mm:ss[.fffffff]`. */
 const TIME_SPAN = /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d{1,7})?)$/;
+
 function milliseconds(timeSpan: string): number {
   const [, days = 0, hours, minutes, seconds] = TIME_SPAN.exec(timeSpan)!;
   return Math.round((((Number(days) * 24 + Number(hours)) * 60 + Number(minutes)) * 60 + Number(seconds)) * 1000);

@@ -71,8 +71,8 @@ export async function appFiles(appRoot: string): Promise<string[]> {
 export async function loadApp(appRoot: string, environment: Environment): Promise<Registration[]> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
   for (const hook of functionsCore().hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
-  const settingsTrue = new Set(Object.entries(environment).flatMap(([name, value]) => (value?.trim().toLowerCase() === 'true' ? [name.toLowerCase()] : [])));
-  return registrations().filter(({ metadata }) => !settingsTrue.has(`azurewebjobs.${metadata.name.toLowerCase()}.disabled`));
+  const trueSettings = new Set(Object.entries(environment).flatMap(([name, value]) => (value?.trim().toLowerCase() === 'true' ? [name.toLowerCase()] : [])));
+  return registrations().filter(({ metadata }) => !trueSettings.has(`azurewebjobs.${metadata.name.toLowerCase()}.disabled`));
 }
 
 /** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
