@@ -1,9 +1,4 @@
-/**
- * CORS as the Functions host applies it in front of the functions, with the decisions of ASP.NET Core's
- * CORS middleware: a request without `Origin` is none of its business; a preflight is answered 204 here
- * (no token needed), without any CORS header for an origin not allowed; any other request goes on, its
- * answer with `Access-Control-Allow-Origin` when the origin is allowed. The app names the headers a page may read.
- */
+/** CORS as the Functions host applies it in front of the functions, deciding as ASP.NET Core's CORS middleware does (docs/local-stack.md). */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export interface CorsPolicy {

@@ -1,7 +1,6 @@
 /**
- * The local Functions host, a child process of the stack (stack.ts). It loads the app as Azure's Node
- * worker does (registrations.ts), serves the HTTP functions it registered as Azure's host serves them,
- * runs its queue, timer and Cosmos DB triggers, and reports HostReady over IPC.
+ * The local Functions host, a child process of the stack (stack.ts): it loads the app as Azure's Node worker does,
+ * serves its HTTP functions and runs its triggers as Azure's host does (docs/local-stack.md), and reports HostReady over IPC.
  */
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -32,12 +31,9 @@ function log(functionName: string, level: string, message: string): void {
   else if (level !== 'trace' && level !== 'debug') console.log(line);
 }
 
-/** App settings are strings; the host binds them to the type each setting has. */
-const typed = (value: string): unknown => (/^-?\d+$/.test(value) ? Number(value) : value === 'true' ? true : value === 'false' ? false : value);
-
 /**
- * Like Azure, an app setting `AzureFunctionsJobHost__extensions__queues__visibilityTimeout` (path
- * segments joined by `__`, names matched without regard to case) overrides that host.json value.
+ * Like Azure, an app setting `AzureFunctionsJobHost__extensions__queues__visibilityTimeout` (names matched
+ * without regard to case) overrides that host.json value, as a string: the queue settings read numbers from it.
  */
 function withAppSettingOverrides(hostJson: Record<string, unknown>, environment: NodeJS.ProcessEnv): Record<string, unknown> {
   for (const [name, value] of Object.entries(environment)) {
@@ -46,7 +42,7 @@ function withAppSettingOverrides(hostJson: Record<string, unknown>, environment:
     let target = hostJson;
     path.forEach((segment, index) => {
       const key = Object.keys(target).find((existing) => existing.toLowerCase() === segment.toLowerCase()) ?? segment;
-      if (index === path.length - 1) target[key] = typed(value);
+      if (index === path.length - 1) target[key] = value;
       else target = (target[key] ??= {}) as Record<string, unknown>;
     });
   }
@@ -73,30 +69,22 @@ async function requestBody(request: IncomingMessage): Promise<Uint8Array | Reada
   return Number(declared) <= WHOLE_BODY_LIMIT ? readWholeBody(request) : (Readable.toWeb(request) as ReadableStream);
 }
 
-/** Sends the answer in one write with a Content-Length, as Azure's host sends the app's small JSON answers; returns its X-Request-Id. */
-function send({ status, headers, body }: Answer, res: ServerResponse): string | undefined {
+/** Sends the answer in one write with a Content-Length, as Azure's host sends the app's small JSON answers. */
+function send({ status, headers, body }: Answer, res: ServerResponse): void {
   if (body) headers['content-length'] = String(body.length);
-  res.writeHead(status, headers).end(body);
-  const requestId = headers['x-request-id'];
-  return typeof requestId === 'string' ? requestId : undefined;
+  res.setHeaders(new Map(Object.entries(headers)));
+  res.writeHead(status).end(body);
 }
 
-/**
- * One line per request once answered (or given up): the path without the query, which may hold search
- * text, and the request id the app answered with, which an error's `requestId` names.
- */
-function logRequest(req: IncomingMessage, res: ServerResponse, path: string): { requestId?: string } {
+/** One line per request once answered or given up: no query (it may hold search text), and the X-Request-Id that an error's `requestId` names. */
+function logRequest(req: IncomingMessage, res: ServerResponse, path: string): void {
   const started = performance.now();
-  const logged: { requestId?: string } = {};
   const line = (outcome: string) => {
     const milliseconds = Math.round(performance.now() - started);
-    return `[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${outcome} ${milliseconds} ms (request ${logged.requestId ?? '-'})`;
+    const requestId = String(res.getHeader('x-request-id') ?? '-');
+    return `[${new Date().toISOString()}] ${req.method} ${path.slice(0, 200)} ${outcome} ${milliseconds} ms (request ${requestId})`;
   };
-  res.once('finish', () => console.log(line(String(res.statusCode))));
-  res.once('close', () => {
-    if (!res.writableFinished) console.log(line('closed by the client'));
-  });
-  return logged;
+  res.once('close', () => console.log(line(res.writableFinished ? String(res.statusCode) : 'closed by the client')));
 }
 
 const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
@@ -122,36 +110,23 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   // A Host header that names no host is refused, as Kestrel refuses it.
   if (!URL.canParse(req.url ?? '/', base)) return void res.writeHead(400).end();
   const url = new URL(req.url ?? '/', base);
-  const logged = logRequest(req, res, url.pathname);
+  logRequest(req, res, url.pathname);
   if (handledByCors(cors, req, res)) return;
   const found = router.find(req.method ?? 'GET', url.pathname);
   if (!found) return void res.writeHead(404).end();
   const { name, handler, trigger } = found.route.target;
   enforceMinimumBodyRate(req, res);
-  let body: Uint8Array | ReadableStream | undefined;
-  try {
-    body = await requestBody(req);
-  } catch {
-    // The client went away mid-body: there is no one to answer.
-    return void res.destroy();
-  }
+  const body = await requestBody(req).catch(() => null);
+  // The client went away mid-body: there is no one to answer.
+  if (body === null) return void res.destroy();
   const headers = headerPairs(req.rawHeaders);
-  const [request, context] = httpInvocation({
-    functionName: name,
-    trigger,
-    url,
-    method: req.method ?? 'GET',
-    headers,
-    ...(body ? { body } : {}),
-    params: found.params,
-    log,
-  });
+  const [request, context] = httpInvocation({ functionName: name, trigger, url, method: req.method ?? 'GET', headers, body, params: found.params, log });
   // The request log has each request: only a failure gets a line of its own, and, as in Azure, an empty 500.
-  const answered = await invoke(context, async () => answerTo(await handler(request, context)), log, 'debug');
+  const answered = await invoke(context, async () => answerTo(await handler(request, context)), true);
   // A body too slow was answered 408 already.
   if (res.headersSent) return;
   if (!answered) return void res.writeHead(500).end();
-  logged.requestId = send(answered.result, res);
+  send(answered.result, res);
   // The function may answer without reading the whole body (a 413, a 401): the rest must still be read
   // off the connection, or the next request on this keep-alive socket would never be parsed.
   if (body && !req.readableEnded) req.removeAllListeners('data').resume();
@@ -159,10 +134,10 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
 
 const server = createServerWithKestrelLimits((req, res) => void serve(req, res));
 const port = await listen(server, Number(process.env.LOCAL_PORT ?? 0), '127.0.0.1', 'local Functions host');
-const environment = process.env;
-const queueTriggers = await startQueueTriggers({ registrations: functions, settings: queueExtensionSettings(hostJson.extensions?.queues), environment, log });
-const timerTriggers = await startTimerTriggers({ registrations: functions, environment, log });
-const cosmosTriggers = await startCosmosTriggers({ registrations: functions, environment, log });
+const triggerHost = { registrations: functions, environment: process.env, log };
+const queueTriggers = await startQueueTriggers({ ...triggerHost, settings: queueExtensionSettings(hostJson.extensions?.queues) });
+const timerTriggers = await startTimerTriggers(triggerHost);
+const cosmosTriggers = await startCosmosTriggers(triggerHost);
 const ready = {
   port,
   routes: router.routes.map((route) => ({ name: route.target.name, methods: route.methods, template: route.template })),
@@ -174,13 +149,8 @@ process.send?.(ready);
 /** What the host reports over IPC once it serves. */
 export type HostReady = typeof ready;
 
-let stopping = false;
-function stop(): void {
-  if (stopping) return;
-  stopping = true;
-  const stopped = [queueTriggers, timerTriggers, cosmosTriggers].map((triggers) => triggers.stop(STOP_GRACE_MS));
-  void Promise.all([...stopped, new Promise((resolve) => server.close(resolve))]).then(() => process.exit(0));
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-process.on('disconnect', stop);
+// Serves until the stack stops it (a signal, or its IPC channel closed); a signal repeated while it stops changes nothing.
+await new Promise((resolve) => ['SIGTERM', 'SIGINT', 'disconnect'].forEach((event) => process.on(event, resolve)));
+const stopped = [queueTriggers, timerTriggers, cosmosTriggers].map((triggers) => triggers.stop(STOP_GRACE_MS));
+await Promise.all([...stopped, new Promise((resolve) => server.close(resolve))]);
+process.exit(0);

@@ -1,7 +1,4 @@
-/**
- * What the local host sends for a function's result: status, headers and body bytes, the same as the
- * `HttpResponse` of `@azure/functions` gives for it.
- */
+/** What the local host sends for a function's result: the status, headers and body bytes `HttpResponse` gives for it. */
 import functions, { type HttpResponseInit } from '@azure/functions';
 
 const { HttpResponse } = functions;

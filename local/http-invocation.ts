@@ -1,7 +1,4 @@
-/**
- * What Azure's Node worker hands an HTTP function: an `HttpRequest`, which the library builds from the
- * request's parts as the worker has it build them, and an `InvocationContext`. Used by the host and the bench.
- */
+/** What Azure's Node worker hands an HTTP function: an `HttpRequest` built from the request's parts as the worker builds it, and an `InvocationContext`. */
 import functions, { type HttpRequest, type InvocationContext } from '@azure/functions';
 import { invocationContext, type LogFunction } from './registrations.js';
 
@@ -27,15 +24,14 @@ export interface HttpInvocationInput {
  * (StringValues.ToString()), so `a=&a=x` is `x`.
  */
 function joinedAsAzure(pairs: Iterable<[string, string]>): Record<string, string> {
-  const byName = new Map<string, { name: string; values: string[] }>();
-  for (const [name, value] of pairs) {
-    const entry = byName.get(name.toLowerCase());
-    if (entry) entry.values.push(value);
-    else byName.set(name.toLowerCase(), { name, values: [value] });
-  }
   // No prototype: a parameter named __proto__ stays a parameter.
   const joined = Object.create(null) as Record<string, string>;
-  for (const { name, values } of byName.values()) joined[name] = values.filter(Boolean).join(',');
+  const spellings = new Map<string, string>();
+  for (const [name, value] of pairs) {
+    if (!spellings.has(name.toLowerCase())) spellings.set(name.toLowerCase(), name);
+    const key = spellings.get(name.toLowerCase())!;
+    joined[key] = [joined[key], value].filter(Boolean).join(',');
+  }
   return joined;
 }
 

@@ -1,57 +1,55 @@
 /**
- * Storage queue triggers the way Azure's Functions host runs them: each queue polled with back-off,
- * messages handled in batches, a failed one visible again after host.json's `visibilityTimeout`, and
- * moved to `<queue>-poison` after `maxDequeueCount` attempts. The function gets what the Node worker
- * gives it: the message parsed as JSON when it is JSON, else the string, and its triggerMetadata.
+ * Storage queue triggers the way Azure's Functions host runs them (docs/local-stack.md): each queue polled with
+ * back-off, batches, leases renewed at half time, retries after `visibilityTimeout`, the poison queue.
  */
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DefaultAzureCredential } from '@azure/identity';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
 import { z } from 'zod';
 import { SETTINGS } from '../shared/settings.js';
 import {
+  connectionSetting,
   errorMessage,
-  errorText,
   invocationContext,
   invoke,
+  parsed,
+  pause,
   resolveBindingExpression,
   startTriggers,
   type Binding,
+  type Environment,
   type LogFunction,
   type Registration,
+  type TriggerHost,
   type Triggers,
 } from './registrations.js';
 
-/**
- * How long a message stays invisible while its function runs, renewed at half time as Azure's listener does:
- * ten minutes, as Azure's; LOCAL_QUEUE_MESSAGE_LEASE (seconds) shortens it, for tests that kill a host.
- */
+/** How long a message stays invisible while its function runs, as Azure's listener keeps it; LOCAL_QUEUE_MESSAGE_LEASE shortens it, for tests. */
 const DEFAULT_MESSAGE_LEASE_SECONDS = Number(SETTINGS.LOCAL_QUEUE_MESSAGE_LEASE.default);
 /** Azure's shortest polling interval; the back-off starts here when a queue is empty. */
 const MIN_POLLING_INTERVAL_MS = 100;
-const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 // Azure's queue name rules: 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit.
 const QUEUE_NAME = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 /** A .NET TimeSpan as host.json writes it: `[d.]hh:mm:ss[.fffffff]`. */
-const TIME_SPAN = /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,7}))?$/;
+const TIME_SPAN = /^(?:(\d+)\.)?(\d{1,2}):(\d{2}):(\d{2}(?:\.\d{1,7})?)$/;
 
 function milliseconds(timeSpan: string): number {
-  const [, days = '0', hours, minutes, seconds, fraction = '0'] = TIME_SPAN.exec(timeSpan)!;
-  return (((Number(days) * 24 + Number(hours)) * 60 + Number(minutes)) * 60 + Number(seconds)) * 1000 + Math.round(Number(`0.${fraction}`) * 1000);
+  const [, days = 0, hours, minutes, seconds] = TIME_SPAN.exec(timeSpan)!;
+  return Math.round((((Number(days) * 24 + Number(hours)) * 60 + Number(minutes)) * 60 + Number(seconds)) * 1000);
 }
 const timeSpanMs = z.string().regex(TIME_SPAN, 'must be a time span such as "00:00:30"').transform(milliseconds);
 const ENCODINGS = z.enum(['base64', 'none']);
+const MESSAGE_LEASE_SECONDS = z.coerce.number().int().min(2).max(DEFAULT_MESSAGE_LEASE_SECONDS).default(DEFAULT_MESSAGE_LEASE_SECONDS);
 
 /** host.json's `extensions.queues`, with Azure's defaults. */
 const QUEUE_SETTINGS = z
   .object({
-    maxDequeueCount: z.int().min(1).default(5),
+    maxDequeueCount: z.coerce.number().int().min(1).default(5),
     visibilityTimeout: timeSpanMs.default(0),
     maxPollingInterval: timeSpanMs.refine((ms) => ms >= MIN_POLLING_INTERVAL_MS, 'must be at least 00:00:00.1').default(60_000),
     // The storage service hands out at most 32 messages per request.
-    batchSize: z.int().min(1).max(32).default(16),
-    newBatchThreshold: z.int().min(0).optional(),
+    batchSize: z.coerce.number().int().min(1).max(32).default(16),
+    newBatchThreshold: z.coerce.number().int().min(0).optional(),
     messageEncoding: z.string().toLowerCase().pipe(ENCODINGS).default('base64'),
   })
   .transform(({ visibilityTimeout, maxPollingInterval, newBatchThreshold, ...settings }) => ({
@@ -65,45 +63,17 @@ const QUEUE_SETTINGS = z
 
 export type QueueExtensionSettings = z.output<typeof QUEUE_SETTINGS>;
 
-export function queueExtensionSettings(queues: Record<string, unknown> = {}): QueueExtensionSettings {
-  const parsed = QUEUE_SETTINGS.safeParse(queues);
-  if (!parsed.success) throw new Error(`host.json extensions.queues: ${z.prettifyError(parsed.error)}`);
-  return parsed.data;
-}
+export const queueExtensionSettings = (queues: Record<string, unknown> = {}): QueueExtensionSettings =>
+  parsed(QUEUE_SETTINGS, queues, 'host.json extensions.queues');
 
-export interface QueueFunction {
-  name: string;
-  queue: string;
-}
+export type QueueTriggers = Triggers<{ name: string; queue: string }>;
 
-export type QueueTriggers = Triggers<QueueFunction>;
-
-type Environment = Record<string, string | undefined>;
-
-function messageLeaseSeconds(setting: string | undefined): number {
-  if (!setting) return DEFAULT_MESSAGE_LEASE_SECONDS;
-  const seconds = Number(setting);
-  if (Number.isInteger(seconds) && seconds >= 2 && seconds <= DEFAULT_MESSAGE_LEASE_SECONDS) return seconds;
-  throw new Error(`LOCAL_QUEUE_MESSAGE_LEASE must be a whole number of seconds from 2 to ${DEFAULT_MESSAGE_LEASE_SECONDS}, not ${JSON.stringify(setting)}`);
-}
-
-/** Azure lower-cases the resolved name, and refuses one the storage service would refuse. */
-function queueName(expression: string, environment: Environment): string {
-  const name = resolveBindingExpression(expression, environment).toLowerCase();
-  if (!QUEUE_NAME.test(name)) throw new Error(`"${name}" is not a valid queue name`);
-  return name;
-}
-
-/**
- * The storage account behind a binding's `connection`: the app setting of that name holding a connection
- * string, or the identity-based `<connection>__queueServiceUri` (signed in as the developer or the app).
- */
+/** The storage account behind a binding's `connection`. */
 function queueService(connection: string, environment: Environment): QueueServiceClient {
-  const connectionString = environment[connection]?.trim();
-  if (connectionString) return QueueServiceClient.fromConnectionString(connectionString);
-  const serviceUri = environment[`${connection}__queueServiceUri`]?.trim();
-  if (serviceUri) return new QueueServiceClient(serviceUri, new DefaultAzureCredential());
-  throw new Error(`neither ${connection} nor ${connection}__queueServiceUri is set`);
+  const setting = connectionSetting(connection, 'queueServiceUri', environment);
+  return 'uri' in setting
+    ? new QueueServiceClient(setting.uri, new DefaultAzureCredential())
+    : QueueServiceClient.fromConnectionString(setting.connectionString);
 }
 
 /** What the Node worker makes of a string message: its JSON value when it parses, else the string. */
@@ -117,7 +87,7 @@ function queueItem(text: string): unknown {
 
 function base64Decoded(messageText: string): string | undefined {
   const base64 = messageText.replace(/\s/g, '');
-  return STRICT_BASE64.test(base64) ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
+  return z.base64().safeParse(base64).success ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
 }
 
 interface Listener {
@@ -161,7 +131,7 @@ function listen(listener: Listener): () => Promise<void> {
         failing = true;
         delayMs = settings.maxPollingIntervalMs;
       }
-      await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+      await pause(delayMs, stopping.signal);
       while (inFlight.size > settings.newBatchThreshold && !stopping.signal.aborted) await Promise.race([...inFlight, stopped]);
     }
   };
@@ -196,30 +166,30 @@ async function handle(listener: Listener, message: ReceivedMessageItem): Promise
       },
     });
     const endLease = keepLease(listener, message);
-    const succeeded = await invoke(context, () => handler(queueItem(text), context), log);
+    const succeeded = await invoke(context, () => handler(queueItem(text), context));
     await endLease();
     if (succeeded) await queue.deleteMessage(message.messageId, message.popReceipt);
     else if (message.dequeueCount >= settings.maxDequeueCount) await moveToPoison(listener, message, maxDequeueCountReached);
     else await queue.updateMessage(message.messageId, message.popReceipt, undefined, Math.ceil(settings.visibilityTimeoutMs / 1000));
   } catch (error) {
     // Settling failed (the queue is unreachable, or the message was taken again): it will be delivered again.
-    log(name, 'warning', `Cannot settle message '${message.messageId}' on queue '${queue.name}': ${errorText(error)}`);
+    log(name, 'warning', `Cannot settle message '${message.messageId}' on queue '${queue.name}': ${errorMessage(error)}`);
   }
 }
 
 /**
- * Keeps the message invisible while its function runs, renewed at half time. Each renewal gives the message
- * a new pop receipt; the function returned ends it once a renewal under way is done, so the message is settled with its latest receipt.
+ * Keeps the message invisible while its function runs, renewed at half time. Each renewal gives the message a new pop
+ * receipt: the function returned ends it once a renewal under way is done, so that the message is settled with its latest.
  */
 function keepLease({ name, queue, leaseSeconds, log }: Listener, message: ReceivedMessageItem): () => Promise<void> {
   const ended = new AbortController();
   const renewing = (async () => {
-    while (await sleep((leaseSeconds * 1000) / 2, true, { signal: ended.signal, ref: false }).catch(() => false)) {
+    while (await pause((leaseSeconds * 1000) / 2, ended.signal)) {
       try {
         const { popReceipt, nextVisibleOn } = await queue.updateMessage(message.messageId, message.popReceipt, undefined, leaseSeconds);
         Object.assign(message, { popReceipt, nextVisibleOn });
       } catch (error) {
-        log(name, 'warning', `Cannot renew the lease of message '${message.messageId}': ${errorText(error)}`);
+        log(name, 'warning', `Cannot renew the lease of message '${message.messageId}': ${errorMessage(error)}`);
       }
     }
   })();
@@ -238,16 +208,13 @@ async function moveToPoison({ name, log, queue, poisonQueue }: Listener, message
 }
 
 /** Starts a listener for every function whose trigger is a storage queue. */
-export function startQueueTriggers(options: {
-  registrations: Registration[];
-  settings: QueueExtensionSettings;
-  environment: Environment;
-  log: LogFunction;
-}): Promise<QueueTriggers> {
-  const { environment, settings, log } = options;
-  const leaseSeconds = messageLeaseSeconds(environment.LOCAL_QUEUE_MESSAGE_LEASE);
-  return startTriggers(options.registrations, 'queueTrigger', log, ({ metadata: { name }, callback: handler }, trigger) => {
-    const queue = queueName(trigger.queueName ?? '', environment);
+export function startQueueTriggers(host: TriggerHost & { settings: QueueExtensionSettings }): Promise<QueueTriggers> {
+  const { environment, settings, log } = host;
+  const leaseSeconds = parsed(MESSAGE_LEASE_SECONDS, environment.LOCAL_QUEUE_MESSAGE_LEASE || undefined, 'LOCAL_QUEUE_MESSAGE_LEASE (seconds)');
+  return startTriggers(host, 'queueTrigger', ({ metadata: { name }, callback: handler }, trigger) => {
+    // Azure lower-cases the resolved name, and refuses one the storage service would refuse.
+    const queue = resolveBindingExpression(trigger.queueName ?? '', environment).toLowerCase();
+    if (!QUEUE_NAME.test(queue)) throw new Error(`"${queue}" is not a valid queue name`);
     const service = queueService(trigger.connection || 'AzureWebJobsStorage', environment);
     const listener = { name, trigger, handler, settings, leaseSeconds, log };
     const stop = listen({ ...listener, queue: service.getQueueClient(queue), poisonQueue: service.getQueueClient(`${queue}-poison`) });

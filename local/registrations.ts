@@ -1,8 +1,4 @@
-/**
- * The functions an app registered: what `app.http`, `app.storageQueue` and the like hand to
- * `@azure/functions-core`, the module the Functions host supplies (locally local/functions-core, on
- * NODE_PATH), and what the host does with each of them whatever its trigger.
- */
+/** The functions an app registers with `@azure/functions-core` (locally local/functions-core, on NODE_PATH), and what the host does with each. */
 import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -16,11 +12,13 @@ import functions, {
   type StorageQueueTriggerOptions,
   type TimerTriggerOptions,
 } from '@azure/functions';
+import { z } from 'zod';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
 const { InvocationContext } = functions;
 
 export type LogFunction = (functionName: string, level: string, message: string) => void;
+export type Environment = Record<string, string | undefined>;
 
 export interface Registration {
   metadata: {
@@ -46,13 +44,12 @@ export interface RetryOptions {
   maximumInterval?: { seconds: number };
 }
 
-interface FunctionsCore {
-  registrations: Registration[];
-  hooks: { hookName: string; callback: (context: object) => unknown }[];
-}
-
 // Resolved through NODE_PATH, so this is the very module instance `@azure/functions` registers with.
-const functionsCore = () => createRequire(import.meta.url)('@azure/functions-core') as FunctionsCore;
+const functionsCore = () =>
+  createRequire(import.meta.url)('@azure/functions-core') as {
+    registrations: Registration[];
+    hooks: { hookName: string; callback: (context: object) => unknown }[];
+  };
 
 /** Every function registered so far. */
 export const registrations = (): Registration[] => functionsCore().registrations;
@@ -70,26 +67,37 @@ export async function appFiles(appRoot: string): Promise<string[]> {
   return entries.map((entry) => join(dirname(pattern), entry));
 }
 
-/**
- * Loads the app as the worker does (every file of `main`, then the `app.hook.appStart` handlers) and
- * returns the functions not switched off by an app setting `AzureWebJobs.<name>.Disabled=true`.
- */
-export async function loadApp(appRoot: string, environment: Record<string, string | undefined>): Promise<Registration[]> {
+/** Loads the app as the worker does (every file of `main`, then the `appStart` hooks): its functions but those `AzureWebJobs.<name>.Disabled` switches off. */
+export async function loadApp(appRoot: string, environment: Environment): Promise<Registration[]> {
   for (const file of await appFiles(appRoot)) await import(pathToFileURL(file).href);
   for (const hook of functionsCore().hooks) if (hook.hookName === 'appStart') await hook.callback({ hookData: {} });
-  const disabled = Object.entries(environment)
-    .filter(([name, value]) => /^AzureWebJobs\..+\.Disabled$/i.test(name) && value?.trim().toLowerCase() === 'true')
-    .map(([name]) => name.slice('AzureWebJobs.'.length, -'.Disabled'.length).toLowerCase());
-  return registrations().filter((registration) => !disabled.includes(registration.metadata.name.toLowerCase()));
+  const trueSettings = new Set(Object.entries(environment).flatMap(([name, value]) => (value?.trim().toLowerCase() === 'true' ? [name.toLowerCase()] : [])));
+  return registrations().filter(({ metadata }) => !trueSettings.has(`azurewebjobs.${metadata.name.toLowerCase()}.disabled`));
 }
 
 /** Replaces each `%NAME%` with that app setting, as Azure resolves binding expressions. */
-export function resolveBindingExpression(expression: string, environment: Record<string, string | undefined>): string {
+export function resolveBindingExpression(expression: string, environment: Environment): string {
   return expression.replace(/%([^%]+)%/g, (_, name: string) => {
     const value = environment[name]?.trim();
     if (!value) throw new Error(`'%${name}%' does not resolve to a value`);
     return value;
   });
+}
+
+/** The value as the schema reads it; else an error that names `what` was read. */
+export function parsed<Schema extends z.ZodType>(schema: Schema, value: unknown, what: string): z.output<Schema> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new Error(`${what}: ${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+/** A binding's `connection`: the app setting of that name (a connection string), else the identity-based `<connection>__<property>` (a URI). */
+export function connectionSetting(connection: string, property: string, environment: Environment): { connectionString: string } | { uri: string } {
+  const connectionString = environment[connection]?.trim();
+  if (connectionString) return { connectionString };
+  const uri = environment[`${connection}__${property}`]?.trim();
+  if (uri) return { uri };
+  throw new Error(`neither ${connection} nor ${connection}__${property} is set`);
 }
 
 /** The function's trigger binding of that type (`httpTrigger`, `queueTrigger`), if it has one. */
@@ -108,31 +116,36 @@ export function invocationContext(name: string, trigger: object, log: LogFunctio
   });
 }
 
-export const errorText = (error: unknown): string => (error instanceof Error ? (error.stack ?? error.message) : String(error));
 /** The error's message alone, for a one-line warning. */
 export const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** One invocation, its outcome logged as Azure's host logs it: the result, or undefined when it threw. */
-export async function invoke<T>(
-  context: InstanceType<typeof InvocationContext>,
-  run: () => Promise<T> | T,
-  log: LogFunction,
-  successLevel = 'information',
-): Promise<{ result: T } | undefined> {
+/** One invocation, its outcome logged as Azure's host logs it (a success only at debug level when `quiet`): the result, or undefined when it threw. */
+export async function invoke<T>(context: InstanceType<typeof InvocationContext>, run: () => Promise<T> | T, quiet = false): Promise<{ result: T } | undefined> {
   const started = Date.now();
   const executed = (outcome: string) =>
     `Executed 'Functions.${context.functionName}' (${outcome}, Id=${context.invocationId}, Duration=${Date.now() - started}ms)`;
   try {
     const result = await run();
-    log(context.functionName, successLevel, executed('Succeeded'));
+    if (quiet) context.debug(executed('Succeeded'));
+    else context.info(executed('Succeeded'));
     return { result };
   } catch (error) {
-    log(context.functionName, 'error', `${executed('Failed')}\n${errorText(error)}`);
+    context.error(`${executed('Failed')}\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return undefined;
   }
 }
 
-interface Started<Info> {
+/** Waits `ms`, or less when `signal` aborts: true when the whole wait passed. */
+export const pause = (ms: number, signal: AbortSignal): Promise<boolean> => sleep(ms, true, { signal, ref: false }).catch(() => false);
+
+/** What the trigger listeners get from the host: the app's functions, its settings, and where their log lines go. */
+export interface TriggerHost {
+  registrations: Registration[];
+  environment: Environment;
+  log: LogFunction;
+}
+
+export interface Started<Info> {
   info: Info;
   stop(): Promise<void>;
 }
@@ -144,18 +157,14 @@ export interface Triggers<Info extends { name: string }> {
   stop(graceMs: number): Promise<void>;
 }
 
-/**
- * Starts every function whose trigger is of `type`; `start` returns what it listens to and how to stop it
- * (resolving once its invocations are done). A function whose start fails is logged and left out.
- */
+/** Starts every function whose trigger is of `type`: `start` returns what it listens to, and how to stop it once its invocations are done. */
 export async function startTriggers<Info extends { name: string }>(
-  all: Registration[],
+  { registrations, log }: TriggerHost,
   type: string,
-  log: LogFunction,
   start: (registration: Registration, trigger: Binding) => Promise<Started<Info>> | Started<Info>,
 ): Promise<Triggers<Info>> {
   const started: Started<Info>[] = [];
-  for (const registration of all) {
+  for (const registration of registrations) {
     const trigger = triggerOf(registration, type);
     if (!trigger) continue;
     try {

@@ -39,22 +39,14 @@ function findMyWayPath(template: string): { path: string; catchAll?: string } {
   return { path: `/${segments.join('/')}`, ...(catchAll ? { catchAll } : {}) };
 }
 
-/**
- * A segment that cannot be percent-decoded reaches the function as sent, as Kestrel leaves it; find-my-way
- * would match nothing, so its `%` are escaped once more.
- */
-function undecodableEscaped(path: string): string {
-  return path
-    .split('/')
-    .map((segment) => {
-      try {
-        decodeURIComponent(segment);
-        return segment;
-      } catch {
-        return segment.replace(/%/g, '%25');
-      }
-    })
-    .join('/');
+/** A segment that cannot be percent-decoded reaches the function as sent, as Kestrel leaves it: its `%` escaped, find-my-way matches it. */
+function undecodableEscaped(segment: string): string {
+  try {
+    decodeURIComponent(segment);
+    return segment;
+  } catch {
+    return segment.replace(/%/g, '%25');
+  }
 }
 
 export function createRouter<T>(routes: Route<T>[]) {
@@ -73,7 +65,7 @@ export function createRouter<T>(routes: Route<T>[]) {
     routes,
     find(method: string, path: string): { route: Route<T>; params: Record<string, string> } | undefined {
       const upperMethod = method.toUpperCase() as HTTPMethod;
-      const found = router.find(upperMethod, path) ?? router.find(upperMethod, undecodableEscaped(path));
+      const found = router.find(upperMethod, path) ?? router.find(upperMethod, path.split('/').map(undecodableEscaped).join('/'));
       if (!found) return undefined;
       const { route, catchAll } = found.store as { route: Route<T>; catchAll?: string };
       const { '*': rest, ...params } = found.params as Record<string, string | undefined>;

@@ -1,11 +1,7 @@
-/**
- * The limits Azure's Functions host (ASP.NET Core's Kestrel) puts on clients, which a plain Node server
- * does not: 32 KB of request headers, which must arrive within 30 s; a body at 240 bytes/s or more on
- * average once 5 s have passed (`MinRequestBodyDataRate`), else 408 and the connection closed; an idle
- * keep-alive connection closed after 130 s. In Azure the front end adds its own, looser ones.
- */
+/** The limits Azure's Functions host (ASP.NET Core's Kestrel) puts on clients, which a plain Node server does not (docs/local-stack.md). */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 
+// Kestrel's MinRequestBodyDataRate.
 const MIN_BODY_BYTES_PER_SECOND = 240;
 const BODY_GRACE_PERIOD_MS = 5_000;
 // How often the header timeout and a body's rate are checked: often enough that a limit holds to the second.

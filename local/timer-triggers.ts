@@ -1,25 +1,21 @@
 /** Timer triggers as Azure's Functions host runs them: NCRONTAB schedules, one invocation at a time, `runOnStartup`, the worker's Timer object. */
 import type { Timer } from '@azure/functions';
-import { Cron } from 'croner';
-import { NCRONTAB } from './ncrontab.js';
-import { invocationContext, invoke, resolveBindingExpression, startTriggers, type LogFunction, type Registration, type Triggers } from './registrations.js';
+import { Cron, type CronOptions } from 'croner';
+import { invocationContext, invoke, resolveBindingExpression, startTriggers, type TriggerHost, type Triggers } from './registrations.js';
 
+/**
+ * croner's options for NCRONTAB schedules as Azure's timer trigger reads them: six fields from seconds, in UTC
+ * (Azure without WEBSITE_TIME_ZONE), NCRONTAB's `5/20` (from 5, every 20) hence sloppyRanges, and either day
+ * matching when both are restricted (croner's default).
+ */
+export const NCRONTAB: CronOptions = { mode: '6-part', timezone: 'UTC', sloppyRanges: true };
 /** An occurrence this much late counts as past due, as the worker reports it. */
 const PAST_DUE_MS = 1_000;
 
-export interface TimerFunction {
-  name: string;
-  schedule: string;
-}
-
-export function startTimerTriggers(options: {
-  registrations: Registration[];
-  environment: Record<string, string | undefined>;
-  log: LogFunction;
-}): Promise<Triggers<TimerFunction>> {
-  const { log } = options;
-  return startTriggers(options.registrations, 'timerTrigger', log, ({ metadata: { name }, callback: handler }, trigger) => {
-    const schedule = resolveBindingExpression(trigger.schedule ?? '', options.environment);
+export function startTimerTriggers(host: TriggerHost): Promise<Triggers<{ name: string; schedule: string }>> {
+  const { environment, log } = host;
+  return startTriggers(host, 'timerTrigger', ({ metadata: { name }, callback: handler }, trigger) => {
+    const schedule = resolveBindingExpression(trigger.schedule ?? '', environment);
     let running = Promise.resolve();
     let last = 0;
     const run = (due: number): Promise<void> => {
@@ -36,7 +32,7 @@ export function startTimerTriggers(options: {
       last = started;
       const context = invocationContext(name, trigger, log);
       // A success is not worth a line every few seconds; a failure is.
-      running = invoke(context, () => handler(timer, context), log, 'debug').then(() => undefined);
+      running = invoke(context, () => handler(timer, context), true).then(() => undefined);
       return running;
     };
     // `protect` skips the occurrences that come while an invocation runs, as Azure's host does.

@@ -262,7 +262,22 @@ describe('Cosmos DB triggers of one app in two local host processes', () => {
     // One range, one lease: one host had all of it.
     expect(new Set(handedOver().map((entry) => entry.host))).toEqual(new Set([holder]));
     const [holding, other] = holder === 'first' ? [first, second] : [second, first];
+    const { resource: monitoredContainer } = await container.read();
+    const owner = async () => {
+      const { resources } = await emulator.client
+        .database('lms')
+        .container('leases')
+        .items.query<{ Owner: string | null }>({
+          query: 'SELECT c.Owner FROM c WHERE ENDSWITH(c.id, @suffix)',
+          parameters: [{ name: '@suffix', value: `_${monitoredContainer!._rid}..0` }],
+        })
+        .fetchAll();
+      return resources[0]!.Owner;
+    };
+    const ownerBeforeStop = await owner();
     await holding.stop();
+    // Released as it stopped, not left to expire: free now, or the other host's already.
+    expect(await owner()).not.toBe(ownerBeforeStop);
     await container.items.create({ id: 'after-stop', tenantId: 't0' });
     await waitFor(() => handedOver().some((entry) => entry.id === 'after-stop'));
     expect(handedOver().find((entry) => entry.id === 'after-stop')!.host).not.toBe(holder);

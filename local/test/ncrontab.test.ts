@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Cron } from 'croner';
-import { NCRONTAB } from '../ncrontab.js';
+import { NCRONTAB } from '../timer-triggers.js';
 
 const next = (expression: string, after: string) => new Cron(expression, NCRONTAB).nextRun(new Date(after))!.toISOString();
 

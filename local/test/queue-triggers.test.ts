@@ -268,7 +268,15 @@ describe('queue triggers in the local host', () => {
       newBatchThreshold: 2,
       messageEncoding: 'none',
     });
+    // An app setting AzureFunctionsJobHost__extensions__queues__… overrides a value as a string.
+    expect(queueExtensionSettings({ maxDequeueCount: '2', batchSize: '4', visibilityTimeout: '00:00:01' })).toMatchObject({
+      maxDequeueCount: 2,
+      batchSize: 4,
+      newBatchThreshold: 2,
+      visibilityTimeoutMs: 1_000,
+    });
     expect(() => queueExtensionSettings({ batchSize: 64 })).toThrow(/batchSize/);
+    expect(() => queueExtensionSettings({ maxDequeueCount: 'two' })).toThrow(/maxDequeueCount/);
     expect(() => queueExtensionSettings({ visibilityTimeout: 10 })).toThrow(/visibilityTimeout/);
     expect(() => queueExtensionSettings({ messageEncoding: 'utf8' })).toThrow(/messageEncoding/);
   });
@@ -325,6 +333,17 @@ app.http('ping', { handler: () => ({ body: 'pong' }) });
       await host.stop();
     }
     expect(hostLog.some((entry) => entry.includes("Executed 'Functions.recordJob' (Succeeded"))).toBe(true);
+  });
+
+  it('leaves out a function switched off by the app setting AzureWebJobs.<name>.Disabled, its name in any case', async () => {
+    const environment = { AzureWebJobsStorage: azurite.connectionString, JOBS_QUEUE: uniqueQueue('off'), 'azurewebjobs.RECORDJOB.disabled': ' True ' };
+    const host = await startHostProcess({ appRoot: appDir, port: 0, environment });
+    try {
+      expect(host.queueFunctions).toEqual([]);
+      expect(host.routes.map((route) => route.name)).toEqual(['ping']);
+    } finally {
+      await host.stop();
+    }
   });
 });
 
