@@ -56,7 +56,6 @@ interface BatchOperation {
   operationType: string;
   id?: string;
   partitionKey?: string;
-  ifMatch?: string;
   resourceBody?: StoredDocument;
 }
 interface OperationResult {
@@ -95,12 +94,8 @@ const changed = (collection: ServerCollection, document: StoredDocument): Change
 
 const feedOf = ({ documents }: ServerCollection) => (documents.changeFeed ??= new ContainerFeed());
 
-/** The change feed of a container, read from its log; the documents as they are now. */
+/** The change feed of a container that exists, read from its log; the documents as they are now. */
 function serveChangeFeed(request: IncomingMessage, response: ServerResponse, collection: ServerCollection): unknown {
-  if (!collection.read()) {
-    response.statusCode = 404;
-    return { code: 'NotFound', message: 'The container does not exist' };
-  }
   const asked = feedRequest(request);
   if (typeof asked === 'string') {
     response.statusCode = 400;
@@ -117,10 +112,8 @@ function serveChangeFeed(request: IncomingMessage, response: ServerResponse, col
 }
 
 /**
- * A batch request as Cosmos runs one: each operation in order, in the batch's partition key unless it names its own,
- * as the package applies it. An atomic (transactional) batch is all or nothing: when an operation fails, those before
- * it are undone, it answers its status, every other one 424, and the batch 207. A bulk one goes on after a failure
- * only when asked to.
+ * A batch request as Cosmos runs one, each operation as the package applies it: an atomic (transactional) one all or
+ * nothing (the failing operation's status, the others 424, the batch 207), a bulk one going on after a failure if asked.
  */
 async function serveBatch(request: IncomingMessage, collection: ServerCollection): Promise<BatchOutcome> {
   const batch = await readJson(request);
@@ -243,7 +236,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     }
     const collection = account.database(params.dbId!).collection(params.collId!);
     const written = (changes: Changes) => (response.statusCode < 300 ? record(collection, params, changes) : undefined);
-    if (changeFeed) return { body: serveChangeFeed(request, response, collection) };
+    // Of a container that does not exist, the package's handler answers 404.
+    if (changeFeed && collection.read()) return { body: serveChangeFeed(request, response, collection) };
     if (handler === batchDocuments) {
       const batch = await serveBatch(request, collection);
       response.statusCode = batch.status;

@@ -26,6 +26,8 @@ interface ServerDocuments {
   _getQuery(sql: string): CompiledQuery;
   _userDefinedFunctions(): unknown;
   _item(keyPath: string, value: string, partition: unknown): { read(): Document | undefined };
+  /** Ours: the collection's index, made at its first query. */
+  shortcutIndex?: DocumentIndex;
 }
 
 const require = createRequire(import.meta.url);
@@ -112,19 +114,15 @@ class DocumentIndex {
   /** A document deleted, or the old version of one replaced. */
   removed(document: Document): void {
     for (const [field, values] of this.byField) {
-      const value = document[field];
-      const rids = isPrimitive(value) ? values.get(value) : undefined;
+      const rids = values.get(document[field] as Primitive);
       rids?.delete(document._rid);
-      if (rids?.size === 0) values.delete(value as Primitive);
+      if (rids?.size === 0) values.delete(document[field] as Primitive);
     }
   }
 
   private file(values: Map<Primitive, Set<string>>, document: Document, field: string): void {
     const value = document[field];
-    if (!isPrimitive(value)) return;
-    const rids = values.get(value);
-    if (rids) rids.add(document._rid);
-    else values.set(value, new Set([document._rid]));
+    if (isPrimitive(value)) values.set(value, (values.get(value) ?? new Set()).add(document._rid));
   }
 
   private values(field: string): Map<Primitive, Set<string>> {
@@ -185,8 +183,6 @@ class DocumentIndex {
   }
 }
 
-const indexes = new WeakMap<ServerDocuments, DocumentIndex>();
-
 /** A continuation's `_rid`, or undefined where the full run should meet the token (and say what is wrong with it). */
 function continuationRid(continuation: QueryOptions['continuation']): string | undefined {
   try {
@@ -221,8 +217,7 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
   };
   try {
     const shape = shapeOf(compiled, options.parameters);
-    let index = indexes.get(this);
-    if (!index) indexes.set(this, (index = new DocumentIndex(this._data)));
+    const index = (this.shortcutIndex ??= new DocumentIndex(this._data));
     const candidates = index.candidates(shape.required);
     if (candidates) return compiled.exec(candidates, options);
     const from = options.continuation ? continuationRid(options.continuation) : undefined;
@@ -245,12 +240,12 @@ export function installQueryShortcuts(): void {
   documents.query = query;
   documents._set = function (this: ServerDocuments, document: Document) {
     const stored = items._set!.call(this, document as never) as Document;
-    indexes.get(this)?.written(stored);
+    this.shortcutIndex?.written(stored);
     return stored;
   };
   documents.delete = function (this: ServerDocuments, idOrRid: string, partition: unknown) {
     const document = this._item('/id', idOrRid, partition).read();
     items.delete!.call(this, idOrRid as never, partition as never);
-    if (document) indexes.get(this)?.removed(document);
+    if (document) this.shortcutIndex?.removed(document);
   };
 }
