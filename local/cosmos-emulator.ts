@@ -47,11 +47,9 @@ interface ServerCollection {
     changeFeed?: ContainerFeed;
   };
 }
-interface ServerAccount {
-  database(id: string): { collection(id: string): ServerCollection };
-}
+type ServerAccount = { database(id: string): { collection(id: string): ServerCollection } };
 type RouteParams = { dbId?: string; collId?: string; docId?: string };
-type RouteHandler = (account: ServerAccount, request: IncomingMessage, response: ServerResponse, params: RouteParams) => unknown;
+type RouteHandler = (account: unknown, request: IncomingMessage, response: ServerResponse, params: RouteParams) => unknown;
 interface BatchOperation {
   operationType: string;
   id?: string;
@@ -62,8 +60,8 @@ interface OperationResult {
   statusCode: number;
   body?: ServerDocument;
 }
-/** What a successful write changed, in order: each document as it now is, or as it was when deleted. */
-type Changes = { document: ServerDocument; deleted: boolean }[];
+/** What a successful write changed, in order: each document as it was before and as it is after (none: deleted). */
+type Changes = { before?: ServerDocument; after?: ServerDocument }[];
 type BatchOutcome = { status: number; results: unknown; changes?: Changes };
 
 export interface CosmosEmulatorOptions {
@@ -123,10 +121,8 @@ async function serveBatch(request: IncomingMessage, collection: ServerCollection
   const unsupported = types.findIndex((type) => !BATCH_OPERATIONS.has(type!));
   if (unsupported >= 0) return { status: 400, results: { message: `Operation type '${types[unsupported]}' is not supported in Batch.` } };
   const header = request.headers['x-ms-documentdb-partitionkey'];
-  const undo: (() => void)[] = [];
   const results: unknown[] = [];
   const changes: Changes = [];
-  const documents = collection.documents;
   for (const [index, given] of (batch as BatchOperation[]).entries()) {
     const operation = { ...given, partitionKey: given.partitionKey ?? (typeof header === 'string' ? header : undefined) };
     const id = operation.id ?? operation.resourceBody?.id;
@@ -135,7 +131,10 @@ async function serveBatch(request: IncomingMessage, collection: ServerCollection
     const result = BATCH_OPERATIONS.get(operation.operationType)!(collection, operation);
     const after = result.body;
     if (result.statusCode >= 400 && isTrue(request.headers['x-ms-cosmos-batch-atomic'])) {
-      for (const step of undo.reverse()) step();
+      for (const { before, after } of changes.reverse()) {
+        if (after) collection.documents.delete(after.id, collection.documents._getPartition(after));
+        if (before) collection.documents._set(before);
+      }
       const failed = batch.map((_, other) => ({ statusCode: other === index ? result.statusCode : FAILED_DEPENDENCY, requestCharge: 0 }));
       return { status: 207, results: failed };
     }
@@ -145,14 +144,7 @@ async function serveBatch(request: IncomingMessage, collection: ServerCollection
       results.push(...batch.slice(index + 1).map(() => ({ statusCode: FAILED_DEPENDENCY, requestCharge: 0 })));
       break;
     }
-    if (operation.operationType !== 'Read') {
-      if (after) changes.push({ document: after, deleted: false });
-      else if (before) changes.push({ document: before, deleted: true });
-      undo.push(() => {
-        if (after) documents.delete(after.id, documents._getPartition(after));
-        if (before) documents._set(before);
-      });
-    }
+    if (operation.operationType !== 'Read') changes.push({ before, after });
     results.push({ statusCode: result.statusCode, requestCharge: 1, eTag: after?._etag, resourceBody: after });
   }
   return { status: 200, results, changes };
@@ -201,9 +193,9 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   /** Records a request's changes in the change feed and on disk; resolves once they are durable and the feed shows them. */
   function record(collection: ServerCollection, { dbId, collId }: RouteParams, changes: Changes): Promise<void> {
     const feed = feedOf(collection);
-    const lsn = feed.record(changes.map(({ document, deleted }) => ({ ...changed(collection, document), deleted })));
+    const lsn = feed.record(changes.map(({ before, after }) => ({ ...changed(collection, (after ?? before)!), deleted: !after })));
     const kept = store && dbId === options.database && appContainers.has(collId!);
-    const effects = changes.map(({ document, deleted }) => ({ container: collId!, document: { ...document, _lsn: lsn }, deleted }));
+    const effects = changes.map(({ before, after }) => ({ container: collId!, document: { ...(after ?? before)!, _lsn: lsn }, deleted: !after }));
     return (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
   }
 
@@ -249,7 +241,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const doomed = handler === deleteDocument ? collection.document(docId!, parsePartitionKey(partitionKey, docId!)).read() : undefined;
     const body = await handler(account, request, response, params);
     if (!DOCUMENT_WRITES.has(handler)) return { body };
-    return { body, durable: written([doomed ? { document: doomed, deleted: true } : { document: body as ServerDocument, deleted: false }]) };
+    return { body, durable: written([doomed ? { before: doomed } : { after: body as ServerDocument }]) };
   }
 
   const endpoint = `https://${options.host}:${port}/`;
