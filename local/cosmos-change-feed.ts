@@ -32,8 +32,8 @@ export function feedRequest(request: IncomingMessage): FeedRequest | string {
   const after = ifNoneMatch === '*' ? 'now' : Number(ifNoneMatch?.replaceAll('"', '') ?? 0);
   if (after !== 'now' && (!Number.isSafeInteger(after) || after < 0)) return `The continuation ${ifNoneMatch} is not one of this feed's`;
   const modifiedSince = request.headers['if-modified-since'];
-  const since = modifiedSince === undefined ? undefined : Date.parse(modifiedSince);
-  if (since !== undefined && Number.isNaN(since)) return `If-Modified-Since ${modifiedSince} is not a date`;
+  const since = modifiedSince === undefined ? undefined : Math.floor(Date.parse(modifiedSince) / 1000);
+  if (Number.isNaN(since)) return `If-Modified-Since ${modifiedSince} is not a date`;
   let partitionKey: PartitionKeyValue | undefined;
   const header = request.headers['x-ms-documentdb-partitionkey'];
   if (typeof header === 'string') {
@@ -47,7 +47,7 @@ export function feedRequest(request: IncomingMessage): FeedRequest | string {
     return 'The embedded store serves the change feed of whole partition key ranges or partition keys only';
   const asked = Number(request.headers['x-ms-max-item-count']);
   const maxItemCount = Number.isInteger(asked) && asked > 0 ? asked : DEFAULT_PAGE;
-  return { after, since: since === undefined ? undefined : Math.floor(since / 1000), partitionKey, maxItemCount };
+  return { after, since, partitionKey, maxItemCount };
 }
 
 const samePrefix = (prefix: PartitionKeyValue, value: PartitionKeyValue) => prefix.every((part, index) => part === value[index]);

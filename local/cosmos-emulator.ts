@@ -26,7 +26,8 @@ const { default: Account } = lib<{ default: new (host: string, port: number) => 
 const { default: routes } = lib<{ default: (request: IncomingMessage) => [RouteParams, RouteHandler] | undefined }>('routes');
 const { default: readJson } = lib<{ default: (request: IncomingMessage) => Promise<unknown> }>('json');
 const { parsePartitionKey } = lib<{ parsePartitionKey: (value: unknown, id: string) => unknown }>('utils/get-partition-from-header');
-const operations = lib<Record<string, (collection: ServerCollection, input: BatchOperation) => OperationResult>>('handler/_document-operations');
+const operations =
+  lib<Record<string, (collection: ServerCollection, input: BatchOperation) => { statusCode: number; body?: ServerDocument }>>('handler/_document-operations');
 /** The operations a batch may hold. */
 const BATCH_OPERATIONS = new Map(['Create', 'Upsert', 'Read', 'Delete', 'Replace'].map((type) => [type, operations[`${type.toLowerCase()}Operation`]!]));
 const handler = (name: string) => lib<{ default: RouteHandler }>(`handler/${name}`).default;
@@ -56,13 +57,8 @@ interface BatchOperation {
   partitionKey?: string;
   resourceBody?: StoredDocument;
 }
-interface OperationResult {
-  statusCode: number;
-  body?: ServerDocument;
-}
 /** What a successful write changed, in order: each document as it was before and as it is after (none: deleted). */
 type Changes = { before?: ServerDocument; after?: ServerDocument }[];
-type BatchOutcome = { status: number; results: unknown; changes?: Changes };
 
 export interface CosmosEmulatorOptions {
   port: number;
@@ -113,7 +109,7 @@ function serveChangeFeed(request: IncomingMessage, response: ServerResponse, col
  * A batch request as Cosmos runs one, each operation as the package applies it: an atomic (transactional) one all or
  * nothing (the failing operation's status, the others 424, the batch 207), a bulk one going on after a failure if asked.
  */
-async function serveBatch(request: IncomingMessage, collection: ServerCollection): Promise<BatchOutcome> {
+async function serveBatch(request: IncomingMessage, collection: ServerCollection): Promise<{ status: number; results: unknown; changes?: Changes }> {
   const batch = await readJson(request);
   if (!collection.read()) return { status: 404, results: {} };
   if (!Array.isArray(batch)) return { status: 400, results: { message: 'Invalid request body' } };

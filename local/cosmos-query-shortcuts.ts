@@ -45,10 +45,9 @@ const CONSTANTS = ['string_constant', 'number_constant', 'boolean_constant', 'nu
 
 /** `c.field`, on the query's one document alias. */
 function fieldOf(node: AstNode, alias: string): string | undefined {
-  if (node.type !== 'scalar_member_expression' || node.computed) return undefined;
-  const object = node.object as AstNode;
-  const property = node.property as AstNode;
-  return object.type === 'identifier' && object.name === alias ? (property.name as string) : undefined;
+  const { object, property } = node as AstNode & { object: AstNode; property: AstNode };
+  const onAlias = node.type === 'scalar_member_expression' && !node.computed && object.type === 'identifier' && object.name === alias;
+  return onAlias ? (property.name as string) : undefined;
 }
 
 /** The conditions `c.field = value` and `ARRAY_CONTAINS(@values, c.field)` joined by AND, with their values: plain ones only. */
@@ -211,8 +210,7 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
   const options: QueryOptions = {
     parameters: parameters.parameters,
     udf: this._userDefinedFunctions(),
-    maxItemCount: paging.maxItemCount,
-    continuation: paging.continuation,
+    ...paging,
     compositeIndexes: collection.indexingPolicy?.compositeIndexes ?? [],
   };
   try {
