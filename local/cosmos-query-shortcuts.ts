@@ -166,26 +166,25 @@ class DocumentIndex {
   }
 
   /** Up to `count` documents in `_rid` order from the first whose `_rid` is `from` or after it; and whether they reach the end. */
-  slice(from: string | undefined, count: number): { documents: Document[]; end: boolean } {
+  slice(from: string, count: number): { documents: Document[]; end: boolean } {
     const ordered = this.inOrder();
     let start = 0;
-    if (from !== undefined) {
-      let end = ordered.length;
-      while (start < end) {
-        const middle = (start + end) >>> 1;
-        if (ordered[middle]! < from) start = middle + 1;
-        else end = middle;
-      }
+    let end = ordered.length;
+    while (start < end) {
+      const middle = (start + end) >>> 1;
+      if (ordered[middle]! < from) start = middle + 1;
+      else end = middle;
     }
     const last = Math.min(ordered.length, start + count);
     return { documents: this.documents(ordered.slice(start, last)), end: last === ordered.length };
   }
 }
 
-/** A continuation's `_rid`, or undefined where the full run should meet the token (and say what is wrong with it). */
-function continuationRid(continuation: QueryOptions['continuation']): string | undefined {
+/** Where a page in `_rid` order starts (`''`: at the first document); undefined where the full run should meet the token and say what is wrong with it. */
+function startRid(continuation: QueryOptions['continuation']): string | undefined {
+  if (!continuation) return '';
   try {
-    const { RID } = continuationTokens.decode(continuation!.token);
+    const { RID } = continuationTokens.decode(continuation.token);
     return typeof RID === 'string' ? RID : undefined;
   } catch {
     return undefined;
@@ -193,8 +192,8 @@ function continuationRid(continuation: QueryOptions['continuation']): string | u
 }
 
 /** A page in `_rid` order: the query on a growing slice of the documents from the continuation on, until the page is full or the slice ends. */
-function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions & { maxItemCount: number }, from: string | undefined) {
-  for (let width = options.maxItemCount * 2; ; width *= 2) {
+function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions, from: string) {
+  for (let width = options.maxItemCount! * 2; ; width *= 2) {
     const slice = index.slice(from, width);
     const page = query.exec(slice.documents, options) as { continuation: unknown };
     if (page.continuation || slice.end) return page;
@@ -218,9 +217,8 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
     const index = (this.shortcutIndex ??= new DocumentIndex(this._data));
     const candidates = index.candidates(shape.required);
     if (candidates) return compiled.exec(candidates, options);
-    const from = options.continuation ? continuationRid(options.continuation) : undefined;
-    const pageable = (options.maxItemCount ?? 0) > 0 && (!options.continuation || from !== undefined);
-    if (shape.inRidOrder && pageable) return pageInRidOrder(index, compiled, options as QueryOptions & { maxItemCount: number }, from);
+    const from = startRid(options.continuation);
+    if (shape.inRidOrder && (options.maxItemCount ?? 0) > 0 && from !== undefined) return pageInRidOrder(index, compiled, options, from);
   } catch (error) {
     // As the server's own query method: an error of the query's is the client's.
     (error as { badRequest?: boolean }).badRequest = true;
