@@ -44,8 +44,7 @@ export class DocumentStore {
     }
     const store = new DocumentStore(folder, partitionKeyOf);
     if (names.includes(OLD_SNAPSHOT)) await store.#takeIn(join(folder, OLD_SNAPSHOT));
-    const kept = Array.from(store.#database.getRange(), ({ value }) => value);
-    return { store, kept };
+    return { store, kept: Array.from(store.#database.getRange(), ({ value }) => value) };
   }
 
   /** Records one request's effects; resolves once they are on disk. Call in the order the emulator applied the writes. */

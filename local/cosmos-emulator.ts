@@ -196,14 +196,11 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   }
 
   async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    let ran: { body: unknown; durable?: Promise<void> };
-    try {
-      ran = await run(request, response);
-    } catch (error) {
+    const ran = await run(request, response).catch((error: unknown) => {
       console.error(error);
       response.statusCode = 500;
-      ran = { body: { message: (error as Error).message } };
-    }
+      return { body: { message: (error as Error).message }, durable: undefined };
+    });
     return answer(request, response, ran.body, ran.durable ?? store?.settled());
   }
 
