@@ -188,6 +188,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
 
   /** Records a request's changes in the change feed and on disk; resolves once they are durable and the feed shows them. */
   function record(collection: ServerCollection, { dbId, collId }: RouteParams, changes: Changes): Promise<void> {
+    // Both in order: a document that a batch wrote more than once is as its last operation left it.
     const feed = feedOf(collection);
     const lsn = feed.record(changes.map(({ before, after }) => ({ ...changed(collection, (after ?? before)!), deleted: !after })));
     const kept = store && dbId === options.database && appContainers.has(collId!);
