@@ -62,9 +62,12 @@ export class ContainerFeed {
   /** The highest LSN whose writes are durable: later ones are not shown yet. */
   #visible = 0;
 
-  /** The next LSN, for the writes of one request, in order: their changes are recorded but not shown until published. */
-  record(changes: readonly (ChangedDocument & { deleted: boolean })[]): number {
-    const lsn = ++this.#lastLsn;
+  /**
+   * The writes of one request, in order, under the next LSN (or, at start, the one a kept document had, in LSN order):
+   * their changes are recorded but not shown until published.
+   */
+  record(changes: readonly (ChangedDocument & { deleted: boolean })[], lsn = this.#lastLsn + 1): number {
+    this.#lastLsn = lsn;
     for (const { deleted, ...document } of changes) {
       if (deleted) this.#latest.delete(keyOf(document));
       else this.#add(document, lsn);
@@ -78,12 +81,6 @@ export class ContainerFeed {
   /** The writes up to that LSN are durable: the feed shows them. */
   publish(lsn: number): void {
     this.#visible = Math.max(this.#visible, lsn);
-  }
-
-  /** A document kept from an earlier run, loaded at start in LSN order with the LSN it had (none: the next one). */
-  restore(document: ChangedDocument, lsn = this.#lastLsn + 1): void {
-    this.#lastLsn = this.#visible = lsn;
-    this.#add(document, lsn);
   }
 
   /**

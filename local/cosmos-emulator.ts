@@ -251,7 +251,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   for (const { container, document } of opened?.kept.sort((a, b) => lsnOf(a) - lsnOf(b)) ?? []) {
     const collection = account.database(options.database).collection(container);
     const { _lsn, ...fields } = document;
-    feedOf(collection).restore(changed(collection, collection.documents.upsert(fields)), typeof _lsn === 'number' ? _lsn : undefined);
+    const feed = feedOf(collection);
+    feed.publish(feed.record([{ ...changed(collection, collection.documents.upsert(fields)), deleted: false }], typeof _lsn === 'number' ? _lsn : undefined));
   }
 
   return {
