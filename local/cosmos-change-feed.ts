@@ -50,6 +50,18 @@ export function feedRequest(request: IncomingMessage): FeedRequest | string {
   return { after, since, partitionKey, maxItemCount };
 }
 
+/** The index of the first of the sorted items that `isBefore` is false for (binary search). */
+export function firstIndex<T>(sorted: readonly T[], isBefore: (item: T) => boolean): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (isBefore(sorted[middle]!)) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
 const samePrefix = (prefix: PartitionKeyValue, value: PartitionKeyValue) => prefix.every((part, index) => part === value[index]);
 
 /** The change log of one container. */
@@ -88,10 +100,11 @@ export class ContainerFeed {
    * continuation: the LSN of the last change on the page, or where the request started when nothing is new.
    */
   read(request: FeedRequest, documentAt: (change: ChangedDocument) => StoredDocument | undefined): { documents: object[]; continuation: number } {
-    if (request.after === 'now') return { documents: [], continuation: this.#visible };
+    const { after } = request;
+    if (after === 'now') return { documents: [], continuation: this.#visible };
     const documents: object[] = [];
-    let last = request.after;
-    for (let index = this.#firstAfter(request.after); index < this.#log.length; index++) {
+    let last = after;
+    for (let index = firstIndex(this.#log, ({ lsn }) => lsn <= after); index < this.#log.length; index++) {
       const change = this.#log[index]!;
       // A page ends before a new LSN once it is full: one LSN's changes stay together.
       if (change.lsn > this.#visible || (documents.length >= request.maxItemCount && change.lsn !== last)) break;
@@ -102,7 +115,7 @@ export class ContainerFeed {
       last = change.lsn;
     }
     // Nothing new in this scope: the continuation moves to what has been looked at, so the next read starts there.
-    return { documents, continuation: documents.length > 0 ? last : Math.max(request.after, this.#visible) };
+    return { documents, continuation: documents.length > 0 ? last : Math.max(after, this.#visible) };
   }
 
   #add(document: ChangedDocument, lsn: number): void {
@@ -113,17 +126,5 @@ export class ContainerFeed {
 
   #isLatest(change: Change): boolean {
     return this.#latest.get(change.key) === change;
-  }
-
-  /** The index of the first change after that LSN (binary search: the log is in LSN order). */
-  #firstAfter(lsn: number): number {
-    let low = 0;
-    let high = this.#log.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.#log[middle]!.lsn <= lsn) low = middle + 1;
-      else high = middle;
-    }
-    return low;
   }
 }

@@ -12,7 +12,10 @@ import { StartError } from './ports.js';
 export type PartitionKeyValue = (string | number | boolean | null)[];
 export type StoredDocument = { id: string } & Record<string, unknown>;
 /** A kept document and its container. */
-export type Kept = { container: string; document: StoredDocument };
+export interface Kept {
+  container: string;
+  document: StoredDocument;
+}
 /** What a write did to one document: the document as it now is, or as it was when deleted. */
 export type Effect = Kept & { deleted?: boolean };
 

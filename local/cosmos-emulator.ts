@@ -48,7 +48,9 @@ interface ServerCollection {
     changeFeed?: ContainerFeed;
   };
 }
-type ServerAccount = { database(id: string): { collection(id: string): ServerCollection } };
+interface ServerAccount {
+  database(id: string): { collection(id: string): ServerCollection };
+}
 type RouteParams = { dbId?: string; collId?: string; docId?: string };
 type RouteHandler = (account: unknown, request: IncomingMessage, response: ServerResponse, params: RouteParams) => unknown;
 interface BatchOperation {

@@ -3,6 +3,7 @@
  * about as Cosmos DB's indexes do, with the rows and continuations of the full run (docs/local-stack.md).
  */
 import { createRequire } from 'node:module';
+import { firstIndex } from './cosmos-change-feed.js';
 
 type Primitive = string | number | boolean | null;
 type Document = Record<string, unknown> & { _rid: string };
@@ -168,13 +169,7 @@ class DocumentIndex {
   /** Up to `count` documents in `_rid` order from the first whose `_rid` is `from` or after it; and whether they reach the end. */
   slice(from: string, count: number): { documents: Document[]; end: boolean } {
     const ordered = this.inOrder();
-    let start = 0;
-    let end = ordered.length;
-    while (start < end) {
-      const middle = (start + end) >>> 1;
-      if (ordered[middle]! < from) start = middle + 1;
-      else end = middle;
-    }
+    const start = firstIndex(ordered, (rid) => rid < from);
     const last = Math.min(ordered.length, start + count);
     return { documents: this.documents(ordered.slice(start, last)), end: last === ordered.length };
   }
