@@ -1,9 +1,6 @@
 /**
- * Where the embedded Cosmos DB keeps the app's documents between runs (docs/local-stack.md): an LMDB
- * database (`lmdb`), `documents.mdb` in its folder, one entry per document with its change feed LSN.
- * A write request's effects are one transaction, committed and synced to disk before it is answered;
- * LMDB commits the transactions queued in one turn of the event loop together, and after a crash it
- * opens at its last commit, whole.
+ * Where the embedded Cosmos DB keeps the app's documents between runs (docs/local-stack.md): an LMDB database,
+ * one entry per document with its change feed LSN, each write request one transaction synced before its answer.
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
@@ -14,13 +11,13 @@ import { StartError } from './ports.js';
 /** A document's partition key: one value per level of the container's key (two for a hierarchical one). */
 export type PartitionKeyValue = (string | number | boolean | null)[];
 export type StoredDocument = { id: string } & Record<string, unknown>;
-/** What a write did to one document: the document as it now is, or as it was when deleted. */
-export type Effect = { container: string; put: StoredDocument } | { container: string; delete: StoredDocument };
 /** A kept document and its container. */
 export interface Kept {
   container: string;
   document: StoredDocument;
 }
+/** What a write did to one document: the document as it now is, or as it was when deleted. */
+export type Effect = Kept & { deleted?: boolean };
 
 const FILE = 'documents.mdb';
 // What versions before 27 November 2026 kept instead: a snapshot, read once into the database, and the journals a crash left.
@@ -50,26 +47,29 @@ export class DocumentStore {
     }
     const store = new DocumentStore(folder, partitionKeyOf);
     if (names.includes(OLD_SNAPSHOT)) await store.#takeIn(join(folder, OLD_SNAPSHOT));
-    const kept = Array.from(store.#database.getRange(), ({ value }) => value);
-    return { store, kept };
+    return { store, kept: Array.from(store.#database.getRange(), ({ value }) => value) };
   }
 
   /** Records one request's effects; resolves once they are on disk. Call in the order the emulator applied the writes. */
   record(effects: Effect[]): Promise<void> {
     if (this.#failure) return Promise.reject(this.#failure);
-    const written = this.#database.transaction(() => {
-      for (const effect of effects) {
-        if ('put' in effect) this.#database.putSync(this.#key(effect.container, effect.put), { container: effect.container, document: effect.put });
-        else this.#database.removeSync(this.#key(effect.container, effect.delete));
-      }
-    });
-    const settle = () => {
-      if (this.#unsynced === unsynced) this.#unsynced = undefined;
-    };
-    const unsynced: Promise<void> = written.then(settle, (error: unknown) => {
-      settle();
-      throw this.#fail(error);
-    });
+    const unsynced: Promise<void> = this.#database
+      .transaction(() => {
+        for (const { container, document, deleted } of effects) {
+          const key = this.#key(container, document);
+          if (deleted) this.#database.removeSync(key);
+          else this.#database.putSync(key, { container, document });
+        }
+      })
+      .catch((cause: unknown) => {
+        // A database that cannot be written can no longer promise anything: every write from now on fails.
+        this.#failure ??= new Error('Could not write the local database', { cause });
+        console.error(this.#failure);
+        throw this.#failure;
+      })
+      .finally(() => {
+        if (this.#unsynced === unsynced) this.#unsynced = undefined;
+      });
     this.#unsynced = unsynced;
     return unsynced;
   }
@@ -94,14 +94,7 @@ export class DocumentStore {
   async #takeIn(file: string): Promise<void> {
     const parsed = JSON.parse(await readFile(file, 'utf8')) as { journal?: number; containers?: Record<string, StoredDocument[]> };
     const containers = (typeof parsed.journal === 'number' ? parsed.containers : parsed) as Record<string, StoredDocument[]>;
-    await this.record(Object.entries(containers).flatMap(([container, documents]) => documents.map((put) => ({ container, put }))));
+    await this.record(Object.entries(containers).flatMap(([container, documents]) => documents.map((document) => ({ container, document }))));
     await rename(file, `${file}.taken-in`);
-  }
-
-  /** A database that cannot be written can no longer promise anything: every write from now on fails. */
-  #fail(cause: unknown): Error {
-    this.#failure ??= new Error('Could not write the local database', { cause });
-    console.error(this.#failure);
-    return this.#failure;
   }
 }

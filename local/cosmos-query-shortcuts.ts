@@ -1,12 +1,9 @@
 /**
- * @vercel/cosmosdb-server runs every query over every document of the container, for every page; Cosmos
- * DB serves the app's queries from its indexes. Two shortcuts do what those indexes do, with the rows and
- * continuations of the full run (docs/local-stack.md; local/test/cosmos-query-shortcuts.test.ts compares):
- * a condition every row must meet (`c.field = value`, `ARRAY_CONTAINS(@values, c.field)`) narrows the
- * documents through an index of that field, and a query without ORDER BY, TOP, JOIN or aggregates pages in
- * `_rid` order from its continuation on.
+ * Two shortcuts that make @vercel/cosmosdb-server, which runs every query over every document, answer the app's queries
+ * about as Cosmos DB's indexes do, with the rows and continuations of the full run (docs/local-stack.md).
  */
 import { createRequire } from 'node:module';
+import { firstIndex } from './cosmos-change-feed.js';
 
 type Primitive = string | number | boolean | null;
 type Document = Record<string, unknown> & { _rid: string };
@@ -30,6 +27,8 @@ interface ServerDocuments {
   _getQuery(sql: string): CompiledQuery;
   _userDefinedFunctions(): unknown;
   _item(keyPath: string, value: string, partition: unknown): { read(): Document | undefined };
+  /** Ours: the collection's index, made at its first query. */
+  shortcutIndex?: DocumentIndex;
 }
 
 const require = createRequire(import.meta.url);
@@ -39,11 +38,7 @@ const continuationTokens = require('@zeit/cosmosdb-query/lib/continuation-token.
 const aggregateFunctions = Object.keys(require('@zeit/cosmosdb-query/lib/aggregate-functions.js') as object);
 
 /** A condition every row meets: the field, at the top level of the document, equals one of these values. */
-interface Required {
-  field: string;
-  /** A constant, or a parameter's name (with `@`) whose value is one value (`=`) or a list of them (`ARRAY_CONTAINS`). */
-  values: { constant: Primitive } | { parameter: string; list: boolean };
-}
+type Required = { field: string; values: Primitive[] };
 
 const isPrimitive = (value: unknown): value is Primitive => value === null || ['string', 'number', 'boolean'].includes(typeof value);
 
@@ -51,33 +46,29 @@ const CONSTANTS = ['string_constant', 'number_constant', 'boolean_constant', 'nu
 
 /** `c.field`, on the query's one document alias. */
 function fieldOf(node: AstNode, alias: string): string | undefined {
-  if (node.type !== 'scalar_member_expression' || node.computed) return undefined;
-  const object = node.object as AstNode;
-  const property = node.property as AstNode;
-  return object.type === 'identifier' && object.name === alias ? (property.name as string) : undefined;
+  const { object, property } = node as AstNode & { object: AstNode; property: AstNode };
+  const onAlias = node.type === 'scalar_member_expression' && !node.computed && object.type === 'identifier' && object.name === alias;
+  return onAlias ? (property.name as string) : undefined;
 }
 
-function requiredBy(condition: AstNode, alias: string): Required[] {
+/** The conditions `c.field = value` and `ARRAY_CONTAINS(@values, c.field)` joined by AND, with their values: plain ones only. */
+function requiredBy(condition: AstNode, alias: string, parameters: QueryOptions['parameters']): Required[] {
+  const parameter = (node: AstNode | undefined) => (node?.type === 'parameter_name' ? parameters?.find(({ name }) => name === node.name)?.value : undefined);
   if (condition.type === 'scalar_binary_expression' && condition.operator === 'AND') {
-    return [...requiredBy(condition.left as AstNode, alias), ...requiredBy(condition.right as AstNode, alias)];
+    return [...requiredBy(condition.left as AstNode, alias, parameters), ...requiredBy(condition.right as AstNode, alias, parameters)];
   }
   if (condition.type === 'scalar_binary_expression' && condition.operator === '=') {
     const [left, right] = [condition.left as AstNode, condition.right as AstNode];
-    for (const [side, other] of [
-      [left, right],
-      [right, left],
-    ] as const) {
-      const field = fieldOf(side, alias);
-      if (!field) continue;
-      if (other.type === 'parameter_name') return [{ field, values: { parameter: other.name as string, list: false } }];
-      if (CONSTANTS.includes(other.type)) return [{ field, values: { constant: other.type === 'null_constant' ? null : (other.value as Primitive) } }];
-    }
+    const [field, other] = fieldOf(left, alias) ? [fieldOf(left, alias), right] : [fieldOf(right, alias), left];
+    const value = CONSTANTS.includes(other.type) ? (other.value ?? null) : parameter(other);
+    if (field && isPrimitive(value)) return [{ field, values: [value] }];
   }
   if (condition.type === 'scalar_function_expression' && String((condition.name as AstNode).name).toUpperCase() === 'ARRAY_CONTAINS') {
     const [list, item, partial] = condition.arguments as AstNode[];
     const field = item && fieldOf(item, alias);
     const exact = !partial || (partial.type === 'boolean_constant' && partial.value === false);
-    if (field && exact && list?.type === 'parameter_name') return [{ field, values: { parameter: list.name as string, list: true } }];
+    const values = parameter(list);
+    if (field && exact && Array.isArray(values) && values.every(isPrimitive)) return [{ field, values }];
   }
   return [];
 }
@@ -90,7 +81,7 @@ function mentionsAggregate(node: unknown): boolean {
 }
 
 /** What a query allows: which conditions narrow it, and whether it can be paged in `_rid` order. */
-function shapeOf(query: CompiledQuery): { required: Required[]; inRidOrder: boolean } {
+function shapeOf(query: CompiledQuery, parameters: QueryOptions['parameters']): { required: Required[]; inRidOrder: boolean } {
   const body = query.ast.body;
   const from = body.from as { source: { expression: AstNode; alias: AstNode | null }; joins: unknown[] } | null;
   const collection = from?.source.expression;
@@ -99,19 +90,9 @@ function shapeOf(query: CompiledQuery): { required: Required[]; inRidOrder: bool
   const alias = from?.source.alias?.name ?? (collection?.expression as AstNode | undefined)?.name;
   const where = body.where as { condition: AstNode } | null;
   return {
-    required: oneRowPerDocument && where ? requiredBy(where.condition, alias as string) : [],
+    required: oneRowPerDocument && where ? requiredBy(where.condition, alias as string, parameters) : [],
     inRidOrder: oneRowPerDocument && body.top === null && body.orderBy === null && !mentionsAggregate(body.select),
   };
-}
-
-/** The values a condition allows, with the query's parameters; undefined when they are not plain values. */
-function allowedValues(required: Required, parameters: QueryOptions['parameters']): Primitive[] | undefined {
-  if ('constant' in required.values) return [required.values.constant];
-  const { parameter, list } = required.values;
-  const found = parameters?.find(({ name }) => name === parameter);
-  if (!found) return undefined;
-  if (!list) return isPrimitive(found.value) ? [found.value] : undefined;
-  return Array.isArray(found.value) && found.value.every(isPrimitive) ? found.value : undefined;
 }
 
 /** One container's documents in `_rid` order and by field value, kept up to date by its writes. */
@@ -133,19 +114,15 @@ class DocumentIndex {
   /** A document deleted, or the old version of one replaced. */
   removed(document: Document): void {
     for (const [field, values] of this.byField) {
-      const value = document[field];
-      const rids = isPrimitive(value) ? values.get(value) : undefined;
+      const rids = values.get(document[field] as Primitive);
       rids?.delete(document._rid);
-      if (rids?.size === 0) values.delete(value as Primitive);
+      if (rids?.size === 0) values.delete(document[field] as Primitive);
     }
   }
 
   private file(values: Map<Primitive, Set<string>>, document: Document, field: string): void {
     const value = document[field];
-    if (!isPrimitive(value)) return;
-    const rids = values.get(value);
-    if (rids) rids.add(document._rid);
-    else values.set(value, new Set([document._rid]));
+    if (isPrimitive(value)) values.set(value, (values.get(value) ?? new Set()).add(document._rid));
   }
 
   private values(field: string): Map<Primitive, Set<string>> {
@@ -159,14 +136,12 @@ class DocumentIndex {
   }
 
   /** The documents that can meet every condition, when some condition leaves fewer than half the container. */
-  candidates(required: Required[], parameters: QueryOptions['parameters']): Document[] | undefined {
+  candidates(required: Required[]): Document[] | undefined {
     let best: Set<string>[] | undefined;
     let bestSize = this.data.size / 2;
     for (const condition of required) {
-      const allowed = allowedValues(condition, parameters);
-      if (!allowed) continue;
       const values = this.values(condition.field);
-      const sets = [...new Set(allowed)].flatMap((value) => values.get(value) ?? []);
+      const sets = [...new Set(condition.values)].flatMap((value) => values.get(value) ?? []);
       const size = sets.reduce((total, rids) => total + rids.size, 0);
       if (size < bestSize) [best, bestSize] = [sets, size];
     }
@@ -192,28 +167,19 @@ class DocumentIndex {
   }
 
   /** Up to `count` documents in `_rid` order from the first whose `_rid` is `from` or after it; and whether they reach the end. */
-  slice(from: string | undefined, count: number): { documents: Document[]; end: boolean } {
+  slice(from: string, count: number): { documents: Document[]; end: boolean } {
     const ordered = this.inOrder();
-    let start = 0;
-    if (from !== undefined) {
-      let end = ordered.length;
-      while (start < end) {
-        const middle = (start + end) >>> 1;
-        if (ordered[middle]! < from) start = middle + 1;
-        else end = middle;
-      }
-    }
+    const start = firstIndex(ordered, (rid) => rid < from);
     const last = Math.min(ordered.length, start + count);
     return { documents: this.documents(ordered.slice(start, last)), end: last === ordered.length };
   }
 }
 
-const indexes = new WeakMap<ServerDocuments, DocumentIndex>();
-
-/** A continuation's `_rid`, or undefined where the full run should meet the token (and say what is wrong with it). */
-function continuationRid(continuation: QueryOptions['continuation']): string | undefined {
+/** Where a page in `_rid` order starts (`''`: at the first document); undefined where the full run should meet the token and say what is wrong with it. */
+function startRid(continuation: QueryOptions['continuation']): string | undefined {
+  if (!continuation) return '';
   try {
-    const { RID } = continuationTokens.decode(continuation!.token);
+    const { RID } = continuationTokens.decode(continuation.token);
     return typeof RID === 'string' ? RID : undefined;
   } catch {
     return undefined;
@@ -221,8 +187,8 @@ function continuationRid(continuation: QueryOptions['continuation']): string | u
 }
 
 /** A page in `_rid` order: the query on a growing slice of the documents from the continuation on, until the page is full or the slice ends. */
-function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions & { maxItemCount: number }, from: string | undefined) {
-  for (let width = options.maxItemCount * 2; ; width *= 2) {
+function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions, from: string) {
+  for (let width = options.maxItemCount! * 2; ; width *= 2) {
     const slice = index.slice(from, width);
     const page = query.exec(slice.documents, options) as { continuation: unknown };
     if (page.continuation || slice.end) return page;
@@ -238,19 +204,16 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
   const options: QueryOptions = {
     parameters: parameters.parameters,
     udf: this._userDefinedFunctions(),
-    maxItemCount: paging.maxItemCount,
-    continuation: paging.continuation,
+    ...paging,
     compositeIndexes: collection.indexingPolicy?.compositeIndexes ?? [],
   };
   try {
-    const shape = shapeOf(compiled);
-    let index = indexes.get(this);
-    if (!index) indexes.set(this, (index = new DocumentIndex(this._data)));
-    const candidates = index.candidates(shape.required, options.parameters);
+    const shape = shapeOf(compiled, options.parameters);
+    const index = (this.shortcutIndex ??= new DocumentIndex(this._data));
+    const candidates = index.candidates(shape.required);
     if (candidates) return compiled.exec(candidates, options);
-    const from = options.continuation ? continuationRid(options.continuation) : undefined;
-    const pageable = (options.maxItemCount ?? 0) > 0 && (!options.continuation || from !== undefined);
-    if (shape.inRidOrder && pageable) return pageInRidOrder(index, compiled, options as QueryOptions & { maxItemCount: number }, from);
+    const from = startRid(options.continuation);
+    if (shape.inRidOrder && (options.maxItemCount ?? 0) > 0 && from !== undefined) return pageInRidOrder(index, compiled, options, from);
   } catch (error) {
     // As the server's own query method: an error of the query's is the client's.
     (error as { badRequest?: boolean }).badRequest = true;
@@ -260,23 +223,20 @@ function query(this: ServerDocuments, parameters: QueryParameters, paging: Pick<
   return itemsClass.default.prototype.query!.call(this, parameters as never, paging as never);
 }
 
-let installed = false;
-
 /** Puts the shortcuts into the server's document collections: their queries, and the writes that keep the indexes. */
 export function installQueryShortcuts(): void {
-  if (installed) return;
-  installed = true;
   const documents = documentsClass.default.prototype;
   const items = itemsClass.default.prototype;
+  if (documents.query === query) return;
   documents.query = query;
   documents._set = function (this: ServerDocuments, document: Document) {
     const stored = items._set!.call(this, document as never) as Document;
-    indexes.get(this)?.written(stored);
+    this.shortcutIndex?.written(stored);
     return stored;
   };
   documents.delete = function (this: ServerDocuments, idOrRid: string, partition: unknown) {
     const document = this._item('/id', idOrRid, partition).read();
     items.delete!.call(this, idOrRid as never, partition as never);
-    if (document) indexes.get(this)?.removed(document);
+    if (document) this.shortcutIndex?.removed(document);
   };
 }
