@@ -33,15 +33,17 @@ export interface ExpectedToken {
   clockToleranceSeconds?: number;
 }
 
-export async function checkEntraToken(token: string, expected: ExpectedToken): Promise<{ claims: JWTPayload; tenantId: string }> {
-  let claims: JWTPayload;
-  let header: ProtectedHeaderParameters;
+/** A JWT's claims and header, not verified; `malformed()` is thrown for what is not a JWT. */
+export function decodedJwt(token: string, malformed: () => Error): { claims: JWTPayload; header: ProtectedHeaderParameters } {
   try {
-    claims = decodeJwt(token);
-    header = decodeProtectedHeader(token);
+    return { claims: decodeJwt(token), header: decodeProtectedHeader(token) };
   } catch {
-    throw new TokenCheckFailed('malformed');
+    throw malformed();
   }
+}
+
+export async function checkEntraToken(token: string, expected: ExpectedToken): Promise<{ claims: JWTPayload; tenantId: string }> {
+  const { claims, header } = decodedJwt(token, () => new TokenCheckFailed('malformed'));
   const failed = (problem: TokenProblem) => new TokenCheckFailed(problem, claims, header);
   const tenantId = typeof claims.tid === 'string' ? claims.tid.toLowerCase() : '';
   if (!GUID.test(tenantId) || (expected.tenantId !== undefined && tenantId !== expected.tenantId)) throw failed('tenant');

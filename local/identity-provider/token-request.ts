@@ -3,9 +3,9 @@
  * or private_key_jwt), the scope parameter as the one resource it names, and the LOCAL DEVELOPMENT EXTENSION
  * fields. The grants that answer it are in grants.ts and on-behalf-of.ts.
  */
-import { decodeJwt, decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, type ProtectedHeaderParameters } from 'jose';
+import type { JWTVerifyGetKey } from 'jose';
 import { GUID } from '../defaults.js';
-import { v2Issuer } from '../entra-token.js';
+import { decodedJwt, v2Issuer } from '../entra-token.js';
 import { DEFAULT_TOKEN_LIFETIME_SECONDS, type TokenOptions } from './claims.js';
 import { EntraError, malformedRequest, outsideLifetime } from './entra-error.js';
 
@@ -127,14 +127,7 @@ function formDecode(value: string): string {
 function checkClientAssertion(clientId: string, type: string | null, assertion: string, context: TokenEndpointContext): void {
   const guide = 'Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.';
   if (type !== CLIENT_ASSERTION_TYPE) throw malformedRequest(`The 'client_assertion_type' parameter must be '${CLIENT_ASSERTION_TYPE}'.`);
-  let header: ProtectedHeaderParameters;
-  let claims: JWTPayload;
-  try {
-    header = decodeProtectedHeader(assertion);
-    claims = decodeJwt(assertion);
-  } catch {
-    throw new EntraError('invalid_client', 50027, 'JWT token is invalid or malformed.');
-  }
+  const { header, claims } = decodedJwt(assertion, () => new EntraError('invalid_client', 50027, 'JWT token is invalid or malformed.'));
   const thumbprint = header.x5t ?? header['x5t#S256'];
   if ((header.alg !== 'RS256' && header.alg !== 'PS256') || typeof thumbprint !== 'string') {
     const reason = `[Reason - The key was not found., Thumbprint of key used by client: '${typeof thumbprint === 'string' ? thumbprint : ''}']`;
