@@ -28,9 +28,11 @@ function joinedAsAzure(pairs: Iterable<[string, string]>): Record<string, string
   const joined = Object.create(null) as Record<string, string>;
   const spellings = new Map<string, string>();
   for (const [name, value] of pairs) {
-    if (!spellings.has(name.toLowerCase())) spellings.set(name.toLowerCase(), name);
-    const key = spellings.get(name.toLowerCase())!;
-    joined[key] = [joined[key], value].filter(Boolean).join(',');
+    const lowerCase = name.toLowerCase();
+    if (!spellings.has(lowerCase)) spellings.set(lowerCase, name);
+    const key = spellings.get(lowerCase)!;
+    const before = joined[key];
+    joined[key] = before && value ? `${before},${value}` : before || value;
   }
   return joined;
 }

@@ -1,6 +1,7 @@
 /**
  * The local stand-in for Entra ID over HTTPS (docs/local-stack.md): Entra's metadata, keys and token endpoint per
- * tenant, so that the real `jose` and `msal-node` code paths run. The one module the rest of the project imports. */
+ * tenant, so that the real `jose` and `msal-node` code paths run. The one module the rest of the project imports.
+ */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -39,6 +39,7 @@ function milliseconds(timeSpan: string): number {
 }
 const timeSpanMs = z.string().regex(TIME_SPAN, 'must be a time span such as "00:00:30"').transform(milliseconds);
 const ENCODINGS = z.enum(['base64', 'none']);
+const BASE64 = z.base64();
 const MESSAGE_LEASE_SECONDS = z.coerce.number().int().min(2).max(DEFAULT_MESSAGE_LEASE_SECONDS).default(DEFAULT_MESSAGE_LEASE_SECONDS);
 
 /** host.json's `extensions.queues`, with Azure's defaults. */
@@ -87,7 +88,7 @@ function queueItem(text: string): unknown {
 
 function base64Decoded(messageText: string): string | undefined {
   const base64 = messageText.replace(/\s/g, '');
-  return z.base64().safeParse(base64).success ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
+  return BASE64.safeParse(base64).success ? Buffer.from(base64, 'base64').toString('utf8') : undefined;
 }
 
 interface Listener {
