@@ -126,7 +126,10 @@ describe("the local host's identity-based connections", () => {
   };
 
   it("sign in as Azure's host does: __credential=managedidentity is the managed identity, __clientId the user-assigned one", async () => {
-    expect(await signedInAs({ STORE__credential: 'managedidentity', STORE__clientId: USER_ASSIGNED })).toMatchObject({ appid: USER_ASSIGNED });
+    // The managed identity alone: no developer sign-in of DefaultAzureCredential's chain could stand in for it.
+    const managed = await signedInAs({ STORE__credential: 'managedidentity', STORE__clientId: USER_ASSIGNED });
+    expect(managed.credential).toBeInstanceOf(ManagedIdentityCredential);
+    expect(managed.appid).toBe(USER_ASSIGNED);
     expect(await signedInAs({ STORE__credential: 'ManagedIdentity' })).toMatchObject({ appid: SYSTEM_ASSIGNED });
     const chained = await signedInAs({ STORE__clientId: USER_ASSIGNED });
     // Without __credential, DefaultAzureCredential's chain, whose managed identity is __clientId's.
