@@ -63,7 +63,7 @@ const appToken = (audience: string, expiresInSeconds = 3600) =>
   provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', clientAppId: USER_ASSIGNED, audience, expiresInSeconds });
 
 describe('the managed identity endpoint', () => {
-  it("gives @azure/identity's ManagedIdentityCredential a v1 token of the system-assigned identity, for the resource asked, signed with the provider's key", async () => {
+  it("gives ManagedIdentityCredential a v1 token of the system-assigned identity for the resource asked, signed with the provider's key", async () => {
     const resource = `https://${randomUUID()}.example`;
     const { token, expiresOnTimestamp } = await new ManagedIdentityCredential().getToken(`${resource}/.default`);
     const { payload } = await jwtVerify(token, provider.keys(), { algorithms: ['RS256'] });
@@ -174,7 +174,7 @@ describe('the embedded Cosmos DB', () => {
     expect((await emulator.client.database('lms').container('tenant-data').item(id, 't1').read()).statusCode).toBe(200);
   });
 
-  it("refuses, with Cosmos DB's 401, a token for another audience, an expired one, one it cannot verify, and any without a trusted identity provider", async () => {
+  it("refuses with Cosmos DB's 401 a token for another audience, an expired one, one it cannot verify, any without an identity provider", async () => {
     const refused = async (credential: TokenCredential, on = emulator) => {
       const error = await client(credential, on)
         .items.create({ id: randomUUID(), tenantId: 't1' })
