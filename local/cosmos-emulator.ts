@@ -206,12 +206,15 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   /** Why Cosmos DB would refuse the request's Entra token, if it has one: its signature, audience and lifetime are checked. */
   async function refusedToken(request: IncomingMessage): Promise<string | undefined> {
     const [, token] = /^type=aad&ver=1\.0&sig=(.+)$/.exec(request.headers.authorization ?? '') ?? [];
+    if (!token) return undefined;
+    if (!options.entra) return `Request blocked by Auth ${options.host} : no identity provider is trusted, so no AAD token is taken.`;
     // The SDK asks for the account's own scope; Cosmos DB takes the global one too.
     const audiences = [endpoint.replace(/\/$/, ''), 'https://cosmos.azure.com'];
     try {
-      if (token) entraClients.add(String((await checkEntraToken(token, { ...options.entra!, audiences })).claims.appid));
+      entraClients.add(String((await checkEntraToken(token, { ...options.entra, audiences })).claims.appid));
     } catch (error) {
-      const { problem = 'signature', claims = {} } = error instanceof TokenCheckFailed ? error : {};
+      if (!(error instanceof TokenCheckFailed)) throw error;
+      const { problem, claims } = error;
       const expired = `has been expired since [${new Date(Number(claims.exp) * 1000).toUTCString()}]`;
       const intended = `is intended for [${String(claims.aud)}]. This database account accepts tokens intended for [${audiences.join(', ')}]`;
       const why = problem === 'lifetime' ? expired : problem === 'audience' ? intended : `failed its ${problem} check`;
