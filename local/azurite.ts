@@ -13,25 +13,29 @@ const ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 5_000;
 // The line Azurite prints once it listens: on a free port, the only place the port appears.
-const LISTENING = /successfully listens on (http:\/\/\S+)/;
+const LISTENING = /successfully listens on (https?:\/\/\S+)/;
 // Azurite does not notice that its parent is gone; this makes a closed IPC channel a normal shutdown (SIGTERM).
 const EXIT_WITH_PARENT = 'data:text/javascript,process.once("disconnect",()=>process.kill(process.pid,"SIGTERM"))';
 
 export interface AzuriteQueue {
   connectionString: string;
-  /** `http://127.0.0.1:<port>/devstoreaccount1` */
+  /** `http(s)://127.0.0.1:<port>/devstoreaccount1` */
   queueEndpoint: string;
   close(): Promise<void>;
 }
 
-/** Azurite's queue service on a free port; with `dataDir` its queues are kept there between runs, else in memory only. */
-export async function startAzuriteQueue(options: { dataDir?: string } = {}): Promise<AzuriteQueue> {
+/**
+ * Azurite's queue service on a free port; with `dataDir` its queues are kept there between runs, else in memory only. With `tls`
+ * (certificate and key files) it serves HTTPS and takes Entra tokens too (its basic OAuth: lifetime, issuer, audience; no signature).
+ */
+export async function startAzuriteQueue(options: { dataDir?: string; tls?: { certPath: string; keyPath: string } } = {}): Promise<AzuriteQueue> {
   const script = join(createRequire(import.meta.url).resolve('azurite/package.json'), '..', 'dist', 'src', 'queue', 'main.js');
   const args = [
     ...['--queueHost', '127.0.0.1', '--queuePort', '0'],
     // No usage data to Microsoft; any service version the storage SDK speaks; no access log line per request.
     ...['--disableTelemetry', '--skipApiVersionCheck', '--silent'],
     ...(options.dataDir ? ['--location', options.dataDir] : ['--inMemoryPersistence']),
+    ...(options.tls ? ['--cert', options.tls.certPath, '--key', options.tls.keyPath, '--oauth', 'basic'] : []),
   ];
   // AZURITE_ACCOUNTS in the developer's shell would replace the well-known account this module connects with.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AZURITE_')));
@@ -61,8 +65,9 @@ export async function startAzuriteQueue(options: { dataDir?: string } = {}): Pro
   });
 
   const queueEndpoint = `${origin}/${ACCOUNT_NAME}`;
+  const protocol = options.tls ? 'https' : 'http';
   return {
-    connectionString: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueEndpoint};`,
+    connectionString: `DefaultEndpointsProtocol=${protocol};AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueEndpoint};`,
     queueEndpoint,
     close: () =>
       new Promise<void>((resolve) => {

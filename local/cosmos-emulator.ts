@@ -13,9 +13,10 @@ import { CONTAINERS } from '../shared/data/containers.js';
 import { ContainerFeed, feedRequest, type ChangedDocument } from './cosmos-change-feed.js';
 import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
 import { DocumentStore, type Kept, type PartitionKeyValue, type StoredDocument } from './cosmos-disk.js';
+import { checkEntraToken, TokenCheckFailed, type ExpectedToken } from './entra-token.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
-// The emulator checks no signatures; the client still needs a well-formed base64 key.
+// The emulator checks no master-key signatures; the client still needs a well-formed base64 key.
 export const EMULATOR_KEY = Buffer.from('local-cosmos-emulator-key').toString('base64');
 const FAILED_DEPENDENCY = 424;
 
@@ -69,6 +70,8 @@ export interface CosmosEmulatorOptions {
   tls: { cert: string; key: string };
   /** Where the documents are kept between runs; without it they live only as long as the process. */
   dataDir?: string;
+  /** The identity provider whose Entra tokens (`type=aad`) it takes; without it, none. */
+  entra?: Pick<ExpectedToken, 'keys' | 'authorityHost'>;
 }
 
 const isTrue = (header: string | string[] | undefined) => [header].flat().some((value) => value?.toLowerCase() === 'true');
@@ -162,11 +165,13 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   // and the change feed trigger's reads of the feed; its leases, renewed every few seconds whatever the app does, not
   // at all. Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
   const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0 };
+  const entraClients = new Set<string>();
   const server = keepIdleConnectionsOpen(createServer({ ...options.tls, keepAlive: true }, (request, response) => void serve(request, response)));
   await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
   const { port } = server.address() as AddressInfo;
   // Made once the server listens: the package's account names its own address.
   const account = new Account(options.host, port);
+  const endpoint = `https://${options.host}:${port}/`;
 
   /** Answers as the package's server does, once what the answer reflects is durable. */
   async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
@@ -198,7 +203,28 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     return (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
   }
 
+  /** Why Cosmos DB would refuse the request's Entra token, if it has one: its signature, audience and lifetime are checked. */
+  async function refusedToken(request: IncomingMessage): Promise<string | undefined> {
+    const [, token] = /^type=aad&ver=1\.0&sig=(.+)$/.exec(request.headers.authorization ?? '') ?? [];
+    if (!token) return undefined;
+    if (!options.entra) return `Request blocked by Auth ${options.host} : no identity provider is trusted, so no AAD token is taken.`;
+    // The SDK asks for the account's own scope; Cosmos DB takes the global one too.
+    const audiences = [endpoint.replace(/\/$/, ''), 'https://cosmos.azure.com'];
+    try {
+      entraClients.add(String((await checkEntraToken(token, { ...options.entra, audiences })).claims.appid));
+    } catch (error) {
+      if (!(error instanceof TokenCheckFailed)) throw error;
+      const { problem, claims } = error;
+      const expired = `has been expired since [${new Date(Number(claims.exp) * 1000).toUTCString()}]`;
+      const intended = `is intended for [${String(claims.aud)}]. This database account accepts tokens intended for [${audiences.join(', ')}]`;
+      const why = problem === 'lifetime' ? expired : problem === 'audience' ? intended : `failed its ${problem} check`;
+      return `Request blocked by Auth ${options.host} : Provided AAD token ${why}.`;
+    }
+  }
+
   async function serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const refused = await refusedToken(request);
+    if (refused) return answer(request, Object.assign(response, { statusCode: 401 }), { code: 'Unauthorized', message: refused }, undefined);
     const ran = await run(request, response).catch((error: unknown) => {
       console.error(error);
       response.statusCode = 500;
@@ -240,7 +266,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     return { body, durable: written([doomed ? { before: doomed } : { after: body as ServerDocument }]) };
   }
 
-  const endpoint = `https://${options.host}:${port}/`;
   const agent = new Agent({ ca: options.tls.cert, keepAlive: true });
   const client = new CosmosClient({ endpoint, key: EMULATOR_KEY, agent });
 
@@ -259,6 +284,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
 
   return {
     counts,
+    /** The client ids (appid) of the Entra tokens it took. */
+    entraClients,
     endpoint,
     key: EMULATOR_KEY,
     /** What the app's COSMOS_CONNECTION setting holds for this store. */

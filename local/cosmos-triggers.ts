@@ -4,7 +4,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container } from '@azure/cosmos';
-import { DefaultAzureCredential } from '@azure/identity';
 import { z } from 'zod';
 import {
   connectionSetting,
@@ -75,7 +74,7 @@ function cosmosBinding(trigger: Binding, environment: Environment) {
 /** The account behind a binding's `connection`, and its endpoint. */
 function cosmosAccount(connection: string, environment: Environment): { client: CosmosClient; endpoint: string } {
   const setting = connectionSetting(connection, 'accountEndpoint', environment);
-  if ('uri' in setting) return { client: new CosmosClient({ endpoint: setting.uri, aadCredentials: new DefaultAzureCredential() }), endpoint: setting.uri };
+  if ('uri' in setting) return { client: new CosmosClient({ endpoint: setting.uri, aadCredentials: setting.credential }), endpoint: setting.uri };
   return { client: new CosmosClient(setting), endpoint: /AccountEndpoint=([^;]+)/.exec(setting.connectionString)![1]! };
 }
 

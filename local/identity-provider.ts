@@ -15,6 +15,7 @@ import { keepIdleConnectionsOpen } from './idle-connections.js';
 import { accessTokenClaims, type TokenOptions } from './identity-provider/claims.js';
 import { EntraError, entraErrorBody, malformedRequest } from './identity-provider/entra-error.js';
 import { handleTokenRequest } from './identity-provider/grants.js';
+import { MANAGED_IDENTITY_PATH, serveManagedIdentityToken, type ManagedIdentities } from './identity-provider/managed-identity.js';
 import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
 import { loadOrCreateSigner } from './identity-provider/signing.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
@@ -34,6 +35,8 @@ export interface IdentityProviderOptions {
   tenants: string[];
   /** Application (client) id of the API: tokens default to the audience api://<clientId>. */
   clientId: string;
+  /** The local Function App's managed identities, whose tokens its managed identity endpoint gives (in the first tenant). */
+  managedIdentities?: ManagedIdentities;
 }
 
 export type IdentityProvider = Awaited<ReturnType<typeof startIdentityProvider>>;
@@ -61,11 +64,18 @@ export async function startIdentityProvider(options: IdentityProviderOptions) {
     const signer = await loadOrCreateSigner(options.dataDir);
     const keys = createLocalJWKSet({ keys: [signer.publicJwk] });
     const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
+    const identityHeader = randomUUID();
+    const managedIdentityTokens: { clientId: string; resource: string }[] = [];
     let authorityHost = '';
     const issueToken = (tokenOptions: TokenOptions) => signer.sign(accessTokenClaims(tokenOptions, { authorityHost, clientId }));
 
     async function handleRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
       const url = new URL(request.url ?? '/', authorityHost);
+      const { managedIdentities: identities } = options;
+      if (identities && url.pathname === MANAGED_IDENTITY_PATH) {
+        const issued = await serveManagedIdentityToken(request, response, { identities, header: identityHeader, tenantId: [...tenants][0]!, issueToken });
+        return void (issued && managedIdentityTokens.push(issued));
+      }
       const [, tenant = '', endpointPath = ''] = /^\/([^/]+)\/(.+)$/.exec(url.pathname) ?? [];
       const endpoint = ENDPOINTS.get(endpointPath);
       if (!endpoint) return sendJson(response, 404, { error: 'not_found', error_description: `No endpoint at ${request.method} ${url.pathname}.` });
@@ -120,6 +130,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions) {
       privateJwk: signer.privateJwk,
       /** Requests per endpoint; onBehalfOf counts the token requests of that grant, failed ones too. */
       counts,
+      /** The key set, for the services that check its tokens. */
+      keys: () => keys,
+      /** IDENTITY_ENDPOINT and IDENTITY_HEADER of the local Function App, when it has managed identities. */
+      managedIdentity: options.managedIdentities && { IDENTITY_ENDPOINT: `${authorityHost}${MANAGED_IDENTITY_PATH}`, IDENTITY_HEADER: identityHeader },
+      /** The managed identity tokens issued: to which identity, for which resource. */
+      managedIdentityTokens,
       issueToken,
       async close() {
         await close(server);

@@ -3,7 +3,6 @@
  * back-off, batches, leases renewed at half time, retries after `visibilityTimeout`, the poison queue.
  */
 import { once } from 'node:events';
-import { DefaultAzureCredential } from '@azure/identity';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
 import { z } from 'zod';
 import { SETTINGS } from '../shared/settings.js';
@@ -72,9 +71,7 @@ export type QueueTriggers = Triggers<{ name: string; queue: string }>;
 /** The storage account behind a binding's `connection`. */
 function queueService(connection: string, environment: Environment): QueueServiceClient {
   const setting = connectionSetting(connection, 'queueServiceUri', environment);
-  return 'uri' in setting
-    ? new QueueServiceClient(setting.uri, new DefaultAzureCredential())
-    : QueueServiceClient.fromConnectionString(setting.connectionString);
+  return 'uri' in setting ? new QueueServiceClient(setting.uri, setting.credential) : QueueServiceClient.fromConnectionString(setting.connectionString);
 }
 
 /** What the Node worker makes of a string message: its JSON value when it parses, else the string. */

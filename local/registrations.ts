@@ -12,6 +12,7 @@ import functions, {
   type StorageQueueTriggerOptions,
   type TimerTriggerOptions,
 } from '@azure/functions';
+import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from '@azure/identity';
 import { z } from 'zod';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
@@ -91,13 +92,22 @@ export function parsed<Schema extends z.ZodType>(schema: Schema, value: unknown,
   return result.data;
 }
 
-/** A binding's `connection`: the app setting of that name (a connection string), else the identity-based `<connection>__<property>` (a URI). */
-export function connectionSetting(connection: string, property: string, environment: Environment): { connectionString: string } | { uri: string } {
+/**
+ * A binding's `connection`: the app setting of that name (a connection string), else the identity-based `<connection>__<property>`
+ * (a URI), signed in as Azure's host signs in: `__credential=managedidentity` is the managed identity, the user-assigned one
+ * `__clientId` names or else the system-assigned one; without it, DefaultAzureCredential, with `__clientId` as its managed identity.
+ */
+export function connectionSetting(
+  connection: string,
+  property: string,
+  environment: Environment,
+): { connectionString: string } | { uri: string; credential: TokenCredential } {
   const connectionString = environment[connection]?.trim();
   if (connectionString) return { connectionString };
-  const uri = environment[`${connection}__${property}`]?.trim();
-  if (uri) return { uri };
-  throw new Error(`neither ${connection} nor ${connection}__${property} is set`);
+  const [uri, credential, clientId] = [property, 'credential', 'clientId'].map((name) => environment[`${connection}__${name}`]?.trim() || undefined);
+  if (!uri) throw new Error(`neither ${connection} nor ${connection}__${property} is set`);
+  if (credential?.toLowerCase() === 'managedidentity') return { uri, credential: new ManagedIdentityCredential({ clientId }) };
+  return { uri, credential: new DefaultAzureCredential({ managedIdentityClientId: clientId }) };
 }
 
 /** The function's trigger binding of that type (`httpTrigger`, `queueTrigger`), if it has one. */

@@ -20,12 +20,23 @@ export interface AuthSettings {
   defaultRole: Role | undefined;
 }
 
+/**
+ * How an identity-based connection signs in, as Azure's Functions host reads `<connection>__credential` and
+ * `<connection>__clientId` for its triggers, so that the app signs in as the same identity they do.
+ */
+export interface ConnectionIdentity {
+  /** `__credential=managedidentity`: the managed identity and nothing else; otherwise DefaultAzureCredential's chain. */
+  managedIdentity: boolean;
+  /** `__clientId`: the user-assigned managed identity; without it, the system-assigned one. */
+  clientId: string | undefined;
+}
+
 /** The database account, as the change feed trigger's `COSMOS_CONNECTION` names it too: one setting for both. */
 export type CosmosConnection =
   /** A connection string with the account's key (`AccountEndpoint=…;AccountKey=…;`): locally, or where keys are allowed. */
   | { connectionString: string }
-  /** Identity-based (`COSMOS_CONNECTION__accountEndpoint`): the app signs in as its managed identity, a user-assigned one when `clientId` is given. */
-  | { accountEndpoint: string; clientId: string | undefined };
+  /** Identity-based (`COSMOS_CONNECTION__accountEndpoint`): the app signs in as its managed identity. */
+  | ({ accountEndpoint: string } & ConnectionIdentity);
 
 export interface CosmosSettings {
   connection: CosmosConnection;
@@ -108,7 +119,7 @@ function readGraphSettings(env: NodeJS.ProcessEnv): GraphSettings {
 
 export interface QueueSettings {
   /** A storage connection string, or (identity-based connection) the queue service URI. */
-  connection: { connectionString: string } | { serviceUri: string };
+  connection: { connectionString: string } | ({ serviceUri: string } & ConnectionIdentity);
   ragQueueName: string;
   webhooksQueueName: string;
 }
@@ -120,9 +131,18 @@ function readQueueSettings(env: NodeJS.ProcessEnv): QueueSettings {
     ragQueueName: env.RAG_QUEUE_NAME?.trim() || DEFAULT_RAG_QUEUE_NAME,
     webhooksQueueName: env.WEBHOOKS_QUEUE_NAME?.trim() || DEFAULT_WEBHOOKS_QUEUE_NAME,
   };
-  if (connectionString) return { connection: { connectionString }, ...names };
-  if (serviceUri) return { connection: { serviceUri }, ...names };
-  throw new ConfigurationError(['AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set']);
+  const problems: string[] = [];
+  const identity = connectionIdentity(env, 'AzureWebJobsStorage', problems);
+  if (!connectionString && !serviceUri) problems.push('AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set');
+  if (problems.length) throw new ConfigurationError(problems);
+  return { connection: connectionString ? { connectionString } : { serviceUri: serviceUri!, ...identity }, ...names };
+}
+
+/** `<connection>__credential` and `__clientId`; a credential the app cannot make is a problem. */
+function connectionIdentity(env: NodeJS.ProcessEnv, connection: string, problems: string[]): ConnectionIdentity {
+  const credential = env[`${connection}__credential`]?.trim().toLowerCase();
+  if (credential && credential !== 'managedidentity') problems.push(`${connection}__credential must be managedidentity when it is set`);
+  return { managedIdentity: credential === 'managedidentity', clientId: env[`${connection}__clientId`]?.trim() || undefined };
 }
 
 export interface WebhookSettings {
@@ -165,12 +185,11 @@ function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
     problems.push(`${COSMOS_CONNECTION} has no AccountKey (with a managed identity, set ${COSMOS_CONNECTION}__accountEndpoint instead)`);
   else if (accountEndpoint) httpsOrigin(`${COSMOS_CONNECTION}__accountEndpoint`, accountEndpoint, problems);
   else if (!connectionString) problems.push(`${COSMOS_CONNECTION} (or ${COSMOS_CONNECTION}__accountEndpoint) is not set`);
+  const identity = connectionIdentity(env, COSMOS_CONNECTION, problems);
   // The trigger's binding names %COSMOS_DATABASE%: the app reads the same setting, with no default of its own.
   if (!database) problems.push('COSMOS_DATABASE is not set');
   if (problems.length) throw new ConfigurationError(problems);
-  const connection: CosmosConnection = connectionString
-    ? { connectionString }
-    : { accountEndpoint: accountEndpoint!, clientId: env[`${COSMOS_CONNECTION}__clientId`]?.trim() || undefined };
+  const connection: CosmosConnection = connectionString ? { connectionString } : { accountEndpoint: accountEndpoint!, ...identity };
   return { connection, database: database! };
 }
 
@@ -197,7 +216,7 @@ export const graphSettings = memoized(readGraphSettings);
 export const queueSettings = memoized(readQueueSettings);
 export const cursorSigningKey = memoized(readCursorSigningKey);
 export const webhookSettings = memoized(readWebhookSettings);
-export { readAuthSettings, readCosmosSettings, readGraphSettings, readWebhookSettings };
+export { readAuthSettings, readCosmosSettings, readGraphSettings, readQueueSettings, readWebhookSettings };
 
 /** What is wrong with the settings every instance needs, read as the first request would read them: nothing when all is well. */
 export function settingsProblems(): string[] {

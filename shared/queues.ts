@@ -1,6 +1,7 @@
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 import { queueSettings } from './config.js';
 import { DependencyUnavailableError } from './errors.js';
+import { connectionCredential } from './identity-credential.js';
 import { lazily } from './lazy.js';
 import type { RagJobMessage } from './schemas/rag.js';
 import type { WebhookMessage } from './schemas/webhooks.js';
@@ -12,8 +13,7 @@ const queueService = lazily(async (): Promise<QueueServiceClient> => {
   // A caller waits for this: a queue that does not answer fails fast rather than after minutes of retries.
   const options = { retryOptions: { maxTries: 2, tryTimeoutInMs: 5_000, retryDelayInMs: 200, maxRetryDelayInMs: 1_000 } };
   if ('connectionString' in connection) return QueueServiceClient.fromConnectionString(connection.connectionString, options);
-  const { DefaultAzureCredential } = await import('@azure/identity');
-  return new QueueServiceClient(connection.serviceUri, new DefaultAzureCredential(), options);
+  return new QueueServiceClient(connection.serviceUri, await connectionCredential(connection), options);
 });
 
 /**

@@ -24,6 +24,16 @@ export const SETTINGS = {
     azure: 'required',
     description: 'the storage account of the queues: a connection string, or identity-based `AzureWebJobsStorage__queueServiceUri` instead',
   },
+  AzureWebJobsStorage__credential: {
+    azure: 'optional',
+    description:
+      "`managedidentity`: the identity-based storage connection signs in as the Function App's managed identity only (the app's queue client " +
+      'and the host alike); without it, `DefaultAzureCredential`, whose managed identity is the same',
+  },
+  AzureWebJobsStorage__clientId: {
+    azure: 'optional',
+    description: 'the client id of the user-assigned managed identity the identity-based storage connection signs in as (default: the system-assigned one)',
+  },
   AUTH_TENANT_ID: { azure: 'required', description: 'the home tenant (GUID)' },
   AUTH_CLIENT_ID: { azure: 'required', description: "the API's application (client) id; audiences `api://<id>` and `<id>`" },
   AUTH_ALLOWED_TENANTS: { azure: 'optional', description: 'comma-separated tenant GUIDs accepted in multi-tenant mode (default: the home tenant)' },
@@ -56,6 +66,10 @@ export const SETTINGS = {
   COSMOS_CONNECTION__clientId: {
     azure: 'optional',
     description: 'the client id of the user-assigned managed identity `COSMOS_CONNECTION__accountEndpoint` signs in as',
+  },
+  COSMOS_CONNECTION__credential: {
+    azure: 'optional',
+    description: '`managedidentity`: `COSMOS_CONNECTION__accountEndpoint` signs in as the managed identity only, as `AzureWebJobsStorage__credential` does',
   },
   COSMOS_DATABASE: {
     azure: 'required',

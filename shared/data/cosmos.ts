@@ -1,5 +1,6 @@
 import { CosmosClient, type Container, type CosmosClientOptions } from '@azure/cosmos';
 import { cosmosSettings } from '../config.js';
+import { connectionCredential } from '../identity-credential.js';
 import { lazily } from '../lazy.js';
 import { CONTAINERS, type ContainerName } from './containers.js';
 
@@ -14,10 +15,8 @@ const client = lazily(async (): Promise<CosmosClient> => {
     },
   };
   if ('connectionString' in connection) return new CosmosClient({ ...options, connectionString: connection.connectionString });
-  // Identity-based: the app signs in as its managed identity; the identity library loads only then.
-  const { DefaultAzureCredential } = await import('@azure/identity');
-  const credential = new DefaultAzureCredential(connection.clientId ? { managedIdentityClientId: connection.clientId } : {});
-  return new CosmosClient({ ...options, endpoint: connection.accountEndpoint, aadCredentials: credential });
+  // Identity-based: the app signs in as its managed identity.
+  return new CosmosClient({ ...options, endpoint: connection.accountEndpoint, aadCredentials: await connectionCredential(connection) });
 });
 
 const containers = new Map<ContainerName, Container>();

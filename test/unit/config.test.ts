@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readAuthSettings, readCosmosSettings, readGraphSettings, readWebhookSettings } from '../../shared/config.js';
+import { readAuthSettings, readCosmosSettings, readGraphSettings, readQueueSettings, readWebhookSettings } from '../../shared/config.js';
 import { ConfigurationError } from '../../shared/errors.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
@@ -53,16 +53,17 @@ describe('Cosmos settings', () => {
     const connectionString = 'AccountEndpoint=https://acct.documents.azure.com:443/;AccountKey=a2V5;';
     expect(readCosmosSettings({ COSMOS_CONNECTION: connectionString, COSMOS_DATABASE: 'lms' })).toEqual({ connection: { connectionString }, database: 'lms' });
     expect(readCosmosSettings({ COSMOS_CONNECTION__accountEndpoint: 'https://acct.documents.azure.com:443/', COSMOS_DATABASE: 'lms' })).toEqual({
-      connection: { accountEndpoint: 'https://acct.documents.azure.com:443/', clientId: undefined },
+      connection: { accountEndpoint: 'https://acct.documents.azure.com:443/', managedIdentity: false, clientId: undefined },
       database: 'lms',
     });
     expect(
       readCosmosSettings({
         COSMOS_CONNECTION__accountEndpoint: 'https://acct.documents.azure.com:443/',
         COSMOS_CONNECTION__clientId: 'c1',
+        COSMOS_CONNECTION__credential: 'ManagedIdentity',
         COSMOS_DATABASE: 'd',
       }).connection,
-    ).toMatchObject({ clientId: 'c1' });
+    ).toEqual({ accountEndpoint: 'https://acct.documents.azure.com:443/', managedIdentity: true, clientId: 'c1' });
   });
 
   it('fails closed on a missing or malformed connection and a missing database, naming each problem', () => {
@@ -88,6 +89,39 @@ describe('Cosmos settings', () => {
     expect(
       problems({ COSMOS_CONNECTION: 'AccountEndpoint=https://a/;AccountKey=k;', COSMOS_CONNECTION__accountEndpoint: 'https://a/', COSMOS_DATABASE: 'lms' }),
     ).toEqual(['set COSMOS_CONNECTION or COSMOS_CONNECTION__accountEndpoint, not both']);
+  });
+});
+
+describe('Queue settings', () => {
+  const names = { ragQueueName: 'rag-index-jobs', webhooksQueueName: 'webhook-deliveries' };
+
+  it("reads the storage connection as Azure's host does: a connection string, or the queue service URI with __credential and __clientId", () => {
+    expect(readQueueSettings({ AzureWebJobsStorage: 'UseDevelopmentStorage=true' })).toEqual({
+      connection: { connectionString: 'UseDevelopmentStorage=true' },
+      ...names,
+    });
+    const serviceUri = 'https://acct.queue.core.windows.net';
+    expect(readQueueSettings({ AzureWebJobsStorage__queueServiceUri: serviceUri }).connection).toEqual({
+      serviceUri,
+      managedIdentity: false,
+      clientId: undefined,
+    });
+    const userAssigned = {
+      AzureWebJobsStorage__queueServiceUri: serviceUri,
+      AzureWebJobsStorage__credential: 'managedidentity',
+      AzureWebJobsStorage__clientId: 'c2',
+    };
+    expect(readQueueSettings(userAssigned).connection).toEqual({ serviceUri, managedIdentity: true, clientId: 'c2' });
+  });
+
+  it('names a missing connection and a credential the app cannot make', () => {
+    expect(() => readQueueSettings({})).toThrow(ConfigurationError);
+    try {
+      readQueueSettings({ AzureWebJobsStorage__queueServiceUri: 'https://acct.queue.core.windows.net', AzureWebJobsStorage__credential: 'workloadidentity' });
+      expect.unreachable();
+    } catch (error) {
+      expect((error as ConfigurationError).problems).toEqual(['AzureWebJobsStorage__credential must be managedidentity when it is set']);
+    }
   });
 });
 
