@@ -77,10 +77,7 @@ export class DocumentStore {
     return unsynced;
   }
 
-  /**
-   * Resolves once every write recorded so far is on disk; undefined when they all are already. Rejects once a write
-   * failed: memory then holds what the disk does not, and no answer may show it.
-   */
+  /** Resolves once every write recorded so far is on disk (undefined: they are); rejects once one failed, as memory holds what the disk does not. */
   settled(): Promise<void> | undefined {
     return this.#failure ? Promise.reject(this.#failure) : this.#unsynced;
   }
