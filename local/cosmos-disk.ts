@@ -32,8 +32,9 @@ export class DocumentStore {
   #failure: Error | undefined;
 
   private constructor(folder: string, partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue) {
-    // overlappingSync off: a commit resolves once it is synced, not before.
-    this.#database = open<Kept, string>({ path: join(folder, FILE), encoding: 'json', overlappingSync: false });
+    // overlappingSync off: a commit resolves once it is synced, not before. eventTurnBatching off: with it, a commit that
+    // fails also rejects a promise of lmdb's own that nothing awaits, which ends the process (transactions still share syncs).
+    this.#database = open<Kept, string>({ path: join(folder, FILE), encoding: 'json', overlappingSync: false, eventTurnBatching: false });
     this.#partitionKeyOf = partitionKeyOf;
   }
 
@@ -61,7 +62,9 @@ export class DocumentStore {
           else this.#database.putSync(key, { container, document });
         }
       })
-      .catch((cause: unknown) => {
+      .catch((cause: { commitError?: Promise<never> }) => {
+        // Its reason (lmdb has logged it) is in a promise of its own, which would end the process unhandled.
+        cause.commitError?.catch(() => undefined);
         // A database that cannot be written can no longer promise anything: every write from now on fails.
         this.#failure ??= new Error('Could not write the local database', { cause });
         console.error(this.#failure);
@@ -74,9 +77,9 @@ export class DocumentStore {
     return unsynced;
   }
 
-  /** Resolves once every write recorded so far is on disk; undefined when they all are already. */
+  /** Resolves once every write recorded so far is on disk (undefined: they are); rejects once one failed, as memory holds what the disk does not. */
   settled(): Promise<void> | undefined {
-    return this.#unsynced;
+    return this.#failure ? Promise.reject(this.#failure) : this.#unsynced;
   }
 
   async close(): Promise<void> {

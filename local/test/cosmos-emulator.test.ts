@@ -30,9 +30,10 @@ describe('the embedded Cosmos DB', () => {
 
   /**
    * The emulator in a process of its own (the build's), so that the test can kill it as a crash would;
-   * with `traceFile`, under strace, which records the process's file and socket writes and syncs.
+   * with `traceFile`, under strace, which records the process's file and socket writes and syncs; with
+   * `fileSizeLimit`, under `ulimit -f` (in the shell's blocks), so that a file it writes cannot grow past it, as on a full disk.
    */
-  async function startInChild(dataDir: string, traceFile?: string) {
+  async function startInChild(dataDir: string, { traceFile, fileSizeLimit }: { traceFile?: string; fileSizeLimit?: number } = {}) {
     const module = join(appRoot(), 'dist', 'local', 'cosmos-emulator.js');
     const script = `
       const { startCosmosEmulator } = await import(${JSON.stringify(module)});
@@ -44,7 +45,8 @@ describe('the embedded Cosmos DB', () => {
     // slowed down by 20 ms, as on a slow disk, so that an answer that does not wait for it goes out before it ends.
     const calls = 'trace=openat,write,writev,pwrite64,pwritev,fdatasync,fsync';
     const slowSyncs = 'inject=fdatasync,fsync:delay_enter=20000';
-    const command = traceFile ? ['strace', '-f', '-y', '-qq', '-e', calls, '-e', slowSyncs, '-o', traceFile, ...node] : node;
+    const limited = fileSizeLimit ? ['sh', '-c', 'ulimit -f "$0" && exec "$@"', String(fileSizeLimit), ...node] : node;
+    const command = traceFile ? ['strace', '-f', '-y', '-qq', '-e', calls, '-e', slowSyncs, '-o', traceFile, ...limited] : limited;
     const child = spawn(command[0]!, command.slice(1), {
       env: { ...process.env, EMULATOR_TLS: JSON.stringify(emulators.tls), EMULATOR_DATA_DIR: dataDir },
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -115,7 +117,7 @@ describe('the embedded Cosmos DB', () => {
   it('answers a write only once its commit is on disk', async () => {
     const dataDir = join(emulators.folder, 'synced');
     const traceFile = join(emulators.folder, 'synced.strace');
-    const child = await startInChild(dataDir, traceFile);
+    const child = await startInChild(dataDir, { traceFile });
     // One at a time, so that each write has a commit of its own (LMDB commits the writes that overlap together).
     for (let index = 0; index < 20; index++) await child.container.items.create({ id: `synced-${index}`, tenantId: 't1' });
     await child.kill();
@@ -139,6 +141,41 @@ describe('the embedded Cosmos DB', () => {
     }
     expect(earlyAnswers, 'answers written to a socket before the write was committed to disk').toBe(0);
     expect(commits).toBeGreaterThanOrEqual(20);
+  });
+
+  it('answers 503 to a write the disk cannot take and to every request after it, reads too (none shows it); a restart has all it answered', async () => {
+    const dataDir = join(emulators.folder, 'full-disk');
+    // 1,024 blocks: half a megabyte or a megabyte, as the shell counts them; the database file holds a few dozen of these documents.
+    const child = await startInChild(dataDir, { fileSizeLimit: 1_024 });
+    const filler = 'x'.repeat(16_000);
+    const answered: string[] = [];
+    let refused: string | undefined;
+    for (let index = 0; index < 1_000 && !refused; index++) {
+      const id = `filler-${index}`;
+      try {
+        await child.container.items.create({ id, tenantId: 't1', filler });
+        answered.push(id);
+      } catch (error) {
+        expect((error as { code?: number }).code, String(error)).toBe(503);
+        refused = id;
+      }
+    }
+    expect(refused, 'a write past the file size limit was answered as kept').toBeDefined();
+    const outcome = (request: Promise<unknown>) =>
+      request.then(
+        () => 'answered',
+        (error: { code?: number }) => error.code,
+      );
+    expect(await outcome(child.container.items.create({ id: 'small', tenantId: 't1' })), 'a later write').toBe(503);
+    expect(await outcome(child.container.item(refused!, 't1').read()), 'a read of the refused write').toBe(503);
+    expect(await outcome(child.container.item(answered[0]!, 't1').read()), 'a read of a kept write').toBe(503);
+    const feed = child.container.items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() });
+    expect(await outcome(feed.readNext()), 'a read of the change feed').toBe(503);
+    await child.kill();
+
+    const restarted = await emulators.start(dataDir);
+    const { resources } = await tenantData(restarted).items.query<{ id: string }>('SELECT c.id FROM c').fetchAll();
+    expect(resources.map(({ id }) => id).sort()).toEqual([...answered].sort());
   });
 
   it('creates the containers the app needs and keeps their data across a restart', async () => {

@@ -2,8 +2,9 @@
  * Cosmos DB triggers in the local host, against Azure's Functions host and its change feed processor:
  * pages of changes handed to the function, the lease's checkpoint moved only after an invocation,
  * the function's retry policy (and, without one, a failed page skipped, as in Azure), the lease
- * container made only when the binding says so, and two hosts sharing the leases so that a range is
- * worked on by one at a time and moves to the other when its holder stops or dies.
+ * container made only when the binding says so, a failed read of the feed waited out and gone on from, a
+ * lease's writes one at a time (behind a proxy that fails or holds requests), and two hosts sharing the
+ * leases so that a range is worked on by one at a time and moves to the other when its holder stops or dies.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -17,6 +18,7 @@ import type { CosmosEmulator } from '../cosmos-emulator.js';
 import { retryDelayMs, startCosmosTriggers, type CosmosTriggers } from '../cosmos-triggers.js';
 import type { Registration, RetryOptions } from '../registrations.js';
 import { startHostProcess } from '../stack.js';
+import { startCosmosProxy, type CosmosProxy, type CosmosRequestRecord } from '../../test/support/cosmos-proxy.js';
 import { stack } from '../../test/support/stack.js';
 import { waitFor } from '../../test/support/wait.js';
 import { temporaryEmulators } from './temporary-emulators.js';
@@ -29,6 +31,7 @@ interface Item {
 const emulators = temporaryEmulators('cosmos-triggers-test', { tls: stack.tls });
 let emulator: CosmosEmulator;
 const running: CosmosTriggers[] = [];
+const proxies: CosmosProxy[] = [];
 const logLines: string[] = [];
 
 beforeAll(async () => {
@@ -36,6 +39,7 @@ beforeAll(async () => {
 });
 afterEach(async () => {
   await Promise.all(running.splice(0).map((triggers) => triggers.stop(5_000)));
+  await Promise.all(proxies.splice(0).map((proxy) => proxy.close()));
   logLines.length = 0;
 });
 
@@ -80,12 +84,11 @@ function cosmosFunction(
   };
 }
 
-async function start(registrations: Registration[], instance?: string): Promise<CosmosTriggers> {
+async function start(registrations: Registration[], connectionString = emulator.connectionString): Promise<CosmosTriggers> {
   const triggers = await startCosmosTriggers({
     registrations,
-    environment: { TestCosmos: emulator.connectionString },
+    environment: { TestCosmos: connectionString },
     log: (name, level, message) => logLines.push(`${level} ${name}: ${message}`),
-    ...(instance ? { instance } : {}),
   });
   running.push(triggers);
   return triggers;
@@ -199,6 +202,78 @@ describe('Cosmos DB triggers in the local host', () => {
     expect(made.functions).toEqual([{ name: 'made-leases', container: container.id, leaseContainer: missing }]);
     const { resource } = await emulator.client.database('lms').container(missing).read();
     expect(resource?.partitionKey?.paths).toEqual(['/id']);
+  });
+});
+
+describe('Cosmos DB triggers when the database fails or is slow', () => {
+  /** A proxy between the triggers and the database: the network, which a test makes fail or slow. */
+  async function proxied(): Promise<CosmosProxy> {
+    const proxy = await startCosmosProxy({ endpoint: emulator.endpoint, key: emulator.key, tls: stack.tls, ca: stack.caCertPem });
+    proxies.push(proxy);
+    return proxy;
+  }
+  const isLease = ({ path }: CosmosRequestRecord) => path.includes('/colls/leases/docs/');
+  const failedReads = () => logLines.filter((line) => line.includes('Cannot read the change feed')).length;
+
+  it('wait after a failed read of the change feed rather than read again at once, and go on once the database answers again', async () => {
+    const container = await monitored();
+    const proxy = await proxied();
+    const { handler, ids } = recorder();
+    await start([cosmosFunction('read-failures', container.id, handler, { binding: { leaseRenewInterval: 500 } })], proxy.connectionString);
+    await container.items.create({ id: 'before', tenantId: 't' });
+    await waitFor(() => ids().includes('before'));
+    // The feed's reads are answered 503 (unavailable) until the lease has been renewed three times since the first was: 1 to
+    // 1.5 s of the listener's own clock, in which one that waits a second after each failure (READ_FAILURE_BACKOFF_MS) fails twice at most.
+    let renewals: number | undefined;
+    let failedDuringOutage: number | undefined;
+    proxy.intercept = (request) => {
+      if (request.isChangeFeed) renewals ??= 0;
+      else if (renewals !== undefined && isLease(request) && request.method === 'PUT' && ++renewals === 3) {
+        failedDuringOutage = failedReads();
+        proxy.intercept = undefined;
+      }
+      return request.isChangeFeed ? { status: 503, body: { code: 'ServiceUnavailable', message: 'The database is unavailable' } } : undefined;
+    };
+    await container.items.create({ id: 'during', tenantId: 't' });
+    await waitFor(() => ids().includes('during'));
+    expect(failedDuringOutage).toBeGreaterThanOrEqual(1);
+    expect(failedDuringOutage, 'failed reads of the change feed in three renewal intervals').toBeLessThanOrEqual(4);
+    expect(ids()).toEqual(['before', 'during']);
+  });
+
+  it('write a lease one write at a time: a checkpoint waits for a renewal still on its way rather than race it and lose the lease', async () => {
+    const container = await monitored();
+    const proxy = await proxied();
+    let handedSecond = false;
+    const { handler, ids } = recorder((batch) => {
+      handedSecond ||= batch.includes('second');
+    });
+    const binding = { leaseRenewInterval: 300, leaseAcquireInterval: 100, leaseExpirationInterval: 3_000 };
+    await start([cosmosFunction('lease-writes', container.id, handler, { binding })], proxy.connectionString);
+    await container.items.create({ id: 'first', tenantId: 't' });
+    await waitFor(async () => (await leaseOf(`${container.id}-`))[0]?.ContinuationToken);
+    // The lease's next write, a renewal (nothing else is under way), is slow to reach the database: it goes on when another
+    // write of the lease comes, or once the listener has read the leases twice since it handed 'second' over, by when it has
+    // sent the checkpoint after it, or queued it. Sent together, both carry the lease's ETag: the database refuses one (412).
+    let release: (() => void) | undefined;
+    let leaseReads = 0;
+    proxy.intercept = (request) => {
+      if (!isLease(request)) return undefined;
+      if (request.method === 'PUT' && !release) return new Promise<undefined>((resolve) => (release = () => resolve(undefined)));
+      if (request.method === 'PUT' || (handedSecond && ++leaseReads === 2)) {
+        proxy.intercept = undefined;
+        release!();
+      }
+      return undefined;
+    };
+    await waitFor(() => release);
+    await container.items.create({ id: 'second', tenantId: 't' });
+    await waitFor(() => !proxy.intercept);
+    await container.items.create({ id: 'third', tenantId: 't' });
+    await waitFor(() => ids().includes('third'));
+    // Else the checkpoint refused leaves 'second' to be handed over again, or the renewal refused stops the work till the lease expires.
+    expect(ids()).toEqual(['first', 'second', 'third']);
+    expect(logLines.filter((line) => line.includes('lost by instance'))).toEqual([]);
   });
 });
 

@@ -13,6 +13,8 @@ export interface CosmosRequestRecord {
   /** The first 4 KB of the request body. */
   body: string;
   isQuery: boolean;
+  /** A read of a container's change feed. */
+  isChangeFeed: boolean;
 }
 
 type InterceptAnswer = { status: number; headers?: Record<string, string>; body?: unknown } | undefined;
@@ -67,6 +69,7 @@ export async function startCosmosProxy(store?: ProxiedStore): Promise<CosmosProx
           path: decodeURIComponent(request.url ?? '/'),
           body: body.subarray(0, 4096).toString('utf8'),
           isQuery: String(request.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
+          isChangeFeed: /incremental feed/i.test(String(request.headers['a-im'])),
         };
         proxy.requests.push(record);
         void Promise.resolve(proxy.intercept?.(record)).then((answer) => {
