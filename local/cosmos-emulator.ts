@@ -70,8 +70,8 @@ export interface CosmosEmulatorOptions {
   tls: { cert: string; key: string };
   /** Where the documents are kept between runs; without it they live only as long as the process. */
   dataDir?: string;
-  /** The identity provider whose Entra tokens (`type=aad`) it takes; without it, none. */
-  entra?: Pick<ExpectedToken, 'keys' | 'authorityHost'>;
+  /** The identity provider whose Entra tokens (`type=aad`) it takes, of the account's tenant only; without it, none. */
+  entra?: Required<Pick<ExpectedToken, 'keys' | 'authorityHost' | 'tenantId'>>;
 }
 
 const isTrue = (header: string | string[] | undefined) => [header].flat().some((value) => value?.toLowerCase() === 'true');
@@ -203,7 +203,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     return (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
   }
 
-  /** Why Cosmos DB would refuse the request's Entra token, if it has one: its signature, audience and lifetime are checked. */
+  /** Why Cosmos DB would refuse the request's Entra token, if it has one: its tenant, signature, audience and lifetime are checked. */
   async function refusedToken(request: IncomingMessage): Promise<string | undefined> {
     const [, token] = /^type=aad&ver=1\.0&sig=(.+)$/.exec(request.headers.authorization ?? '') ?? [];
     if (!token) return undefined;

@@ -16,7 +16,7 @@ import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
-import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID } from '../defaults.js';
+import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
 import { startIdentityProvider, type IdentityProvider } from '../identity-provider.js';
 import { connectionSetting } from '../registrations.js';
 
@@ -33,7 +33,7 @@ const saved = { IDENTITY_ENDPOINT: process.env.IDENTITY_ENDPOINT, IDENTITY_HEADE
 beforeAll(async () => {
   folder = await mkdtemp(join(tmpdir(), 'managed-identity-test-'));
   provider = await startIdentityProvider({
-    tenants: [LOCAL_HOME_TENANT_ID],
+    tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
     clientId: LOCAL_CLIENT_ID,
     tls,
     managedIdentities: { systemAssigned: SYSTEM_ASSIGNED, userAssigned: [USER_ASSIGNED] },
@@ -59,8 +59,8 @@ async function forged(claims: Record<string, unknown>): Promise<string> {
   return new SignJWT(claims).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: provider.signingKid }).sign(privateKey);
 }
 
-const appToken = (audience: string, expiresInSeconds = 3600) =>
-  provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'app', clientAppId: USER_ASSIGNED, audience, expiresInSeconds });
+const appToken = (audience: string, expiresInSeconds = 3600, tenantId = LOCAL_HOME_TENANT_ID) =>
+  provider.issueToken({ tenantId, kind: 'app', clientAppId: USER_ASSIGNED, audience, expiresInSeconds });
 
 describe('the managed identity endpoint', () => {
   it("gives ManagedIdentityCredential a v1 token of the system-assigned identity for the resource asked, signed with the provider's key", async () => {
@@ -150,7 +150,8 @@ describe('the embedded Cosmos DB', () => {
 
   beforeAll(async () => {
     const common = { port: 0, host: '127.0.0.1', database: 'lms', tls };
-    emulator = await startCosmosEmulator({ ...common, entra: { keys: provider.keys, authorityHost: provider.authorityHost } });
+    const entra = { keys: provider.keys, authorityHost: provider.authorityHost, tenantId: LOCAL_HOME_TENANT_ID };
+    emulator = await startCosmosEmulator({ ...common, entra });
     keyless = await startCosmosEmulator(common);
   });
 
@@ -174,7 +175,7 @@ describe('the embedded Cosmos DB', () => {
     expect((await emulator.client.database('lms').container('tenant-data').item(id, 't1').read()).statusCode).toBe(200);
   });
 
-  it("refuses with Cosmos DB's 401 a token for another audience, an expired one, one it cannot verify, any without an identity provider", async () => {
+  it("refuses with Cosmos DB's 401 a token for another audience, an expired one, another tenant's, one it cannot verify, any without an identity provider", async () => {
     const refused = async (credential: TokenCredential, on = emulator) => {
       const error = await client(credential, on)
         .items.create({ id: randomUUID(), tenantId: 't1' })
@@ -188,6 +189,11 @@ describe('the embedded Cosmos DB', () => {
     expect(await refused(fixed(await appToken(emulator.endpoint.replace(/\/$/, ''), -60)))).toEqual({
       code: 401,
       message: expect.stringMatching(/Provided AAD token has been expired since/),
+    });
+    // The account's tenant only, as a Cosmos DB account takes the tokens of the tenant it belongs to.
+    expect(await refused(fixed(await appToken(emulator.endpoint.replace(/\/$/, ''), 3600, LOCAL_OTHER_TENANT_ID)))).toEqual({
+      code: 401,
+      message: expect.stringMatching(/failed its tenant check/),
     });
     const claims = decodeJwt(await appToken(emulator.endpoint.replace(/\/$/, '')));
     expect(await refused(fixed(await forged(claims)))).toEqual({ code: 401, message: expect.stringMatching(/failed its signature check/) });

@@ -41,7 +41,7 @@ beforeAll(async () => {
     host: '127.0.0.1',
     database: 'lms',
     tls,
-    entra: { keys: provider.keys, authorityHost: provider.authorityHost },
+    entra: { keys: provider.keys, authorityHost: provider.authorityHost, tenantId: TENANT },
   });
   const files = { certPath: join(folder, 'cert.pem'), keyPath: join(folder, 'key.pem') };
   await writeFile(files.certPath, tls.cert);
