@@ -172,6 +172,8 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   // Made once the server listens: the package's account names its own address.
   const account = new Account(options.host, port);
   const endpoint = `https://${options.host}:${port}/`;
+  // The Entra audiences it takes: the SDK asks for the account's own scope; Cosmos DB takes the global one too.
+  const audiences = [endpoint.replace(/\/$/, ''), 'https://cosmos.azure.com'];
 
   /** Answers as the package's server does, once what the answer reflects is durable. */
   async function answer(request: IncomingMessage, response: ServerResponse, body: unknown, durable: Promise<void> | undefined): Promise<void> {
@@ -208,8 +210,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const [, token] = /^type=aad&ver=1\.0&sig=(.+)$/.exec(request.headers.authorization ?? '') ?? [];
     if (!token) return undefined;
     if (!options.entra) return `Request blocked by Auth ${options.host} : no identity provider is trusted, so no AAD token is taken.`;
-    // The SDK asks for the account's own scope; Cosmos DB takes the global one too.
-    const audiences = [endpoint.replace(/\/$/, ''), 'https://cosmos.azure.com'];
     try {
       entraClients.add(String((await checkEntraToken(token, { ...options.entra, audiences })).claims.appid));
     } catch (error) {
