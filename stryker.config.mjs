@@ -26,6 +26,9 @@ export default {
     'shared/queue-work.ts',
     // Where WEBHOOKS_RETRY_SCHEDULE is parsed (shared/config.ts reads it through this).
     'shared/webhooks/retry-schedule.ts',
+    // The settings: a deployment missing one fails closed, and each connection signs in as the identity its settings name.
+    'shared/config.ts',
+    'shared/identity-credential.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

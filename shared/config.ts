@@ -103,15 +103,12 @@ export interface GraphSettings {
 }
 
 function readGraphSettings(env: NodeJS.ProcessEnv): GraphSettings {
-  const problems: string[] = [];
-  const value = env.GRAPH_BASE_URL?.trim() || SETTINGS.GRAPH_BASE_URL.default;
-  let url: URL | undefined;
+  let url: URL;
   try {
-    url = new URL(value);
+    url = new URL(env.GRAPH_BASE_URL?.trim() || SETTINGS.GRAPH_BASE_URL.default);
   } catch {
-    problems.push('GRAPH_BASE_URL is not a URL');
+    throw new ConfigurationError(['GRAPH_BASE_URL is not a URL']);
   }
-  if (problems.length || !url) throw new ConfigurationError(problems);
   // A national cloud's Graph is its own resource; a stand-in that plays the global one says so in GRAPH_RESOURCE.
   const resource = env.GRAPH_RESOURCE?.trim() || url.origin;
   return { baseUrl: url.href.replace(/\/$/, ''), resource };
@@ -216,7 +213,7 @@ export const graphSettings = memoized(readGraphSettings);
 export const queueSettings = memoized(readQueueSettings);
 export const cursorSigningKey = memoized(readCursorSigningKey);
 export const webhookSettings = memoized(readWebhookSettings);
-export { readAuthSettings, readCosmosSettings, readGraphSettings, readQueueSettings, readWebhookSettings };
+export { readAuthSettings, readCosmosSettings, readCursorSigningKey, readGraphSettings, readOnBehalfOfCredential, readQueueSettings, readWebhookSettings };
 
 /** What is wrong with the settings every instance needs, read as the first request would read them: nothing when all is well. */
 export function settingsProblems(): string[] {

@@ -1,6 +1,26 @@
-import { describe, expect, it } from 'vitest';
-import { readAuthSettings, readCosmosSettings, readGraphSettings, readQueueSettings, readWebhookSettings } from '../../shared/config.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import {
+  readAuthSettings,
+  readCosmosSettings,
+  readCursorSigningKey,
+  readGraphSettings,
+  readOnBehalfOfCredential,
+  readQueueSettings,
+  readWebhookSettings,
+} from '../../shared/config.js';
 import { ConfigurationError } from '../../shared/errors.js';
+import { SETTINGS } from '../../shared/settings.js';
+
+/** The problems a settings reader names, or none when it reads them. */
+function problemsOf(read: () => unknown): string[] {
+  try {
+    read();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigurationError);
+    return (error as ConfigurationError).problems;
+  }
+  return [];
+}
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
 const OTHER = '9e8d7c6b-5a49-4382-8716-0f1e2d3c4b5a';
@@ -48,6 +68,92 @@ describe('auth settings', () => {
   });
 });
 
+describe('settings pasted with spaces around, or left blank', () => {
+  it('read as without the spaces; a blank one is one not set', () => {
+    const settings = readAuthSettings({
+      AUTH_TENANT_ID: ` ${TENANT} `,
+      AUTH_CLIENT_ID: ' abc ',
+      AUTH_DEFAULT_ROLE: ' LMS.Reader ',
+      AUTH_AUTHORITY_HOST: '  ',
+    });
+    expect(settings).toMatchObject({
+      homeTenantId: TENANT,
+      clientId: 'abc',
+      audiences: ['api://abc', 'abc'],
+      defaultRole: 'LMS.Reader',
+      authorityHost: 'https://login.microsoftonline.com',
+    });
+    expect(readGraphSettings({ GRAPH_BASE_URL: ' ', GRAPH_RESOURCE: ' ' })).toEqual({
+      baseUrl: 'https://graph.microsoft.com',
+      resource: 'https://graph.microsoft.com',
+    });
+    const queues = readQueueSettings({
+      AzureWebJobsStorage: ' ',
+      AzureWebJobsStorage__queueServiceUri: ' https://acct.queue.core.windows.net ',
+      AzureWebJobsStorage__clientId: ' ',
+      RAG_QUEUE_NAME: ' rag ',
+      WEBHOOKS_QUEUE_NAME: ' hooks ',
+    });
+    expect(queues).toEqual({
+      connection: { serviceUri: 'https://acct.queue.core.windows.net', managedIdentity: false, clientId: undefined },
+      ragQueueName: 'rag',
+      webhooksQueueName: 'hooks',
+    });
+    expect(readQueueSettings({ AzureWebJobsStorage: ' UseDevelopmentStorage=true ' }).connection).toEqual({ connectionString: 'UseDevelopmentStorage=true' });
+    expect(readQueueSettings({ AzureWebJobsStorage__queueServiceUri: 'https://q', AzureWebJobsStorage__clientId: ' c2 ' }).connection).toMatchObject({
+      clientId: 'c2',
+    });
+    const cosmos = readCosmosSettings({
+      COSMOS_CONNECTION: ' ',
+      COSMOS_CONNECTION__accountEndpoint: ' https://acct.documents.azure.com/ ',
+      COSMOS_DATABASE: ' lms ',
+    });
+    expect(cosmos).toEqual({
+      connection: { accountEndpoint: 'https://acct.documents.azure.com/', managedIdentity: false, clientId: undefined },
+      database: 'lms',
+    });
+    expect(readCosmosSettings({ COSMOS_CONNECTION: ' AccountEndpoint=https://a/;AccountKey=k; ', COSMOS_DATABASE: 'lms' }).connection).toEqual({
+      connectionString: 'AccountEndpoint=https://a/;AccountKey=k;',
+    });
+    expect(readWebhookSettings({ WEBHOOKS_ALLOW_LOOPBACK: 'true', WEBSITE_INSTANCE_ID: ' ' }).allowLoopback).toBe(true);
+    const certificatePath = '/keys/obo.pem';
+    expect(readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: ' ', AUTH_CLIENT_CERTIFICATE_PATH: ` ${certificatePath} ` })).toEqual({ certificatePath });
+    expect(readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: ' s3cret ', AUTH_CLIENT_CERTIFICATE_PATH: ' ' })).toEqual({ secret: 's3cret' });
+  });
+
+  it('refuse a tenant that is not a GUID and an authority host or Graph URL that is not a URL', () => {
+    const malformed = { AUTH_TENANT_ID: 'contoso.onmicrosoft.com', AUTH_CLIENT_ID: 'abc', AUTH_AUTHORITY_HOST: 'login.example' };
+    expect(problemsOf(() => readAuthSettings(malformed))).toEqual(['AUTH_TENANT_ID is not a GUID', 'AUTH_AUTHORITY_HOST is not a URL']);
+    expect(problemsOf(() => readGraphSettings({ GRAPH_BASE_URL: 'graph.microsoft.com' }))).toEqual(['GRAPH_BASE_URL is not a URL']);
+  });
+});
+
+describe("On-Behalf-Of's client credential", () => {
+  it('is a secret or a certificate file, one of them: both or neither is a configuration error', () => {
+    expect(readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: 's3cret' })).toEqual({ secret: 's3cret' });
+    expect(readOnBehalfOfCredential({ AUTH_CLIENT_CERTIFICATE_PATH: '/keys/obo.pem' })).toEqual({ certificatePath: '/keys/obo.pem' });
+    expect(problemsOf(() => readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: 's3cret', AUTH_CLIENT_CERTIFICATE_PATH: '/keys/obo.pem' }))).toEqual([
+      'set AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH, not both',
+    ]);
+    expect(problemsOf(() => readOnBehalfOfCredential({}))).toEqual(['AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH is not set (needed for On-Behalf-Of)']);
+  });
+});
+
+describe("the cursors' signing key", () => {
+  it('is at least 32 bytes of base64; missing, blank or shorter is a configuration error', () => {
+    const key = Buffer.alloc(32, 7);
+    expect(readCursorSigningKey({ CURSOR_SIGNING_KEY: ` ${key.toString('base64')} ` })).toEqual(key);
+    for (const value of [undefined, '  ']) {
+      expect(problemsOf(() => readCursorSigningKey({ CURSOR_SIGNING_KEY: value }))).toEqual([
+        'CURSOR_SIGNING_KEY is not set (at least 32 random bytes, base64)',
+      ]);
+    }
+    expect(problemsOf(() => readCursorSigningKey({ CURSOR_SIGNING_KEY: key.subarray(1).toString('base64') }))).toEqual([
+      'CURSOR_SIGNING_KEY must hold at least 32 bytes, base64-encoded',
+    ]);
+  });
+});
+
 describe('Cosmos settings', () => {
   it("reads the change feed trigger's connection: a connection string with a key, or an account endpoint for the managed identity", () => {
     const connectionString = 'AccountEndpoint=https://acct.documents.azure.com:443/;AccountKey=a2V5;';
@@ -66,16 +172,9 @@ describe('Cosmos settings', () => {
     ).toEqual({ accountEndpoint: 'https://acct.documents.azure.com:443/', managedIdentity: true, clientId: 'c1' });
   });
 
+  const problems = (env: Record<string, string>) => problemsOf(() => readCosmosSettings(env));
+
   it('fails closed on a missing or malformed connection and a missing database, naming each problem', () => {
-    const problems = (env: Record<string, string>) => {
-      try {
-        readCosmosSettings(env);
-      } catch (error) {
-        expect(error).toBeInstanceOf(ConfigurationError);
-        return (error as ConfigurationError).problems;
-      }
-      return [];
-    };
     expect(problems({})).toEqual(['COSMOS_CONNECTION (or COSMOS_CONNECTION__accountEndpoint) is not set', 'COSMOS_DATABASE is not set']);
     expect(problems({ COSMOS_CONNECTION: 'https://acct.documents.azure.com/', COSMOS_DATABASE: 'lms' })).toEqual([
       'COSMOS_CONNECTION is not a connection string with an https AccountEndpoint',
@@ -89,6 +188,17 @@ describe('Cosmos settings', () => {
     expect(
       problems({ COSMOS_CONNECTION: 'AccountEndpoint=https://a/;AccountKey=k;', COSMOS_CONNECTION__accountEndpoint: 'https://a/', COSMOS_DATABASE: 'lms' }),
     ).toEqual(['set COSMOS_CONNECTION or COSMOS_CONNECTION__accountEndpoint, not both']);
+  });
+
+  it("reads the connection string's keys in any order and case, and refuses a key whose name only ends like one", () => {
+    const accepted = ['accountkey=k; AccountEndpoint=https://a/', 'AccountEndpoint=https://a/;  ACCOUNTKEY=k'];
+    for (const connection of accepted) expect(problems({ COSMOS_CONNECTION: connection, COSMOS_DATABASE: 'lms' })).toEqual([]);
+    expect(problems({ COSMOS_CONNECTION: 'MyAccountEndpoint=https://a/;AccountKey=k', COSMOS_DATABASE: 'lms' })).toEqual([
+      'COSMOS_CONNECTION is not a connection string with an https AccountEndpoint',
+    ]);
+    expect(problems({ COSMOS_CONNECTION: 'AccountEndpoint=https://a/;OldAccountKey=k', COSMOS_DATABASE: 'lms' })).toEqual([
+      'COSMOS_CONNECTION has no AccountKey (with a managed identity, set COSMOS_CONNECTION__accountEndpoint instead)',
+    ]);
   });
 });
 
@@ -115,7 +225,7 @@ describe('Queue settings', () => {
   });
 
   it('names a missing connection and a credential the app cannot make', () => {
-    expect(() => readQueueSettings({})).toThrow(ConfigurationError);
+    expect(problemsOf(() => readQueueSettings({}))).toEqual(['AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set']);
     try {
       readQueueSettings({ AzureWebJobsStorage__queueServiceUri: 'https://acct.queue.core.windows.net', AzureWebJobsStorage__credential: 'workloadidentity' });
       expect.unreachable();
@@ -156,5 +266,50 @@ describe('webhook settings', () => {
         ]);
       }
     }
+  });
+});
+
+describe('the settings every instance needs', () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  /** shared/config.ts loaded afresh over these settings alone: it reads each group once per process. */
+  async function configWith(env: Record<string, string>) {
+    vi.resetModules();
+    for (const name of [...Object.keys(SETTINGS), 'WEBSITE_INSTANCE_ID']) vi.stubEnv(name, undefined);
+    for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+    return import('../../shared/config.js');
+  }
+
+  const complete = {
+    AUTH_TENANT_ID: TENANT,
+    AUTH_CLIENT_ID: 'abc',
+    COSMOS_CONNECTION: 'AccountEndpoint=https://a/;AccountKey=k;',
+    COSMOS_DATABASE: 'lms',
+    AzureWebJobsStorage: 'UseDevelopmentStorage=true',
+    CURSOR_SIGNING_KEY: Buffer.alloc(32, 1).toString('base64'),
+  };
+
+  it("are checked together at start: every group's problems, or none", async () => {
+    expect((await configWith({})).settingsProblems()).toEqual([
+      'AUTH_TENANT_ID is not set',
+      'AUTH_CLIENT_ID is not set',
+      'COSMOS_CONNECTION (or COSMOS_CONNECTION__accountEndpoint) is not set',
+      'COSMOS_DATABASE is not set',
+      'AzureWebJobsStorage (or AzureWebJobsStorage__queueServiceUri) is not set',
+      'CURSOR_SIGNING_KEY is not set (at least 32 random bytes, base64)',
+    ]);
+    expect((await configWith({ ...complete, WEBHOOKS_ALLOW_LOOPBACK: 'true', WEBSITE_INSTANCE_ID: 'a1' })).settingsProblems()).toEqual([
+      "WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)",
+    ]);
+    expect((await configWith(complete)).settingsProblems()).toEqual([]);
+  });
+
+  it('are read once: a group keeps what it read, and a bad group fails every time it is asked for, never falling back', async () => {
+    const config = await configWith({ ...complete, AUTH_CLIENT_ID: '' });
+    expect(config.cosmosSettings().database).toBe('lms');
+    vi.stubEnv('COSMOS_DATABASE', 'other');
+    expect(config.cosmosSettings().database).toBe('lms');
+    expect(config.authSettings).toThrow('The app is not configured: AUTH_CLIENT_ID is not set');
+    expect(config.authSettings).toThrow('The app is not configured: AUTH_CLIENT_ID is not set');
   });
 });
