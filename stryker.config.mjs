@@ -19,6 +19,10 @@ export default {
     'shared/rag/jobs.ts',
     'shared/data/rag-batches-repository.ts',
     'shared/http/body.ts',
+    // If-Match and If-None-Match, the input rules and their wording, the caller's language.
+    'shared/http/etag.ts',
+    'shared/validation.ts',
+    'shared/http/language.ts',
     'shared/http/error-mapper.ts',
     // The HTTP edge: authentication first, query and path parameters, the answer the definition declares.
     'shared/http/endpoint.ts',

@@ -14,12 +14,13 @@ describe('entity tags', () => {
   it('parses If-Match lists, star, and drops weak tags (strong comparison)', () => {
     expect(parseIfMatch(null)).toBeUndefined();
     expect(parseIfMatch('*')).toBe('*');
+    expect(parseIfMatch(' * ')).toBe('*');
     expect(parseIfMatch('"a", "b"')).toEqual(['"a"', '"b"']);
     expect(parseIfMatch('W/"a", "b"')).toEqual(['"b"']);
   });
 
   it('refuses a malformed If-Match with a 400', () => {
-    for (const header of ['a', '"a', '"a",,', '']) {
+    for (const header of ['a', '"a', '"a",,', '', 'x"a"', '"a"x', '"a" "b"', '**']) {
       expect(() => parseIfMatch(header)).toThrow(ApiError);
     }
   });
@@ -38,5 +39,13 @@ describe('entity tags', () => {
     expect(isNotModified('"y", "x"', '"x"')).toBe(true);
     expect(isNotModified('"y"', '"x"')).toBe(false);
     expect(isNotModified(null, '"x"')).toBe(false);
+    expect(isNotModified('*', '"x"')).toBe(true);
+    expect(isNotModified(' * ', '"x"')).toBe(true);
+  });
+
+  it('ignores an If-None-Match member that is not an entity tag: the full answer, never an error', () => {
+    expect(isNotModified('x', '"x"')).toBe(false);
+    expect(isNotModified('garbage, "x"', '"x"')).toBe(true);
+    for (const header of ['y"x"', '"x"y', '"x" "y"', '', '**']) expect(isNotModified(header, '"x"')).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.js';
+import { translate, type MessageKey } from '../../shared/messages.js';
 import { createWebhookBody, updateWebhookBody } from '../../shared/schemas/webhooks.js';
 import { email, integerParameter, parseOrThrow, text } from '../../shared/validation.js';
 
@@ -34,12 +35,68 @@ describe('text', () => {
   });
 });
 
+describe('text: what each refusal says', () => {
+  const title = z.object({ title: text({ min: 1, max: 10 }) });
+  const notes = z.object({ notes: text({ min: 0, max: 10, multiline: true }) });
+
+  it.each<[string, MessageKey]>([
+    ['a\u0000b', 'noControlCharacters'],
+    ['a\nb', 'noControlCharacters'],
+    ['a\u202eb', 'noBidirectionalControls'],
+    ['\u2066a', 'noBidirectionalControls'],
+    ['\u200b\u00ad', 'nothingVisible'],
+  ])('%j in a single line of text: %s, in English and in Japanese', (value, key) => {
+    for (const language of ['en', 'ja'] as const) {
+      expect(problems(title, { title: value }, language)).toEqual([{ path: 'title', message: translate(key, language) }]);
+    }
+  });
+
+  it('words a length out of bounds as zod words its own, counting characters', () => {
+    const zods = z.object({ title: z.string().min(1).max(10) });
+    for (const language of ['en', 'ja'] as const) {
+      expect(problems(title, { title: '😀'.repeat(11) }, language)).toEqual(problems(zods, { title: 'x'.repeat(11) }, language));
+      expect(problems(title, { title: '' }, language)).toEqual(problems(zods, { title: '' }, language));
+    }
+  });
+
+  it('takes text with an invisible character beside visible ones, and states its limits to the API description', () => {
+    expect(parseOrThrow(title, { title: 'a\u200b' }, 'en')).toEqual({ title: 'a\u200b' });
+    expect(z.toJSONSchema(text({ min: 2, max: 7 }))).toMatchObject({ type: 'string', minLength: 2, maxLength: 7 });
+  });
+
+  it('lets multiline text hold line breaks, tabs and bidirectional controls, and show nothing, but no other control character', () => {
+    for (const value of ['a\nb\r\n\tc', 'a\u202eb', '\u200b']) expect(parseOrThrow(notes, { notes: value }, 'en')).toEqual({ notes: value });
+    expect(problems(notes, { notes: 'a\u0007' })).toEqual([{ path: 'notes', message: translate('noControlCharacters', 'en') }]);
+  });
+});
+
 describe('parseOrThrow', () => {
   const schema = z.strictObject({ name: text({ min: 1, max: 5 }), owner: email().optional() });
 
   it('throws a 400 with one detail per problem and per unknown field', () => {
     const details = problems(schema, { name: 'toolong', owner: 'x', one: 1, two: 2 });
     expect(details?.map((detail) => detail.path)).toEqual(['name', 'owner', 'one', 'two']);
+  });
+
+  it('names an unknown field by its first 100 characters, and its path in full', () => {
+    const long = 'k'.repeat(150);
+    expect(problems(schema, { name: 'a', [long]: 1 })).toEqual([{ path: long, message: translate('unknownField', 'en', { name: 'k'.repeat(100) }) }]);
+  });
+
+  it('lists at most 100 problems, then how many more there are', () => {
+    const unknown = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, index) => [`field${index}`, index]));
+    const hundred = problems(schema, { name: 'a', ...unknown(100) })!;
+    expect(hundred).toHaveLength(100);
+    expect(hundred.at(-1)).toEqual({ path: 'field99', message: translate('unknownField', 'en', { name: 'field99' }) });
+    const many = problems(schema, { name: 'a', ...unknown(150) })!;
+    expect(many).toHaveLength(101);
+    expect(many[99]!.path).toBe('field99');
+    expect(many[100]).toEqual({ path: '', message: translate('moreProblems', 'en', { count: 50 }) });
+  });
+
+  it('refuses an update that changes nothing, and takes one that changes a field', () => {
+    expect(problems(updateWebhookBody, {})).toEqual([{ path: '', message: translate('emptyUpdate', 'en') }]);
+    expect(parseOrThrow(updateWebhookBody, { description: 'x' }, 'en')).toEqual({ description: 'x' });
   });
 
   it('words the details in Japanese on request', () => {
