@@ -17,6 +17,8 @@ export default {
     'shared/webhooks/signing.ts',
     'shared/webhooks/sender.ts',
     'shared/rag/jobs.ts',
+    // What the RAG index is made of: whole sentences, within the limit, none lost, with overlap.
+    'shared/rag/chunker.ts',
     'shared/data/rag-batches-repository.ts',
     'shared/http/body.ts',
     // If-Match and If-None-Match, the input rules and their wording, the caller's language.

@@ -6,7 +6,7 @@ import { defineConfig } from 'vitest/config';
  */
 export default defineConfig({
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/http/*.test.ts'],
+    include: ['test/unit/**/*.test.ts', 'test/http/*.test.ts', 'test/rag/*.test.ts'],
     // Lists every file of the project: not a test of the mutated modules, and slow.
     exclude: ['test/unit/settings.test.ts'],
     globalSetup: ['test/unit/trusted-tls-setup.ts'],

@@ -24,10 +24,11 @@ function sentences(text: string): string[] {
         const window = characters.slice(0, MAX_CHUNK_CHARACTERS).join('');
         const space = window.lastIndexOf(' ');
         const cut = space > MAX_CHUNK_CHARACTERS / 2 ? space : window.length;
-        pieces.push(rest.slice(0, cut).trim());
+        pieces.push(rest.slice(0, cut));
         rest = rest.slice(cut).trim();
       }
-      if (rest) pieces.push(rest);
+      // Never empty: the sentence is trimmed, and a cut leaves the part past the limit.
+      pieces.push(rest);
       return pieces;
     });
 }
