@@ -12,8 +12,24 @@ export class UnloadedFileReporter implements Reporter {
   onTestRunEnd(testModules: readonly TestModule[]): void {
     for (const file of testModules.map((testModule) => experimental_getRunnerTask(testModule))) {
       if (file.result?.state !== 'fail' || file.tasks.length > 0) continue;
-      const loads = { type: 'test', id: `${file.id}_loads`, name: 'the file loads', mode: 'run', meta: {}, file, suite: file, timeout: 0, annotations: [] };
-      file.tasks.push({ ...loads, result: { state: 'fail', errors: file.result.errors ?? [] } } as unknown as RunnerTestCase);
+      // Every field a reporter may read (the compiler holds it to vitest's own type), but the context only a running test has.
+      const loads: Omit<RunnerTestCase, 'context'> = {
+        type: 'test',
+        id: `${file.id}_loads`,
+        name: 'the file loads',
+        fullName: `${file.name} > the file loads`,
+        fullTestName: 'the file loads',
+        mode: 'run',
+        meta: {},
+        tags: [],
+        file,
+        suite: file,
+        timeout: 0,
+        annotations: [],
+        artifacts: [],
+        result: { state: 'fail', errors: file.result.errors ?? [] },
+      };
+      file.tasks.push(loads as RunnerTestCase);
     }
   }
 }
