@@ -35,6 +35,10 @@ export default {
     // The settings: a deployment missing one fails closed, and each connection signs in as the identity its settings name.
     'shared/config.ts',
     'shared/identity-credential.ts',
+    // What a committed change sets going, read from the change feed: events to their subscriptions, due deliveries, Queued RAG jobs.
+    'shared/relay.ts',
+    // Work on the storage queues as the triggers take it: base64 JSON, visible after its delay; a failing queue a DependencyUnavailableError.
+    'shared/queues.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { UnloadedFileReporter } from './test/support/unloaded-file-reporter.js';
 
 /**
  * The fast tests Stryker runs against each mutant (`npm run mutation`): in-process only, no embedded
@@ -10,6 +11,8 @@ export default defineConfig({
     // Lists every file of the project: not a test of the mutated modules, and slow.
     exclude: ['test/unit/settings.test.ts'],
     globalSetup: ['test/unit/trusted-tls-setup.ts'],
+    // A file that cannot be imported is a failed test, so that Stryker counts the mutant that broke it as killed.
+    reporters: [new UnloadedFileReporter(), 'default'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

@@ -1,17 +1,297 @@
-import { describe, expect, it } from 'vitest';
+/**
+ * What a committed change sets going (shared/relay.ts), in process: the embedded Cosmos store of the local
+ * stack and an Azurite, both started by this file, and webhook receivers on loopback. Changes are made
+ * with the app's own repositories and read back from the store's change feed, a tenant's partition at a
+ * time, as the trigger hands them over; a page is handed over again as the trigger does when an
+ * invocation failed. The store is reached through a proxy (test/support/cosmos-proxy.ts) and the queue
+ * through a front (test/support/queue-front.ts), so that a test can fail either.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ChangeFeedStartFrom } from '@azure/cosmos';
+import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
+import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import { CONTAINERS } from '../../shared/data/containers.js';
+import { ping, readDelivery, retryDelivery } from '../../shared/data/deliveries-repository.js';
+import { createProject } from '../../shared/data/projects-repository.js';
+import { createJob, readJobDocument } from '../../shared/data/rag-jobs-repository.js';
+import { createTask } from '../../shared/data/tasks-repository.js';
+import { createWebhook, updateWebhook } from '../../shared/data/webhooks-repository.js';
 import { relayChanges } from '../../shared/relay.js';
+import type { CreateWebhookBody } from '../../shared/schemas/webhooks.js';
+import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
+import { startQueueFront, type QueueFront } from '../support/queue-front.js';
+import { waitFor } from '../support/wait.js';
 
-describe('the change feed relay', () => {
+const RAG_QUEUE = 'relay-rag';
+const WEBHOOKS_QUEUE = 'relay-webhooks';
+/** A failed attempt's retry is due this soon: within the time a queue message may come early, so that an early attempt would show. */
+const RETRY_AFTER_SECONDS = 2;
+
+let cosmos: CosmosEmulator;
+let store: CosmosProxy;
+let azurite: AzuriteQueue;
+let front: QueueFront;
+let ragQueue: QueueClient;
+let webhooksQueue: QueueClient;
+const receivers: WebhookReceiver[] = [];
+
+beforeAll(async () => {
+  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
+  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
+  azurite = await startAzuriteQueue();
+  front = await startQueueFront(azurite);
+  Object.assign(process.env, {
+    COSMOS_CONNECTION: store.connectionString,
+    COSMOS_DATABASE: 'lms',
+    AzureWebJobsStorage: front.connectionString,
+    RAG_QUEUE_NAME: RAG_QUEUE,
+    WEBHOOKS_QUEUE_NAME: WEBHOOKS_QUEUE,
+    WEBHOOKS_ALLOW_LOOPBACK: 'true',
+    WEBHOOKS_RETRY_SCHEDULE: `${RETRY_AFTER_SECONDS}s`,
+  });
+  const queues = QueueServiceClient.fromConnectionString(azurite.connectionString);
+  ragQueue = queues.getQueueClient(RAG_QUEUE);
+  webhooksQueue = queues.getQueueClient(WEBHOOKS_QUEUE);
+});
+afterEach(() => {
+  store.intercept = undefined;
+  front.answer = undefined;
+});
+afterAll(async () => {
+  for (const receiver of receivers) await receiver.close();
+  await front?.close();
+  await azurite?.close();
+  await store?.close();
+  await cosmos?.close();
+});
+
+function admin(): Principal {
+  return {
+    tenantId: randomUUID(),
+    objectId: randomUUID(),
+    kind: 'user',
+    roles: ['LMS.Admin'],
+    email: 'owner@contoso.test',
+    displayName: undefined,
+    accessToken: 'x',
+  };
+}
+
+/** A receiver on loopback answering each delivery with what `answer` gives (200 by default). */
+async function receiver(answer?: (index: number) => number): Promise<WebhookReceiver> {
+  const started = await startWebhookReceiver(answer ? { answer: (_delivery, index) => answer(index) } : {});
+  receivers.push(started);
+  return started;
+}
+
+/** What a receiver got: each delivery's event type and the id of what it is about. */
+const got = (at: WebhookReceiver) =>
+  at.received.map((delivery) => {
+    const payload = JSON.parse(delivery.body) as { type: string; data: { id: string } };
+    return { type: payload.type, id: payload.data.id };
+  });
+
+/** A subscription of the tenant to these events, delivered to `at`; its id. */
+async function subscribe(principal: Principal, at: WebhookReceiver, events: NonNullable<CreateWebhookBody['events']>): Promise<string> {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const created = await createWebhook(principal, { url: at.url, events }, secret, events, undefined);
+  return created.resource.id;
+}
+
+/** The tenant's partition of the change feed: each call answers the changes since the last (the latest version of each document). */
+function changesOf(tenantId: string): () => Promise<unknown[]> {
+  const feed = cosmos.client
+    .database('lms')
+    .container(CONTAINERS.tenantData.id)
+    .items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(tenantId) });
+  return async () => {
+    const changes: unknown[] = [];
+    for (;;) {
+      const page = await feed.readNext();
+      if (page.result.length === 0) return changes;
+      changes.push(...(page.result as unknown[]));
+    }
+  };
+}
+
+const ofType = (changes: unknown[], type: string) => changes.filter((change) => (change as { type: string }).type === type) as { id: string }[];
+
+/** The messages a trigger of the queue would be handed now, base64 JSON as host.json says. */
+async function visible(queue: QueueClient): Promise<unknown[]> {
+  const { peekedMessageItems } = await queue.peekMessages({ numberOfMessages: 32 });
+  return peekedMessageItems.map((item) => JSON.parse(Buffer.from(item.messageText, 'base64').toString('utf8')) as unknown);
+}
+
+const storeFailure = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
+
+describe('an event in the change feed', () => {
+  it('reaches each active subscription that asked for it once, however often its change is handed over, and no other', async () => {
+    const principal = admin();
+    const [first, second, otherEvents, switchedOff] = [await receiver(), await receiver(), await receiver(), await receiver()];
+    await subscribe(principal, first, ['project.created']);
+    await subscribe(principal, second, ['task.created', 'project.created']);
+    await subscribe(principal, otherEvents, ['task.created']);
+    const off = await subscribe(principal, switchedOff, ['project.created']);
+    await updateWebhook(principal, off, { active: false }, undefined);
+    const project = (await createProject(principal, { name: 'Relayed' }, undefined)).resource;
+    const changes = changesOf(principal.tenantId);
+
+    const page = await changes();
+    expect(ofType(page, 'event')).toHaveLength(1);
+    expect(await relayChanges(page)).toEqual([]);
+    expect(await relayChanges(page)).toEqual([]);
+    for (const subscribed of [first, second]) expect(got(subscribed)).toEqual([{ type: 'project.created', id: project.id }]);
+    expect(got(otherEvents)).toEqual([]);
+    expect(got(switchedOff)).toEqual([]);
+
+    // The feed's next look shows the deliveries, ended: nothing more to do.
+    const next = await changes();
+    expect(ofType(next, 'delivery')).toHaveLength(2);
+    expect(await relayChanges(next)).toEqual([]);
+    expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([1, 1]);
+  });
+
+  it("of every tenant on a page goes to that tenant's subscriptions, all of them", async () => {
+    const [one, two] = [admin(), admin()];
+    const [ofOne, ofTwo] = [await receiver(), await receiver()];
+    await subscribe(one, ofOne, ['project.created', 'task.created']);
+    await subscribe(two, ofTwo, ['project.created', 'task.created']);
+    const project = (await createProject(one, { name: 'First' }, undefined)).resource;
+    const task = (await createTask(one, { projectId: project.id, title: 'Its task' }, undefined)).resource;
+    const other = (await createProject(two, { name: 'Second' }, undefined)).resource;
+
+    const page = [...(await changesOf(one.tenantId)()), ...(await changesOf(two.tenantId)())];
+    expect(await relayChanges(page)).toEqual([]);
+    expect(got(ofOne)).toEqual(
+      expect.arrayContaining([
+        { type: 'project.created', id: project.id },
+        { type: 'task.created', id: task.id },
+      ]),
+    );
+    expect(ofOne.received).toHaveLength(2);
+    expect(got(ofTwo)).toEqual([{ type: 'project.created', id: other.id }]);
+  });
+
+  it("of a ping sets nothing going by itself: the ping's delivery, due at once, is attempted, once", async () => {
+    const principal = admin();
+    const pinged = await receiver();
+    const id = await subscribe(principal, pinged, ['project.created']);
+    await ping(principal, id);
+    const changes = await changesOf(principal.tenantId)();
+    const [event] = ofType(changes, 'event');
+    const [delivery] = ofType(changes, 'delivery');
+
+    expect(await relayChanges([event])).toEqual([]);
+    expect(pinged.received).toEqual([]);
+    expect(await relayChanges([delivery])).toEqual([]);
+    expect(await relayChanges([delivery])).toEqual([]);
+    expect(got(pinged)).toEqual([{ type: 'webhook.ping', id }]);
+  });
+});
+
+describe('a delivery in the change feed', () => {
+  it('is left to its queue message while its retry is not due, and attempted once when a retry is asked for', async () => {
+    const principal = admin();
+    const failingFirst = await receiver((index) => (index === 0 ? 500 : 200));
+    const webhookId = await subscribe(principal, failingFirst, ['project.created']);
+    await createProject(principal, { name: 'Retried' }, undefined);
+    const changes = changesOf(principal.tenantId);
+    await relayChanges(await changes());
+    expect(failingFirst.received).toHaveLength(1);
+
+    // The failed attempt, recorded: its retry is due in RETRY_AFTER_SECONDS, and waits on the webhooks queue.
+    const recorded = await changes();
+    const [delivery] = ofType(recorded, 'delivery');
+    expect(delivery).toMatchObject({ status: 'Pending', attempts: 1 });
+    expect(await relayChanges(recorded)).toEqual([]);
+    expect(failingFirst.received).toHaveLength(1);
+
+    // The receiver's owner asks for it again: due now.
+    await retryDelivery(principal, webhookId, delivery!.id);
+    const asked = await changes();
+    expect(await relayChanges(asked)).toEqual([]);
+    expect(await relayChanges(asked)).toEqual([]);
+    expect(failingFirst.received).toHaveLength(2);
+    expect(await readDelivery(principal.tenantId, delivery!.id)).toMatchObject({ status: 'Succeeded', attempts: 2 });
+
+    // The retry the failed attempt queued, as the delivery trigger gets it once its time has come (the attempt it names is made: it does nothing).
+    const retry = { tenantId: principal.tenantId, deliveryId: delivery!.id, attempt: 2 };
+    await waitFor(async () => (await visible(webhooksQueue)).some((message) => JSON.stringify(message) === JSON.stringify(retry)));
+  });
+});
+
+describe('a RAG job in the change feed', () => {
+  it('is put on the RAG queue once while it is Queued, and left alone once the feed shows it dispatched', async () => {
+    const principal = admin();
+    const { jobId } = await createJob(principal, { mode: 'incremental' });
+    const changes = changesOf(principal.tenantId);
+    expect(await relayChanges(await changes())).toEqual([]);
+    const dispatched = await changes();
+    expect(ofType(dispatched, 'ragJob')).toEqual([expect.objectContaining({ id: jobId, status: 'Queued', dispatched: true })]);
+    expect(await relayChanges(dispatched)).toEqual([]);
+    expect((await visible(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toEqual([{ tenantId: principal.tenantId, jobId }]);
+  });
+});
+
+describe('a page of changes whose work fails', () => {
+  it('fails for the trigger to retry once the rest is handed over; handed over again, it finishes the work once', async () => {
+    const principal = admin();
+    const subscribed = await receiver();
+    await subscribe(principal, subscribed, ['project.created']);
+    const project = (await createProject(principal, { name: 'Despite the queue' }, undefined)).resource;
+    const { jobId } = await createJob(principal, { mode: 'incremental' });
+    const page = await changesOf(principal.tenantId)();
+
+    front.answer = (request) => (request.path.startsWith(`/${RAG_QUEUE}`) ? 503 : undefined);
+    await expect(relayChanges(page)).rejects.toMatchObject({ name: 'DependencyUnavailableError', dependency: 'queue' });
+    expect(got(subscribed)).toEqual([{ type: 'project.created', id: project.id }]);
+    expect((await readJobDocument(principal.tenantId, jobId))!.dispatched).toBeUndefined();
+
+    front.answer = undefined;
+    expect(await relayChanges(page)).toEqual([]);
+    expect(subscribed.received).toHaveLength(1);
+    expect((await visible(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toHaveLength(1);
+    expect((await readJobDocument(principal.tenantId, jobId))!.dispatched).toBe(true);
+  });
+
+  it('fails when the store fails to make the deliveries; handed over again, each subscription gets the event once', async () => {
+    const principal = admin();
+    const [first, second] = [await receiver(), await receiver()];
+    await subscribe(principal, first, ['project.created']);
+    await subscribe(principal, second, ['project.created']);
+    await createProject(principal, { name: 'Despite the store' }, undefined);
+    const page = await changesOf(principal.tenantId)();
+
+    store.intercept = (record) => {
+      if (!(record.method === 'POST' && record.body.includes('"type":"delivery"'))) return undefined;
+      store.intercept = undefined;
+      return storeFailure;
+    };
+    await expect(relayChanges(page)).rejects.toThrow();
+    expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([0, 0]);
+
+    expect(await relayChanges(page)).toEqual([]);
+    expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([1, 1]);
+  });
+});
+
+describe('the relay', () => {
   it('leaves alone, and names, a document of a relayed kind that is not as the app writes it, and ignores every other kind', async () => {
     const changes = [
       { id: 'PRJ-1001', tenantId: 't', type: 'project', name: 'Not relayed' },
       { id: 'msg_broken', tenantId: 't', type: 'event', eventType: 'project.sung', timestamp: '2026-11-25T10:00:00.000Z', _etag: 'e' },
+      { id: 'msg_nameless', tenantId: '', type: 'event', eventType: 'project.created', timestamp: '2026-11-25T10:00:00.000Z', _etag: 'e' },
       { id: 'dlv_broken', tenantId: 't', type: 'delivery', status: 'Pending', _etag: 'e' },
       { id: 'job', type: 'ragJob', status: 'Queued', _etag: 'e' },
       null,
       'text',
     ];
-    // Nothing here needs the database: a relay that tried would fail for want of its settings.
-    await expect(relayChanges(changes)).resolves.toEqual(['msg_broken', 'dlv_broken', 'job']);
+    const [toStore, toQueue] = [store.requests.length, front.requests.length];
+    await expect(relayChanges(changes)).resolves.toEqual(['msg_broken', 'msg_nameless', 'dlv_broken', 'job']);
+    expect([store.requests.length, front.requests.length]).toEqual([toStore, toQueue]);
   });
 });
