@@ -13,7 +13,7 @@ import type { Principal } from '../../shared/auth/principal.js';
 import { versionOf, type ExpectedVersion } from '../../shared/domain/versions.js';
 import { ApiError, notFound } from '../../shared/errors.js';
 import type { EventDocument, NewEvent } from '../../shared/data/events.js';
-import type { Idempotency } from '../../shared/data/idempotency.js';
+import { idempotentRequest, type Idempotency } from '../../shared/data/idempotency.js';
 import {
   batchFailure,
   changeDocument,
@@ -385,6 +385,14 @@ describe('changing a document', () => {
     expect(await change(tenantId, before.id, { change: rename('Mine') })).toMatchObject({ title: 'Mine', count: 24 });
   });
 
+  it('fails when the store answers its batch without a result, and does not take that for a success', async () => {
+    const tenantId = randomUUID();
+    const before = await storedNote(tenantId);
+    store.intercept = (record) => (isBatch(record) ? ((store.intercept = undefined), { status: 200, body: [] }) : undefined);
+    await expect(change(tenantId, before.id, { event: noteEvent })).rejects.toThrow(/^A conditional write failed: $/);
+    expect((await stored(tenantId, before.id))!._etag).toBe(before._etag);
+  });
+
   it('to one document within one instance take turns and never clash', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
@@ -552,6 +560,39 @@ describe('creating a document', () => {
     expect(loser).toEqual({ resource: winner!.resource, replayed: true });
     expect((await documentsOf<NoteDocument>(principal.tenantId, 'note')).map((document) => document.id)).toEqual(['NOTE-1002']);
     expect(await eventsOf(principal.tenantId)).toHaveLength(1);
+  });
+
+  it('never answers a replay without a result: a record of the key that is gone or expired by the time it is read fails the create', async () => {
+    const principal = principalOf(randomUUID());
+    const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
+    const request = { title: 'New' };
+    const { recordId, requestHash } = idempotentRequest(idempotency, principal.objectId, request);
+    // A record of two days ago appears just before the batch: the batch fails on it, and it is too old to answer with.
+    beforeRequest(isBatch, async () => {
+      const createdAt = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000).toISOString();
+      await direct().items.create({
+        id: recordId,
+        tenantId: principal.tenantId,
+        type: 'idempotency',
+        requestHash,
+        snapshot: { id: 'NOTE-old' },
+        createdAt,
+        ttl: 86_400,
+      });
+    });
+    await expect(create(principal, { idempotency, request, event: noteCreated })).rejects.toMatchObject({
+      code: 409,
+      message: 'Creating in notes failed: 409,424,424',
+    });
+    expect(await documentsOf(principal.tenantId, 'note')).toEqual([]);
+  });
+
+  it('fails when the store answers its batch without a result, and does not take that for a success', async () => {
+    const principal = principalOf(randomUUID());
+    store.intercept = (record) => (isBatch(record) ? ((store.intercept = undefined), { status: 200, body: [] }) : undefined);
+    const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
+    await expect(create(principal, { idempotency, event: noteCreated })).rejects.toThrow(/^Creating in notes failed: $/);
+    expect(await documentsOf(principal.tenantId, 'note')).toEqual([]);
   });
 
   it('hands what its check found to the document it prepares', async () => {
