@@ -127,6 +127,21 @@ async function stackStore(): Promise<ProxiedStore> {
   return { endpoint: stack.cosmosEndpoint, key: stack.cosmosKey, tls: stack.tls, ca: stack.caCertPem };
 }
 
+/** The store's answer when a test makes it fail a request. */
+export const STORE_FAILURE = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
+
+/**
+ * Holds the first request to the store that `matches` until `first` has run, so that what `first`
+ * writes reaches the store before it; `first` may answer the request instead of letting it through.
+ */
+export function beforeRequest(proxy: CosmosProxy, matches: (record: CosmosRequestRecord) => boolean, first: () => Promise<InterceptAnswer | void>): void {
+  proxy.intercept = (record) => {
+    if (!matches(record)) return undefined;
+    proxy.intercept = undefined;
+    return first().then((answer) => answer ?? undefined);
+  };
+}
+
 /** The requests that changed something (anything but reads and queries). */
 export function writesIn(requests: CosmosRequestRecord[]): CosmosRequestRecord[] {
   return requests.filter((request) => request.method !== 'GET' && !request.isQuery && !request.path.endsWith('/pkranges'));

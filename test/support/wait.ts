@@ -11,3 +11,12 @@ export function waitFor<T>(check: () => T | Promise<T>, timeoutMs = 15_000): Pro
     { timeout: timeoutMs, interval: 50 },
   );
 }
+
+/** Resolves when `release` is called; `reached` says that the holder got there. */
+export function gate() {
+  let release!: () => void;
+  let arrive!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const reached = new Promise<void>((resolve) => (arrive = resolve));
+  return { release, reached, pass: () => (arrive(), released) };
+}

@@ -5,26 +5,12 @@
  * happen when the test says.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { describe, expect, it } from 'vitest';
 import type { RagCounts } from '../../shared/schemas/rag.js';
-import { startCosmosProxy, type CosmosProxy, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
+import { type CosmosRequestRecord, STORE_FAILURE } from '../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../support/embedded-store.js';
 
-let cosmos: CosmosEmulator;
-let store: CosmosProxy;
-
-beforeAll(async () => {
-  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
-  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
-  Object.assign(process.env, { COSMOS_CONNECTION: store.connectionString, COSMOS_DATABASE: 'lms' });
-});
-afterEach(() => {
-  store.intercept = undefined;
-});
-afterAll(async () => {
-  await store?.close();
-  await cosmos?.close();
-});
+const embedded = embeddedStoreForTests();
 
 const batches = () => import('../../shared/data/rag-batches-repository.js');
 
@@ -38,12 +24,11 @@ async function plannedBatch() {
 
 /** The batch as stored, read past the proxy. */
 async function stored(tenantId: string, id: string) {
-  const { resource } = await cosmos.client.database('lms').container('tenant-data').item(id, tenantId).read<Record<string, unknown>>();
+  const { resource } = await embedded.cosmos.client.database('lms').container('tenant-data').item(id, tenantId).read<Record<string, unknown>>();
   return resource;
 }
 
 const COUNTS: RagCounts = { sources: 2, chunks: 5, written: 5, unchanged: 0, deleted: 0 };
-const storeFailure = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
 const isWriteOf = (id: string, method: string) => (record: CosmosRequestRecord) => record.method === method && record.path.endsWith(`/docs/${id}`);
 
 describe("a batch's hold", () => {
@@ -84,7 +69,7 @@ describe("a batch's hold", () => {
     const { tenantId, jobId, id } = await plannedBatch();
     // Each run's write waits until both runs have read the batch free and sent theirs.
     const writes: (() => void)[] = [];
-    store.intercept = (record) => {
+    embedded.store.intercept = (record) => {
       if (!isWriteOf(id, 'PUT')(record)) return undefined;
       return new Promise((resolve) => {
         writes.push(() => resolve(undefined));
@@ -104,7 +89,7 @@ describe("a batch's hold", () => {
     const { holdBatch, completeBatch } = await batches();
     const { tenantId, jobId, id } = await plannedBatch();
     await holdBatch(tenantId, jobId, 0, 'first', 20_000);
-    store.intercept = (record) => (isWriteOf(id, 'PUT')(record) ? storeFailure : undefined);
+    embedded.store.intercept = (record) => (isWriteOf(id, 'PUT')(record) ? STORE_FAILURE : undefined);
     await expect(completeBatch(tenantId, jobId, 0, COUNTS)).rejects.toMatchObject({ code: 500 });
     expect(await stored(tenantId, id)).toMatchObject({ status: 'Planned', counts: null, hold: { runner: 'first' } });
   });
@@ -123,7 +108,7 @@ describe('a batch', () => {
     const { planBatch } = await batches();
     const tenantId = randomUUID();
     const jobId = randomUUID();
-    store.intercept = (record) => (record.method === 'POST' && record.body.includes(`"${jobId}-b0"`) ? storeFailure : undefined);
+    embedded.store.intercept = (record) => (record.method === 'POST' && record.body.includes(`"${jobId}-b0"`) ? STORE_FAILURE : undefined);
     await expect(planBatch(tenantId, jobId, 0, 'project', ['PRJ-1'])).rejects.toMatchObject({ code: 500 });
     expect(await stored(tenantId, `${jobId}-b0`)).toBeUndefined();
   });
@@ -149,7 +134,7 @@ describe('a batch', () => {
     expect((await stored(tenantId, id))!.lastError).toBe(long.slice(0, 1_000));
 
     await recordBatchError(tenantId, randomUUID(), 0, 'Error: of a job that is gone');
-    store.intercept = (record) => (isWriteOf(id, 'PATCH')(record) ? storeFailure : undefined);
+    embedded.store.intercept = (record) => (isWriteOf(id, 'PATCH')(record) ? STORE_FAILURE : undefined);
     await expect(recordBatchError(tenantId, jobId, 0, 'Error: not kept')).rejects.toMatchObject({ code: 500 });
   });
 });

@@ -8,12 +8,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { RagJobMessage } from '../../shared/schemas/rag.js';
-import { startCosmosProxy, type CosmosProxy, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
+import { beforeRequest, STORE_FAILURE } from '../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { adminCaller } from '../support/principals.js';
+import { gate } from '../support/wait.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
 // The well-known development storage account (Azurite's): the stand-in checks no signature.
@@ -26,8 +28,7 @@ interface Queued {
   delaySeconds: number;
 }
 
-let cosmos: CosmosEmulator;
-let store: CosmosProxy;
+const embedded = embeddedStoreForTests();
 let queueServer: SmallServer;
 let embeddings: EmbeddingsStandIn;
 let embeddingsFront: SmallServer;
@@ -91,14 +92,10 @@ function queueService(request: IncomingMessage, response: ServerResponse) {
 }
 
 beforeAll(async () => {
-  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
-  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
   queueServer = await startSmallServer(queueService);
   embeddings = await startEmbeddingsStandIn({ apiKey: 'embeddings-key' });
   embeddingsFront = await startSmallServer(embeddingsService);
   Object.assign(process.env, {
-    COSMOS_CONNECTION: store.connectionString,
-    COSMOS_DATABASE: 'lms',
     AzureWebJobsStorage: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueServer.url}/${ACCOUNT};`,
     RAG_QUEUE_NAME: RAG_QUEUE,
     EMBEDDINGS_ENDPOINT: `${embeddingsFront.url}/v1`,
@@ -107,15 +104,12 @@ beforeAll(async () => {
   });
 });
 afterEach(() => {
-  store.intercept = undefined;
   embeddingsTurns.length = 0;
 });
 afterAll(async () => {
   await embeddingsFront?.close();
   await embeddings?.close();
   await queueServer?.close();
-  await store?.close();
-  await cosmos?.close();
 });
 
 const jobs = () => import('../../shared/rag/jobs.js');
@@ -127,24 +121,12 @@ const index = () => import('../../shared/data/rag-index-repository.js');
 const projectsRepository = () => import('../../shared/data/projects-repository.js');
 const tasksRepository = () => import('../../shared/data/tasks-repository.js');
 
-function admin(): Principal {
-  return {
-    tenantId: randomUUID(),
-    objectId: randomUUID(),
-    kind: 'user',
-    roles: ['LMS.Admin'],
-    email: 'owner@contoso.test',
-    displayName: undefined,
-    accessToken: 'x',
-  };
-}
-
 /** About `chunks` chunks of description (the chunker cuts at 1,200 characters, overlapping by 200). */
 const longText = (chunks: number) =>
   Array.from({ length: chunks * 10 }, (_, index) => `Sentence ${index} ${'of a long description '.repeat(4)}ends.`).join(' ');
 
 /** A tenant (of a new administrator, unless given) with these projects and tasks. */
-async function tenantWithSources(shape: { projects: number; tasksPerProject: number; longDescription?: boolean }, principal = admin()) {
+async function tenantWithSources(shape: { projects: number; tasksPerProject: number; longDescription?: boolean }, principal = adminCaller()) {
   const { createProject } = await projectsRepository();
   const { createTask } = await tasksRepository();
   const projectIds: string[] = [];
@@ -209,30 +191,6 @@ async function storedChunks(tenantId: string) {
   const pages: { id: string; sourceId: string; projectId: string; jobId: string; hasEmbedding: boolean }[] = [];
   for await (const page of (await index()).chunkPages(tenantId, null, 1_000)) pages.push(...(page as typeof pages));
   return pages;
-}
-
-/** The store's answer when it fails a request. */
-const storeFailure = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
-
-/**
- * Holds the first request to the store that `matches` until `first` has run, so that what `first`
- * writes reaches the store before it; `first` may answer the request instead of letting it through.
- */
-function beforeRequest(matches: (record: CosmosRequestRecord) => boolean, first: () => Promise<typeof storeFailure | void>) {
-  store.intercept = (record) => {
-    if (!matches(record)) return undefined;
-    store.intercept = undefined;
-    return first().then((answer) => answer ?? undefined);
-  };
-}
-
-/** Resolves when `release` is called; `reached` says that the holder got there. */
-function gate() {
-  let release!: () => void;
-  let arrive!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const reached = new Promise<void>((resolve) => (arrive = resolve));
-  return { release, reached, pass: () => (arrive(), released) };
 }
 
 describe('a RAG job', () => {
@@ -302,7 +260,7 @@ describe('a RAG job', () => {
   });
 
   it('with nothing to index plans no batch and ends at once', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const { job, handled } = await runJob(principal, { mode: 'incremental' });
     expect(handled.map((entry) => Object.keys(entry.message).sort().join())).toEqual(['jobId,tenantId', 'finish,jobId,tenantId']);
     expect(job).toMatchObject({
@@ -315,7 +273,7 @@ describe('a RAG job', () => {
 
 describe('each step', () => {
   it('is queued once: a stored job already dispatched, or no longer Queued, is left be', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const { jobId, from } = await startJob(principal, { mode: 'incremental' });
     const { readJobDocument } = await repository();
     const { dispatch } = await jobs();
@@ -504,7 +462,7 @@ describe('each step', () => {
     const done = (await readBatch(principal.tenantId, jobId, 0))!;
     expect(done.counts!.written).toBeGreaterThan(1);
     // The run was cut off after writing its chunks, before recording its counts.
-    const batchDocument = cosmos.client.database('lms').container('tenant-data').item(done.id, principal.tenantId);
+    const batchDocument = embedded.cosmos.client.database('lms').container('tenant-data').item(done.id, principal.tenantId);
     await batchDocument.replace({ ...done, status: 'Planned', counts: null, hold: null });
     const before = embeddings.counts.inputs;
     await runBatch(principal.tenantId, jobId, 0, 'next-delivery');
@@ -523,8 +481,9 @@ describe('each step', () => {
     const { readBatch } = await batches();
     // The run removes the chunks the shortened project no longer makes, and is cut off before recording its counts.
     beforeRequest(
+      embedded.store,
       (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
-      () => Promise.resolve(storeFailure),
+      () => Promise.resolve(STORE_FAILURE),
     );
     await expect(runBatch(principal.tenantId, jobId, 0, RUNNER)).rejects.toThrow();
     expect(await storedChunks(principal.tenantId)).toHaveLength(1);
@@ -565,6 +524,7 @@ describe('each step', () => {
     const { readBatch } = await batches();
     // The queue gives up on the job (its last retry failed) as the planning makes its first batch.
     beforeRequest(
+      embedded.store,
       (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
       () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }),
     );
@@ -583,6 +543,7 @@ describe('each step', () => {
     const { runBatch } = await jobs();
     const { finishJob, readJobDocument } = await repository();
     beforeRequest(
+      embedded.store,
       (record) => record.method === 'PUT' && record.path.endsWith(`/docs/${jobId}-b0`) && record.body.includes('"status":"Done"'),
       () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }),
     );
@@ -620,7 +581,7 @@ describe('each step', () => {
     const { jobId } = await plannedJob(principal, { mode: 'full' });
     const { runBatch } = await jobs();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
-    const index = cosmos.client.database('lms').container('rag-index');
+    const index = embedded.cosmos.client.database('lms').container('rag-index');
     const etags = async () =>
       (
         await index.items
@@ -685,8 +646,9 @@ describe('the finishing', () => {
     await runBatch(principal.tenantId, jobId, 1, RUNNER);
 
     beforeRequest(
+      embedded.store,
       (record) => record.path.includes('/colls/rag-index/') && record.body.includes('"operationType":"Delete"'),
-      () => Promise.resolve(storeFailure),
+      () => Promise.resolve(STORE_FAILURE),
     );
     await expect(finish(principal.tenantId, jobId, 'runner-1')).rejects.toThrow();
     expect((await readJobDocument(principal.tenantId, jobId))!.sweep).toMatchObject({
@@ -695,8 +657,9 @@ describe('the finishing', () => {
     });
 
     beforeRequest(
+      embedded.store,
       (record) => record.path.includes('/colls/tenant-data/') && record.body.includes('"status":"Succeeded"'),
-      () => Promise.resolve(storeFailure),
+      () => Promise.resolve(STORE_FAILURE),
     );
     await expect(finish(principal.tenantId, jobId, 'runner-1')).rejects.toThrow();
     expect((await readJobDocument(principal.tenantId, jobId))!).toMatchObject({ status: 'Running', sweep: { deleted: gone.length, pending: [] } });
@@ -711,7 +674,7 @@ describe('the finishing', () => {
 
 describe('without embeddings configured', () => {
   it('indexes chunks without vectors, and once embeddings are configured embeds each of them', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const endpoint = process.env.EMBEDDINGS_ENDPOINT;
     delete process.env.EMBEDDINGS_ENDPOINT;
     try {

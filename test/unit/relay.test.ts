@@ -6,12 +6,11 @@
  * invocation failed. The store is reached through a proxy (test/support/cosmos-proxy.ts) and the queue
  * through a front (test/support/queue-front.ts), so that a test can fail either.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { ChangeFeedStartFrom } from '@azure/cosmos';
 import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { CONTAINERS } from '../../shared/data/containers.js';
@@ -22,7 +21,9 @@ import { createTask } from '../../shared/data/tasks-repository.js';
 import { createWebhook, updateWebhook } from '../../shared/data/webhooks-repository.js';
 import { relayChanges } from '../../shared/relay.js';
 import type { CreateWebhookBody } from '../../shared/schemas/webhooks.js';
-import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
+import { STORE_FAILURE } from '../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { adminCaller } from '../support/principals.js';
 import { startQueueFront, type QueueFront } from '../support/queue-front.js';
 import { waitFor } from '../support/wait.js';
 
@@ -31,8 +32,7 @@ const WEBHOOKS_QUEUE = 'relay-webhooks';
 /** A failed attempt's retry is due this soon: within the time a queue message may come early, so that an early attempt would show. */
 const RETRY_AFTER_SECONDS = 2;
 
-let cosmos: CosmosEmulator;
-let store: CosmosProxy;
+const embedded = embeddedStoreForTests();
 let azurite: AzuriteQueue;
 let front: QueueFront;
 let ragQueue: QueueClient;
@@ -40,13 +40,9 @@ let webhooksQueue: QueueClient;
 const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
-  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
-  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
   azurite = await startAzuriteQueue();
   front = await startQueueFront(azurite);
   Object.assign(process.env, {
-    COSMOS_CONNECTION: store.connectionString,
-    COSMOS_DATABASE: 'lms',
     AzureWebJobsStorage: front.connectionString,
     RAG_QUEUE_NAME: RAG_QUEUE,
     WEBHOOKS_QUEUE_NAME: WEBHOOKS_QUEUE,
@@ -58,28 +54,13 @@ beforeAll(async () => {
   webhooksQueue = queues.getQueueClient(WEBHOOKS_QUEUE);
 });
 afterEach(() => {
-  store.intercept = undefined;
   front.answer = undefined;
 });
 afterAll(async () => {
   for (const receiver of receivers) await receiver.close();
   await front?.close();
   await azurite?.close();
-  await store?.close();
-  await cosmos?.close();
 });
-
-function admin(): Principal {
-  return {
-    tenantId: randomUUID(),
-    objectId: randomUUID(),
-    kind: 'user',
-    roles: ['LMS.Admin'],
-    email: 'owner@contoso.test',
-    displayName: undefined,
-    accessToken: 'x',
-  };
-}
 
 /** A receiver on loopback answering each delivery with what `answer` gives (200 by default). */
 async function receiver(answer?: (index: number) => number): Promise<WebhookReceiver> {
@@ -104,7 +85,7 @@ async function subscribe(principal: Principal, at: WebhookReceiver, events: NonN
 
 /** The tenant's partition of the change feed: each call answers the changes since the last (the latest version of each document). */
 function changesOf(tenantId: string): () => Promise<unknown[]> {
-  const feed = cosmos.client
+  const feed = embedded.cosmos.client
     .database('lms')
     .container(CONTAINERS.tenantData.id)
     .items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning(tenantId) });
@@ -126,11 +107,9 @@ async function visible(queue: QueueClient): Promise<unknown[]> {
   return peekedMessageItems.map((item) => JSON.parse(Buffer.from(item.messageText, 'base64').toString('utf8')) as unknown);
 }
 
-const storeFailure = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
-
 describe('an event in the change feed', () => {
   it('reaches each active subscription that asked for it once, however often its change is handed over, and no other', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const [first, second, otherEvents, switchedOff] = [await receiver(), await receiver(), await receiver(), await receiver()];
     await subscribe(principal, first, ['project.created']);
     await subscribe(principal, second, ['task.created', 'project.created']);
@@ -156,7 +135,7 @@ describe('an event in the change feed', () => {
   });
 
   it("of every tenant on a page goes to that tenant's subscriptions, all of them", async () => {
-    const [one, two] = [admin(), admin()];
+    const [one, two] = [adminCaller(), adminCaller()];
     const [ofOne, ofTwo] = [await receiver(), await receiver()];
     await subscribe(one, ofOne, ['project.created', 'task.created']);
     await subscribe(two, ofTwo, ['project.created', 'task.created']);
@@ -177,7 +156,7 @@ describe('an event in the change feed', () => {
   });
 
   it("of a ping sets nothing going by itself: the ping's delivery, due at once, is attempted, once", async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const pinged = await receiver();
     const id = await subscribe(principal, pinged, ['project.created']);
     await ping(principal, id);
@@ -195,7 +174,7 @@ describe('an event in the change feed', () => {
 
 describe('a delivery in the change feed', () => {
   it('is left to its queue message while its retry is not due, and attempted once when a retry is asked for', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const failingFirst = await receiver((index) => (index === 0 ? 500 : 200));
     const webhookId = await subscribe(principal, failingFirst, ['project.created']);
     await createProject(principal, { name: 'Retried' }, undefined);
@@ -226,7 +205,7 @@ describe('a delivery in the change feed', () => {
 
 describe('a RAG job in the change feed', () => {
   it('is put on the RAG queue once while it is Queued, and left alone once the feed shows it dispatched', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const { jobId } = await createJob(principal, { mode: 'incremental' });
     const changes = changesOf(principal.tenantId);
     expect(await relayChanges(await changes())).toEqual([]);
@@ -239,7 +218,7 @@ describe('a RAG job in the change feed', () => {
 
 describe('a page of changes whose work fails', () => {
   it('fails for the trigger to retry once the rest is handed over; handed over again, it finishes the work once', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const subscribed = await receiver();
     await subscribe(principal, subscribed, ['project.created']);
     const project = (await createProject(principal, { name: 'Despite the queue' }, undefined)).resource;
@@ -259,17 +238,17 @@ describe('a page of changes whose work fails', () => {
   });
 
   it('fails when the store fails to make the deliveries; handed over again, each subscription gets the event once', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const [first, second] = [await receiver(), await receiver()];
     await subscribe(principal, first, ['project.created']);
     await subscribe(principal, second, ['project.created']);
     await createProject(principal, { name: 'Despite the store' }, undefined);
     const page = await changesOf(principal.tenantId)();
 
-    store.intercept = (record) => {
+    embedded.store.intercept = (record) => {
       if (!(record.method === 'POST' && record.body.includes('"type":"delivery"'))) return undefined;
-      store.intercept = undefined;
-      return storeFailure;
+      embedded.store.intercept = undefined;
+      return STORE_FAILURE;
     };
     await expect(relayChanges(page)).rejects.toThrow();
     expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([0, 0]);
@@ -290,8 +269,8 @@ describe('the relay', () => {
       null,
       'text',
     ];
-    const [toStore, toQueue] = [store.requests.length, front.requests.length];
+    const [toStore, toQueue] = [embedded.store.requests.length, front.requests.length];
     await expect(relayChanges(changes)).resolves.toEqual(['msg_broken', 'msg_nameless', 'dlv_broken', 'job']);
-    expect([store.requests.length, front.requests.length]).toEqual([toStore, toQueue]);
+    expect([embedded.store.requests.length, front.requests.length]).toEqual([toStore, toQueue]);
   });
 });

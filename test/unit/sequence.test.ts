@@ -6,29 +6,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { container } from '../../shared/data/cosmos.js';
 import { nextInSequence } from '../../shared/data/sequence.js';
-import { startCosmosProxy, type CosmosProxy, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
-import { waitFor } from '../support/wait.js';
+import { type CosmosRequestRecord, STORE_FAILURE } from '../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { gate, waitFor } from '../support/wait.js';
 
-let cosmos: CosmosEmulator;
-let store: CosmosProxy;
+const embedded = embeddedStoreForTests();
 let documents: Container;
 
 beforeAll(async () => {
-  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
-  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
-  Object.assign(process.env, { COSMOS_CONNECTION: store.connectionString, COSMOS_DATABASE: 'lms' });
   documents = await container('tenantData');
-});
-afterEach(() => {
-  store.intercept = undefined;
-});
-afterAll(async () => {
-  await store?.close();
-  await cosmos?.close();
 });
 
 type Next = typeof nextInSequence;
@@ -55,25 +44,18 @@ const from = (first: number, count: number) => Array.from({ length: count }, (_,
 
 /** The sequence's document as stored, read past the proxy. */
 async function stored({ tenantId, name }: { tenantId: string; name: string }) {
-  const { resource } = await cosmos.client.database('lms').container('tenant-data').item(`sequence-${name}`, tenantId).read<{ type: string; value: number }>();
+  const { resource } = await embedded.cosmos.client
+    .database('lms')
+    .container('tenant-data')
+    .item(`sequence-${name}`, tenantId)
+    .read<{ type: string; value: number }>();
   return resource;
 }
 
 /** The requests that reserved numbers of the sequence: its create (POST) and its increments (PATCH). */
-const reservationsOf = (name: string) => store.requests.filter((record) => isCreateOf(name)(record) || isIncrementOf(name)(record));
+const reservationsOf = (name: string) => embedded.store.requests.filter((record) => isCreateOf(name)(record) || isIncrementOf(name)(record));
 const isCreateOf = (name: string) => (record: CosmosRequestRecord) => record.method === 'POST' && record.body.includes(`"sequence-${name}"`);
 const isIncrementOf = (name: string) => (record: CosmosRequestRecord) => record.method === 'PATCH' && record.path.endsWith(`/docs/sequence-${name}`);
-
-const storeFailure = { status: 500, body: { code: 'InternalServerError', message: 'The store failed.' } };
-
-/** Resolves when `release` is called; `reached` says that the holder got there. */
-function gate() {
-  let release!: () => void;
-  let arrive!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const reached = new Promise<void>((resolve) => (arrive = resolve));
-  return { release, reached, pass: () => (arrive(), released) };
-}
 
 describe('a sequence', () => {
   it('starts at 1001 and goes up by one, block after block, with no gap within one instance, reserving a block at a time', async () => {
@@ -126,9 +108,9 @@ describe('a sequence', () => {
     const other = await anotherInstance();
     let otherNumber: number | undefined;
     // The first create is held while the other instance creates the sequence first.
-    store.intercept = (record) => {
+    embedded.store.intercept = (record) => {
       if (!isCreateOf(sequence.name)(record)) return undefined;
-      store.intercept = undefined;
+      embedded.store.intercept = undefined;
       return other(documents, sequence.tenantId, sequence.name).then((number) => void (otherNumber = number));
     };
     expect(await nextInSequence(documents, sequence.tenantId, sequence.name)).toBe(1021);
@@ -138,14 +120,14 @@ describe('a sequence', () => {
 
   it('fails the call whose reservation the store fails, and the next call reserves afresh', async () => {
     const sequence = newSequence();
-    store.intercept = (record) => (isIncrementOf(sequence.name)(record) ? ((store.intercept = undefined), storeFailure) : undefined);
+    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) ? ((embedded.store.intercept = undefined), STORE_FAILURE) : undefined);
     await expect(nextInSequence(documents, sequence.tenantId, sequence.name)).rejects.toMatchObject({ code: 500 });
     // A failure that is not "no such sequence" creates nothing.
     expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH']);
     expect(await take(nextInSequence, sequence, 2)).toEqual([1001, 1002]);
 
     const fresh = newSequence();
-    store.intercept = (record) => (isCreateOf(fresh.name)(record) ? ((store.intercept = undefined), storeFailure) : undefined);
+    embedded.store.intercept = (record) => (isCreateOf(fresh.name)(record) ? ((embedded.store.intercept = undefined), STORE_FAILURE) : undefined);
     await expect(nextInSequence(documents, fresh.tenantId, fresh.name)).rejects.toMatchObject({ code: 500 });
     expect(await take(nextInSequence, fresh, 2)).toEqual([1001, 1002]);
   });
@@ -154,7 +136,8 @@ describe('a sequence', () => {
     const sequence = newSequence();
     expect(await take(nextInSequence, sequence, 10)).toEqual(from(1001, 10));
     const held = gate();
-    store.intercept = (record) => (isIncrementOf(sequence.name)(record) ? ((store.intercept = undefined), held.pass().then(() => storeFailure)) : undefined);
+    embedded.store.intercept = (record) =>
+      isIncrementOf(sequence.name)(record) ? ((embedded.store.intercept = undefined), held.pass().then(() => STORE_FAILURE)) : undefined;
     // Half the block used: the next one is reserved ahead (and held).
     expect(await take(nextInSequence, sequence, 10)).toEqual(from(1011, 10));
     await held.reached;
@@ -169,7 +152,7 @@ describe('a sequence', () => {
     expect(await take(nextInSequence, sequence, 10)).toEqual(from(1001, 10));
     const held = gate();
     let failing = true;
-    store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failing ? held.pass().then(() => storeFailure) : undefined);
+    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failing ? held.pass().then(() => STORE_FAILURE) : undefined);
     expect(await take(nextInSequence, sequence, 10)).toEqual(from(1011, 10));
     await held.reached;
     const before = reservationsOf(sequence.name).length;

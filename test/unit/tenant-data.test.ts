@@ -6,9 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { versionOf, type ExpectedVersion } from '../../shared/domain/versions.js';
 import { ApiError, notFound } from '../../shared/errors.js';
@@ -26,23 +25,12 @@ import {
   stillExists,
   type DocumentKind,
 } from '../../shared/data/tenant-data.js';
-import { startCosmosProxy, writesIn, type CosmosProxy, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
+import { beforeRequest, type CosmosRequestRecord, writesIn } from '../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { adminCaller } from '../support/principals.js';
+import { gate } from '../support/wait.js';
 
-let cosmos: CosmosEmulator;
-let store: CosmosProxy;
-
-beforeAll(async () => {
-  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
-  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
-  Object.assign(process.env, { COSMOS_CONNECTION: store.connectionString, COSMOS_DATABASE: 'lms' });
-});
-afterEach(() => {
-  store.intercept = undefined;
-});
-afterAll(async () => {
-  await store?.close();
-  await cosmos?.close();
-});
+const embedded = embeddedStoreForTests();
 
 /** A kind of document of this test's: a note shows its id, title and count; an archived note is hidden. */
 const note = z.object({ id: z.string(), title: z.string(), count: z.number() });
@@ -63,7 +51,7 @@ const notes: DocumentKind<NoteDocument, Note> = {
 };
 
 /** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => cosmos.client.database('lms').container('tenant-data');
+const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 async function storedNote(tenantId: string, fields: Partial<NoteDocument> = {}): Promise<NoteDocument> {
   const { resource } = await direct().items.create({ id: `NOTE-${randomUUID()}`, tenantId, type: 'note', title: 'First', count: 0, ...fields });
@@ -90,27 +78,6 @@ async function documentsOf<T>(tenantId: string, type: string): Promise<T[]> {
 const eventsOf = (tenantId: string) => documentsOf<EventDocument>(tenantId, 'event');
 
 const isBatch = (record: CosmosRequestRecord) => record.method === 'POST' && record.body.startsWith('[');
-
-/**
- * Holds the first request to the store that `matches` until `first` has run, so that what `first`
- * writes reaches the store before it.
- */
-function beforeRequest(matches: (record: CosmosRequestRecord) => boolean, first: () => Promise<void>) {
-  store.intercept = (record) => {
-    if (!matches(record)) return undefined;
-    store.intercept = undefined;
-    return first().then(() => undefined);
-  };
-}
-
-/** Resolves when `release` is called; `reached` says that the holder got there. */
-function gate() {
-  let release!: () => void;
-  let arrive!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const reached = new Promise<void>((resolve) => (arrive = resolve));
-  return { release, reached, pass: () => (arrive(), released) };
-}
 
 /** The event a change of a note makes: what it was and what it became (`removed` when it went). */
 function noteEvent({ before, after }: { before: NoteDocument; after: NoteDocument | undefined }): NewEvent {
@@ -168,13 +135,13 @@ describe('changing a document', () => {
   it('replaces it with the change and writes its event in the same batch: one write, which answers the stored document', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    const from = store.requests.length;
+    const from = embedded.store.requests.length;
     const updated = await change(tenantId, before.id, { event: noteEvent });
     const now = (await stored(tenantId, before.id))!;
     expect(now).toMatchObject({ title: 'Second', count: 0 });
     expect(now._etag).not.toBe(before._etag);
     expect(updated).toEqual(now);
-    const writes = writesIn(store.requests.slice(from));
+    const writes = writesIn(embedded.store.requests.slice(from));
     expect(writes).toHaveLength(1);
     expect(isBatch(writes[0]!)).toBe(true);
     const events = await eventsOf(tenantId);
@@ -287,7 +254,7 @@ describe('changing a document', () => {
   it('does not lose a change another instance wrote between its read and its write: it applies its own again, to what it finds', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       await direct()
         .item(before.id, tenantId)
         .replace({ ...before, title: 'Theirs', count: 10 });
@@ -309,7 +276,7 @@ describe('changing a document', () => {
   it('decides a removal again when another instance changed the document between its read and its delete', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       await direct()
         .item(before.id, tenantId)
         .replace({ ...before, title: 'Keep' });
@@ -321,7 +288,7 @@ describe('changing a document', () => {
   it('refuses with the 412 when another instance changed the resource between its read and its write, and writes nothing', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       await direct()
         .item(before.id, tenantId)
         .replace({ ...before, title: 'Theirs' });
@@ -335,7 +302,7 @@ describe('changing a document', () => {
   it("answers the kind's 404 when another instance deleted the document between its read and its write", async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       await direct().item(before.id, tenantId).delete();
     });
     const refused = change(tenantId, before.id, { event: noteEvent });
@@ -350,7 +317,7 @@ describe('changing a document', () => {
     // Longer than the 100 characters an error repeats of an id.
     const before = await storedNote(tenantId, { id: `NOTE-${'x'.repeat(150)}` });
     // Another instance changes the note before each of this one's writes.
-    store.intercept = async (record) => {
+    embedded.store.intercept = async (record) => {
       if (isBatch(record))
         await direct()
           .item(before.id, tenantId)
@@ -375,7 +342,7 @@ describe('changing a document', () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
     let clashes = 24;
-    store.intercept = async (record) => {
+    embedded.store.intercept = async (record) => {
       if (isBatch(record) && clashes-- > 0)
         await direct()
           .item(before.id, tenantId)
@@ -388,7 +355,7 @@ describe('changing a document', () => {
   it('fails when the store answers its batch without a result, and does not take that for a success', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    store.intercept = (record) => (isBatch(record) ? ((store.intercept = undefined), { status: 200, body: [] }) : undefined);
+    embedded.store.intercept = (record) => (isBatch(record) ? ((embedded.store.intercept = undefined), { status: 200, body: [] }) : undefined);
     await expect(change(tenantId, before.id, { event: noteEvent })).rejects.toThrow(/^A conditional write failed: $/);
     expect((await stored(tenantId, before.id))!._etag).toBe(before._etag);
   });
@@ -396,7 +363,7 @@ describe('changing a document', () => {
   it('to one document within one instance take turns and never clash', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    const from = store.requests.length;
+    const from = embedded.store.requests.length;
     const seen: number[] = [];
     await Promise.all(
       Array.from({ length: 8 }, () =>
@@ -406,7 +373,7 @@ describe('changing a document', () => {
     expect(seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(await stored(tenantId, before.id)).toMatchObject({ count: 8 });
     // One write each: none was sent twice after a clash.
-    expect(writesIn(store.requests.slice(from))).toHaveLength(8);
+    expect(writesIn(embedded.store.requests.slice(from))).toHaveLength(8);
   });
 
   it('to different documents do not wait for each other', async () => {
@@ -483,10 +450,6 @@ describe('batchFailure', () => {
 });
 
 describe('creating a document', () => {
-  function principalOf(tenantId: string): Principal {
-    return { tenantId, objectId: randomUUID(), kind: 'user', roles: ['LMS.Admin'], email: 'owner@contoso.test', displayName: undefined, accessToken: 'x' };
-  }
-
   type NewNote = Omit<NoteDocument, '_etag'>;
   const newNote = (tenantId: string, number: number, title = 'New'): NewNote => ({ id: `NOTE-${number}`, tenantId, type: 'note', title, count: 0 });
 
@@ -508,14 +471,14 @@ describe('creating a document', () => {
   const noteCreated = (resource: Note): NewEvent => ({ type: 'project.created', data: resource });
 
   it('takes the next number of its sequence and stores the document, its resource answered', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     expect(await create(principal)).toEqual({ resource: { id: 'NOTE-1001', title: 'New', count: 0 }, replayed: false });
     expect(await create(principal)).toEqual({ resource: { id: 'NOTE-1002', title: 'New', count: 0 }, replayed: false });
     expect((await documentsOf<NoteDocument>(principal.tenantId, 'note')).map((document) => document.id).sort()).toEqual(['NOTE-1001', 'NOTE-1002']);
   });
 
   it('writes its event with the document, both or neither', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     expect(await create(principal, { event: noteCreated })).toMatchObject({ resource: { id: 'NOTE-1001' } });
     expect((await eventsOf(principal.tenantId)).map((event) => [event.eventType, event.data])).toEqual([
       ['project.created', { id: 'NOTE-1001', title: 'New', count: 0 }],
@@ -528,7 +491,7 @@ describe('creating a document', () => {
   });
 
   it('answers a repeated Idempotency-Key with the first result, creating nothing more, and refuses it for another request', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const first = await create(principal, { idempotency, event: noteCreated });
     expect(first).toEqual({ resource: { id: 'NOTE-1001', title: 'New', count: 0 }, replayed: false });
@@ -537,11 +500,11 @@ describe('creating a document', () => {
     expect(await documentsOf(principal.tenantId, 'note')).toHaveLength(1);
     expect(await eventsOf(principal.tenantId)).toHaveLength(1);
     // The key is the caller's own: another caller's request under it creates.
-    expect(await create(principalOf(principal.tenantId), { idempotency })).toMatchObject({ resource: { id: 'NOTE-1002' }, replayed: false });
+    expect(await create(adminCaller(principal.tenantId), { idempotency })).toMatchObject({ resource: { id: 'NOTE-1002' }, replayed: false });
   });
 
   it('with an Idempotency-Key alone still records its result', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const first = await create(principal, { idempotency });
     expect(await create(principal, { idempotency })).toEqual({ resource: first.resource, replayed: true });
@@ -549,10 +512,10 @@ describe('creating a document', () => {
   });
 
   it("of two concurrent requests with one Idempotency-Key, the one that loses the race answers with the winner's result", async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     let winner: Awaited<ReturnType<typeof create>> | undefined;
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       winner = await create(principal, { idempotency, event: noteCreated });
     });
     const loser = await create(principal, { idempotency, event: noteCreated });
@@ -563,12 +526,12 @@ describe('creating a document', () => {
   });
 
   it('never answers a replay without a result: a record of the key that is gone or expired by the time it is read fails the create', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const request = { title: 'New' };
     const { recordId, requestHash } = idempotentRequest(idempotency, principal.objectId, request);
     // A record of two days ago appears just before the batch: the batch fails on it, and it is too old to answer with.
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       const createdAt = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000).toISOString();
       await direct().items.create({
         id: recordId,
@@ -588,15 +551,15 @@ describe('creating a document', () => {
   });
 
   it('fails when the store answers its batch without a result, and does not take that for a success', async () => {
-    const principal = principalOf(randomUUID());
-    store.intercept = (record) => (isBatch(record) ? ((store.intercept = undefined), { status: 200, body: [] }) : undefined);
+    const principal = adminCaller(randomUUID());
+    embedded.store.intercept = (record) => (isBatch(record) ? ((embedded.store.intercept = undefined), { status: 200, body: [] }) : undefined);
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     await expect(create(principal, { idempotency, event: noteCreated })).rejects.toThrow(/^Creating in notes failed: $/);
     expect(await documentsOf(principal.tenantId, 'note')).toEqual([]);
   });
 
   it('hands what its check found to the document it prepares', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const created = await create(principal, {
       check: async () => 'Checked',
       prepare: (number, found) => ({ document: newNote(principal.tenantId, number, found as string) }),
@@ -612,7 +575,7 @@ describe('creating a document', () => {
   }
 
   it.each([404, 409, 412] as const)('guarded, tries the check and the create again after the guard failed with %i, keeping its number', async (status) => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const parent = await storedNote(principal.tenantId);
     const check = vi.fn(async () => parent);
     const prepare = vi.fn((number: number, found: unknown) => ({
@@ -626,10 +589,10 @@ describe('creating a document', () => {
   });
 
   it('guarded by a document that goes before its write, fails as the check then does, and creates nothing', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const parent = await storedNote(principal.tenantId);
     const check = vi.fn(() => readVisible(notes, principal.tenantId, parent.id));
-    beforeRequest(isBatch, async () => {
+    beforeRequest(embedded.store, isBatch, async () => {
       await direct().item(parent.id, principal.tenantId).delete();
     });
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
@@ -647,7 +610,7 @@ describe('creating a document', () => {
   });
 
   it('guarded by what keeps failing, answers after five tries a 409 that says when to come back, and leaves no record of its key', async () => {
-    const principal = principalOf(randomUUID());
+    const principal = adminCaller(randomUUID());
     const parent = await storedNote(principal.tenantId);
     const check = vi.fn(async () => parent);
     const prepare = vi.fn((number: number) => ({ document: newNote(principal.tenantId, number), guard: failingGuard(404, parent) }));

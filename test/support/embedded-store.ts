@@ -1,0 +1,31 @@
+/**
+ * The local stack's embedded Cosmos store for a file of fast tests, started in the test's own process
+ * behind a proxy (cosmos-proxy.ts) that can fail a request or hold it while the test writes first.
+ */
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
+import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { startCosmosProxy, type CosmosProxy } from './cosmos-proxy.js';
+
+export interface EmbeddedStore {
+  cosmos: CosmosEmulator;
+  /** What the app reaches: its settings point here. */
+  store: CosmosProxy;
+}
+
+/** Starts the store before the file's tests (the app's COSMOS_ settings pointing at it), clears each test's intercept after it, and stops it after them. */
+export function embeddedStoreForTests(): EmbeddedStore {
+  const parts = {} as EmbeddedStore;
+  beforeAll(async () => {
+    parts.cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
+    parts.store = await startCosmosProxy({ endpoint: parts.cosmos.endpoint, key: parts.cosmos.key, tls: inject('trustedTls') });
+    Object.assign(process.env, { COSMOS_CONNECTION: parts.store.connectionString, COSMOS_DATABASE: 'lms' });
+  });
+  afterEach(() => {
+    if (parts.store) parts.store.intercept = undefined;
+  });
+  afterAll(async () => {
+    await parts.store?.close();
+    await parts.cosmos?.close();
+  });
+  return parts;
+}
