@@ -33,6 +33,8 @@ export default {
     // The settings: a deployment missing one fails closed, and each connection signs in as the identity its settings name.
     'shared/config.ts',
     'shared/identity-credential.ts',
+    // Webhook delivery: hand-over, claimed attempts, retries on the queue, the sweep.
+    'shared/webhooks/deliveries.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

@@ -259,18 +259,18 @@ describe('handOverEvents', () => {
     expect(await deliveryOf(due, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
   });
 
-  it('holds an attempt in flight past the sweep for its longest run', async () => {
+  it('holds an attempt in flight for its longest run and the grace, beyond which the sweep allows its own grace', async () => {
     const principal = admin();
     const webhook = await subscription(principal);
     const event = await storedEvent(principal.tenantId);
     const answer = gate<number>();
     answers.push(answer.released);
-    const { handOverEvents, sweep } = await deliveries();
+    const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
     const { ATTEMPT_TIMEOUT_MS } = await import('../../shared/webhooks/sender.js');
 
     const handingOver = handOverEvents(principal.tenantId, [event]);
     await waitFor(() => requestsFor(event).length === 1);
-    await sweep(Date.now() + ATTEMPT_TIMEOUT_MS);
+    await sweep(Date.now() + ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS + SWEEP_GRACE_MS / 2);
     answer.release(200);
     await handingOver;
 
