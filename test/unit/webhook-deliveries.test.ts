@@ -259,6 +259,15 @@ describe('handOverEvents', () => {
     expect(await deliveryOf(due, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
   });
 
+  it('makes the next attempt of a delivery made already whose retry is due, not its first again', async () => {
+    const { tenantId, webhook, event } = await failedOnce();
+
+    await (await deliveries()).handOverEvents(tenantId, [event]);
+
+    expect(requestsFor(event)).toHaveLength(2);
+    expect(await deliveryOf(event, webhook)).toMatchObject({ status: 'Succeeded', attempts: 2, lastStatusCode: 200 });
+  });
+
   it('holds an attempt in flight for its longest run and the grace, beyond which the sweep allows its own grace', async () => {
     const principal = admin();
     const webhook = await subscription(principal);
