@@ -42,6 +42,8 @@ export default {
     // The one conditional write (the change and its event together, 412, 404, retried races) and the readable ids' sequences.
     'shared/data/tenant-data.ts',
     'shared/data/sequence.ts',
+    // Webhook delivery: hand-over, claimed attempts, retries on the queue, the sweep.
+    'shared/webhooks/deliveries.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

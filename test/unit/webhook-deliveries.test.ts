@@ -1,0 +1,488 @@
+/**
+ * Webhook delivery (shared/webhooks/deliveries.ts) driven in process against real parts this file
+ * starts: the embedded Cosmos store of the local stack behind a proxy (test/support/cosmos-proxy.ts)
+ * that can hold a request while something else happens first, a webhook receiver on loopback whose
+ * answers each test picks, and a Storage Queue stand-in that keeps each message with its visibility
+ * timeout, or refuses it. The retry schedule is 30 s then 90 s: a test makes a delivery due by
+ * writing its due time, as time passing would.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../../tools/webhook-receiver.js';
+import type { Principal } from '../../shared/auth/principal.js';
+import type { EventDocument } from '../../shared/data/events.js';
+import type { DeliveryDocument } from '../../shared/data/deliveries-repository.js';
+import type { WebhookDocument } from '../../shared/data/webhooks-repository.js';
+import type { WebhookMessage } from '../../shared/schemas/webhooks.js';
+import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
+import { startSmallServer, type SmallServer } from '../support/small-server.js';
+import { waitFor } from '../support/wait.js';
+
+// The well-known development storage account (Azurite's): the stand-in checks no signature.
+const ACCOUNT = 'devstoreaccount1';
+const ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+const WEBHOOKS_QUEUE = 'webhooks-test';
+const FIRST_RETRY_S = 30;
+const SECOND_RETRY_S = 90;
+
+interface Queued {
+  message: WebhookMessage;
+  delaySeconds: number;
+}
+
+let cosmos: CosmosEmulator;
+let store: CosmosProxy;
+let queueServer: SmallServer;
+let receiver: WebhookReceiver;
+const queued: Queued[] = [];
+/** While true, the queue stand-in refuses every message with a 500. */
+let queueRefuses = false;
+/** The receiver's answers to the requests to come, in order; past them it answers 200. */
+const answers: (number | Promise<number>)[] = [];
+
+/** Storage's "Put Message": the message text (base64 JSON, as the app sends it) and its visibility timeout. */
+function queueService(request: IncomingMessage, response: ServerResponse) {
+  const url = new URL(request.url ?? '/', 'http://x');
+  let body = '';
+  request.setEncoding('utf8');
+  request.on('data', (chunk: string) => (body += chunk));
+  request.on('end', () => {
+    if (request.method !== 'POST' || url.pathname !== `/${ACCOUNT}/${WEBHOOKS_QUEUE}/messages`) return void response.writeHead(404).end();
+    if (queueRefuses) return void response.writeHead(500, { 'content-type': 'application/xml' }).end('<Error><Code>InternalError</Code></Error>');
+    const text = /<MessageText>([^<]*)<\/MessageText>/.exec(body)![1]!;
+    queued.push({
+      message: JSON.parse(Buffer.from(text, 'base64').toString()) as WebhookMessage,
+      delaySeconds: Number(url.searchParams.get('visibilitytimeout') ?? 0),
+    });
+    const time = new Date().toUTCString();
+    response.writeHead(201, { 'content-type': 'application/xml', 'x-ms-request-id': randomUUID(), 'x-ms-version': '2025-01-05' });
+    response.end(
+      `<?xml version="1.0" encoding="utf-8"?><QueueMessagesList><QueueMessage><MessageId>${randomUUID()}</MessageId>` +
+        `<InsertionTime>${time}</InsertionTime><ExpirationTime>${time}</ExpirationTime><PopReceipt>r</PopReceipt>` +
+        `<TimeNextVisible>${time}</TimeNextVisible></QueueMessage></QueueMessagesList>`,
+    );
+  });
+}
+
+beforeAll(async () => {
+  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
+  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
+  queueServer = await startSmallServer(queueService);
+  receiver = await startWebhookReceiver({ answer: () => answers.shift() ?? 200 });
+  Object.assign(process.env, {
+    COSMOS_CONNECTION: store.connectionString,
+    COSMOS_DATABASE: 'lms',
+    AzureWebJobsStorage: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueServer.url}/${ACCOUNT};`,
+    WEBHOOKS_QUEUE_NAME: WEBHOOKS_QUEUE,
+    WEBHOOKS_RETRY_SCHEDULE: `${FIRST_RETRY_S}s,${SECOND_RETRY_S}s`,
+    WEBHOOKS_ALLOW_LOOPBACK: 'true',
+  });
+});
+afterEach(() => {
+  store.intercept = undefined;
+  queueRefuses = false;
+  answers.length = 0;
+});
+afterAll(async () => {
+  await receiver?.close();
+  await queueServer?.close();
+  await store?.close();
+  await cosmos?.close();
+});
+
+const deliveries = () => import('../../shared/webhooks/deliveries.js');
+const repository = () => import('../../shared/data/deliveries-repository.js');
+const tenantData = async () => (await import('../../shared/data/tenant-data.js')).tenantData();
+
+function admin(): Principal {
+  return {
+    tenantId: randomUUID(),
+    objectId: randomUUID(),
+    kind: 'user',
+    roles: ['LMS.Admin'],
+    email: 'owner@contoso.test',
+    displayName: undefined,
+    accessToken: 'x',
+  };
+}
+
+/** A subscription of the tenant to project.created, at the receiver (at `url` if given), with its secret. */
+async function subscription(principal: Principal, url = receiver.url): Promise<WebhookDocument> {
+  const { createWebhook, readWebhook } = await import('../../shared/data/webhooks-repository.js');
+  const { newSecret } = await import('../../shared/webhooks/signing.js');
+  const { resource } = await createWebhook(principal, { url }, newSecret(), ['project.created'], undefined);
+  return (await readWebhook(principal.tenantId, resource.id))!;
+}
+
+/** A project.created event of the tenant, stored as a change writes it. */
+async function storedEvent(tenantId: string, data: Record<string, unknown> = { id: `PRJ-${randomUUID()}` }): Promise<EventDocument> {
+  const { eventDocument } = await import('../../shared/data/events.js');
+  const { resource } = await (await tenantData()).items.create(eventDocument(tenantId, { type: 'project.created', data }));
+  return resource as unknown as EventDocument;
+}
+
+/** Changes a stored document as another writer (or time passing) would. */
+async function change<D extends { id: string; tenantId: string }>(document: D, fields: Partial<D>): Promise<D> {
+  const { resource } = await (await tenantData()).item(document.id, document.tenantId).read<D>();
+  const { resource: replaced } = await (await tenantData()).item(document.id, document.tenantId).replace({ ...resource!, ...fields });
+  return replaced as unknown as D;
+}
+
+async function deliveryOf(event: EventDocument, webhook: WebhookDocument): Promise<DeliveryDocument | undefined> {
+  const { readDelivery, deliveryIdOf } = await repository();
+  return readDelivery(event.tenantId, deliveryIdOf(event.id, webhook.id));
+}
+
+/** A delivery made as a hand-over makes it, but not attempted: due `dueInMs` from now (negative: overdue). */
+async function madeDelivery(event: EventDocument, webhook: WebhookDocument, dueInMs: number): Promise<DeliveryDocument> {
+  const { makeDeliveries, deliveriesOf } = await repository();
+  const [made] = await makeDeliveries(event.tenantId, deliveriesOf(event, [webhook], dueInMs));
+  return made!.delivery;
+}
+
+/** A delivery, of a tenant of its own, whose first attempt got a 500: Pending, attempt 2 queued; made due now unless told otherwise. */
+async function failedOnce(dueInMs = 0) {
+  const principal = admin();
+  const webhook = await subscription(principal);
+  const event = await storedEvent(principal.tenantId);
+  answers.push(500);
+  await (await deliveries()).handOverEvents(principal.tenantId, [event]);
+  const delivery = await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date(Date.now() + dueInMs).toISOString() });
+  return { tenantId: principal.tenantId, webhook, event, delivery };
+}
+
+const requestsFor = (event: EventDocument): ReceivedDelivery[] => receiver.received.filter((request) => request.headers['webhook-id'] === event.id);
+const messagesFor = (delivery: Pick<DeliveryDocument, 'id'>): Queued[] => queued.filter((entry) => entry.message.deliveryId === delivery.id);
+const readWebhookDocument = async (webhook: WebhookDocument) =>
+  (await import('../../shared/data/webhooks-repository.js')).readWebhook(webhook.tenantId, webhook.id);
+const secondsFromNow = (iso: string | null) => (Date.parse(iso!) - Date.now()) / 1000;
+
+/** Whether the request carries the signature of `secret` over its id, timestamp and body (Standard Webhooks). */
+function signedWith(request: ReceivedDelivery, secret: string): boolean {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  const signature = createHmac('sha256', key)
+    .update(`${String(request.headers['webhook-id'])}.${String(request.headers['webhook-timestamp'])}.${request.body}`)
+    .digest('base64');
+  return String(request.headers['webhook-signature']).split(' ').includes(`v1,${signature}`);
+}
+
+/** Resolves when released: a receiver's answer, or a held store request, that waits for the test. */
+function gate<T>() {
+  let release!: (value: T) => void;
+  const released = new Promise<T>((resolve) => (release = resolve));
+  return { release, released };
+}
+
+/** Every delivery still Pending in the store, of any test, ended: a sweep then sees only the test's own. */
+async function endPendingDeliveries() {
+  const { resources } = await (
+    await tenantData()
+  ).items
+    .query<DeliveryDocument>("SELECT * FROM c WHERE c.type = 'delivery' AND c.status = 'Pending'")
+    .fetchAll();
+  for (const pending of resources) await change(pending, { status: 'Failed', nextAttemptAt: null });
+}
+
+describe('isDue', () => {
+  it('is true for a Pending delivery whose attempt time has come, or comes within the early allowance, and for nothing else', async () => {
+    const { isDue } = await deliveries();
+    const now = Date.parse('2026-01-01T00:00:10.000Z');
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:10.000Z' }, now)).toBe(true);
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:10.001Z' }, now)).toBe(false);
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:12.000Z' }, now, 2_000)).toBe(true);
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:12.001Z' }, now, 2_000)).toBe(false);
+    expect(isDue({ status: 'Succeeded', nextAttemptAt: '2026-01-01T00:00:00.000Z' }, now)).toBe(false);
+    expect(isDue({ status: 'Failed', nextAttemptAt: '2026-01-01T00:00:00.000Z' }, now)).toBe(false);
+    expect(isDue({ status: 'Pending', nextAttemptAt: null }, now)).toBe(false);
+    expect(isDue({ status: 'Pending', nextAttemptAt: new Date(Date.now() - 1).toISOString() })).toBe(true);
+  });
+});
+
+describe('handOverEvents', () => {
+  it('sends each event to each of its subscriptions once, signed with that subscription’s secret, and records each delivery Succeeded', async () => {
+    const principal = admin();
+    const first = await subscription(principal, `${receiver.url}?to=first`);
+    const second = await subscription(principal, `${receiver.url}?to=second`);
+    const events = [await storedEvent(principal.tenantId, { id: 'PRJ-1' }), await storedEvent(principal.tenantId, { id: 'PRJ-2' })];
+    const before = Math.floor(Date.now() / 1000);
+
+    await (await deliveries()).handOverEvents(principal.tenantId, events);
+
+    for (const event of events) {
+      const requests = requestsFor(event);
+      expect(requests).toHaveLength(2);
+      for (const [webhook, to] of [
+        [first, 'first'],
+        [second, 'second'],
+      ] as const) {
+        const request = requests.find((one) => signedWith(one, webhook.secret));
+        expect(request, `${event.id} for ${to}`).toBeDefined();
+        expect(JSON.parse(request!.body)).toEqual({ type: 'project.created', timestamp: event.timestamp, data: event.data });
+        expect(Number(request!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
+        expect(Number(request!.headers['webhook-timestamp'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+        const delivery = await deliveryOf(event, webhook);
+        expect(delivery).toMatchObject({ status: 'Succeeded', attempts: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null });
+        expect(messagesFor(delivery!)).toEqual([]);
+      }
+    }
+  });
+
+  it('delivers the same events handed over twice once', async () => {
+    const principal = admin();
+    const webhook = await subscription(principal);
+    const event = await storedEvent(principal.tenantId);
+    const { handOverEvents } = await deliveries();
+
+    await handOverEvents(principal.tenantId, [event]);
+    const delivered = await deliveryOf(event, webhook);
+    await handOverEvents(principal.tenantId, [event]);
+
+    expect(requestsFor(event)).toHaveLength(1);
+    expect(await deliveryOf(event, webhook)).toEqual(delivered);
+  });
+
+  it('attempts a delivery made already only when it is due and no run holds it', async () => {
+    const principal = admin();
+    const webhook = await subscription(principal);
+    const held = await storedEvent(principal.tenantId);
+    const due = await storedEvent(principal.tenantId);
+    await madeDelivery(held, webhook, 60_000);
+    await madeDelivery(due, webhook, 0);
+
+    await (await deliveries()).handOverEvents(principal.tenantId, [held, due]);
+
+    expect(requestsFor(held)).toHaveLength(0);
+    expect(await deliveryOf(held, webhook)).toMatchObject({ status: 'Pending', attempts: 0 });
+    expect(requestsFor(due)).toHaveLength(1);
+    expect(await deliveryOf(due, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
+  });
+
+  it('makes the next attempt of a delivery made already whose retry is due, not its first again', async () => {
+    const { tenantId, webhook, event } = await failedOnce();
+
+    await (await deliveries()).handOverEvents(tenantId, [event]);
+
+    expect(requestsFor(event)).toHaveLength(2);
+    expect(await deliveryOf(event, webhook)).toMatchObject({ status: 'Succeeded', attempts: 2, lastStatusCode: 200 });
+  });
+
+  it('holds an attempt in flight for its longest run and the grace, beyond which the sweep allows its own grace', async () => {
+    const principal = admin();
+    const webhook = await subscription(principal);
+    const event = await storedEvent(principal.tenantId);
+    const answer = gate<number>();
+    answers.push(answer.released);
+    const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
+    const { ATTEMPT_TIMEOUT_MS } = await import('../../shared/webhooks/sender.js');
+
+    const handingOver = handOverEvents(principal.tenantId, [event]);
+    await waitFor(() => requestsFor(event).length === 1);
+    await sweep(Date.now() + ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS + SWEEP_GRACE_MS / 2);
+    answer.release(200);
+    await handingOver;
+
+    expect((await deliveryOf(event, webhook))!.recoveredAt).toBeUndefined();
+  });
+});
+
+describe('a failed attempt', () => {
+  it('is recorded, and the next attempt queued with the schedule’s delay, until the last ends the delivery Failed', async () => {
+    const { tenantId, webhook, event, delivery } = await failedOnce();
+    const { attempt } = await deliveries();
+
+    expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: 500, lastError: 'The receiver answered 500.' });
+    expect(messagesFor(delivery)).toEqual([{ message: { tenantId, deliveryId: delivery.id, attempt: 2 }, delaySeconds: FIRST_RETRY_S }]);
+    expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
+
+    answers.push(503);
+    await attempt(tenantId, delivery.id, 2);
+    const second = (await deliveryOf(event, webhook))!;
+    expect(second).toMatchObject({ status: 'Pending', attempts: 2, lastStatusCode: 503, lastError: 'The receiver answered 503.' });
+    expect(secondsFromNow(second.nextAttemptAt)).toBeGreaterThan(SECOND_RETRY_S - 10);
+    expect(secondsFromNow(second.nextAttemptAt)).toBeLessThanOrEqual(SECOND_RETRY_S);
+    expect(messagesFor(delivery)[1]).toEqual({ message: { tenantId, deliveryId: delivery.id, attempt: 3 }, delaySeconds: SECOND_RETRY_S });
+
+    await change(second, { nextAttemptAt: new Date().toISOString() });
+    answers.push(500);
+    await attempt(tenantId, delivery.id, 3);
+    expect(await deliveryOf(event, webhook)).toMatchObject({ status: 'Failed', attempts: 3, lastStatusCode: 500, nextAttemptAt: null });
+    expect(messagesFor(delivery)).toHaveLength(2);
+    expect((await readWebhookDocument(webhook))!.failedInARow).toBe(1);
+    expect(requestsFor(event)).toHaveLength(3);
+  });
+
+  it('records the sender’s error when the receiver cannot be reached', async () => {
+    const principal = admin();
+    const closed = await startSmallServer((_request, response) => response.end());
+    const url = `${closed.url}/hook`;
+    await closed.close();
+    const webhook = await subscription(principal, url);
+    const event = await storedEvent(principal.tenantId);
+
+    await (await deliveries()).handOverEvents(principal.tenantId, [event]);
+
+    const delivery = (await deliveryOf(event, webhook))!;
+    expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: null });
+    expect(delivery.lastError).toEqual(expect.any(String));
+    expect(delivery.lastError).not.toMatch(/answered/);
+    expect(messagesFor(delivery)).toHaveLength(1);
+  });
+
+  it('clears the subscription’s count of failures once a delivery succeeds', async () => {
+    const principal = admin();
+    const webhook = await change(await subscription(principal), { failedInARow: 2 });
+    await (await deliveries()).handOverEvents(principal.tenantId, [await storedEvent(principal.tenantId)]);
+    expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
+  });
+
+  it('leaves the delivery to the sweep when the queue refuses the next attempt, which the sweep brings back once', async () => {
+    const principal = admin();
+    await endPendingDeliveries();
+    const webhook = await subscription(principal);
+    const event = await storedEvent(principal.tenantId);
+    answers.push(500);
+    queueRefuses = true;
+    const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
+
+    await handOverEvents(principal.tenantId, [event]);
+
+    const delivery = (await deliveryOf(event, webhook))!;
+    expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: 500 });
+    expect(messagesFor(delivery)).toEqual([]);
+    // Its retry's time comes and goes past the grace, with no message to carry it.
+    await change(delivery, { nextAttemptAt: new Date(Date.now() - SWEEP_GRACE_MS - 1_000).toISOString() });
+    expect(await sweep()).toBe(1);
+    expect((await deliveryOf(event, webhook))!.recoveredAt).toEqual(expect.any(String));
+    expect(await sweep()).toBe(0);
+  });
+
+  it('queues nothing when another writer changed the delivery while it was attempted: that writer carries on', async () => {
+    const principal = admin();
+    const webhook = await subscription(principal);
+    const event = await storedEvent(principal.tenantId);
+    const answer = gate<number>();
+    answers.push(answer.released);
+    const handingOver = (await deliveries()).handOverEvents(principal.tenantId, [event]);
+    await waitFor(() => requestsFor(event).length === 1);
+    const retried = await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date().toISOString() });
+    answer.release(500);
+    await handingOver;
+
+    expect(await deliveryOf(event, webhook)).toEqual(retried);
+    expect(messagesFor(retried)).toEqual([]);
+    expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
+  });
+});
+
+describe('attempt', () => {
+  it('sends one request when two runs make the same attempt at once', async () => {
+    const { tenantId, webhook, event, delivery } = await failedOnce();
+    const claims = gate<undefined>();
+    let claimsSeen = 0;
+    store.intercept = (record) => {
+      if (record.method !== 'PUT' || !record.path.endsWith(`/docs/${delivery.id}`)) return undefined;
+      if (++claimsSeen === 2) claims.release(undefined);
+      return claims.released;
+    };
+    const { attempt } = await deliveries();
+
+    await Promise.all([attempt(tenantId, delivery.id, 2), attempt(tenantId, delivery.id, 2)]);
+
+    expect(claimsSeen).toBeGreaterThanOrEqual(2);
+    expect(requestsFor(event)).toHaveLength(2);
+    expect(await deliveryOf(event, webhook)).toMatchObject({ attempts: 2, status: 'Succeeded' });
+  });
+
+  it('sends nothing for a delivery that is gone, or for an attempt already made', async () => {
+    const { tenantId, event, delivery } = await failedOnce();
+    const { attempt } = await deliveries();
+
+    await expect(attempt(tenantId, `dlv_${randomUUID()}`, 1)).resolves.toBeUndefined();
+    await attempt(tenantId, delivery.id, 1);
+
+    expect(requestsFor(event)).toHaveLength(1);
+    expect(messagesFor(delivery)).toHaveLength(1);
+  });
+
+  it('makes an attempt whose message came within the early allowance, and not one that came earlier', async () => {
+    const early = await failedOnce(60_000);
+    const almost = await failedOnce(1_000);
+    const { attempt } = await deliveries();
+
+    await attempt(early.tenantId, early.delivery.id, 2);
+    await attempt(almost.tenantId, almost.delivery.id, 2);
+
+    expect(requestsFor(early.event)).toHaveLength(1);
+    expect(await deliveryOf(early.event, early.webhook)).toEqual(early.delivery);
+    expect(requestsFor(almost.event)).toHaveLength(2);
+    expect(await deliveryOf(almost.event, almost.webhook)).toMatchObject({ status: 'Succeeded', attempts: 2 });
+  });
+
+  it('ends the delivery Failed without sending when the subscription is switched off or deleted, or the event is no longer kept', async () => {
+    const off = await failedOnce();
+    const deleted = await failedOnce();
+    const expired = await failedOnce();
+    await change(off.webhook, { active: false });
+    await (await tenantData()).item(deleted.webhook.id, deleted.tenantId).delete();
+    await (await tenantData()).item(expired.event.id, expired.tenantId).delete();
+    const { attempt } = await deliveries();
+
+    for (const { tenantId, delivery } of [off, deleted, expired]) await attempt(tenantId, delivery.id, 2);
+
+    for (const { event } of [off, deleted, expired]) expect(requestsFor(event)).toHaveLength(1);
+    const ended = { status: 'Failed', attempts: 2, lastStatusCode: null, nextAttemptAt: null };
+    expect(await deliveryOf(off.event, off.webhook)).toMatchObject({ ...ended, lastError: 'The subscription is switched off or deleted.' });
+    expect(await deliveryOf(deleted.event, deleted.webhook)).toMatchObject({ ...ended, lastError: 'The subscription is switched off or deleted.' });
+    expect(await deliveryOf(expired.event, expired.webhook)).toMatchObject({ ...ended, lastError: 'The event is no longer kept.' });
+    for (const { delivery } of [off, deleted, expired]) expect(messagesFor(delivery)).toHaveLength(1);
+  });
+});
+
+describe('attemptDue', () => {
+  it('attempts each delivery it is given that is due, as its next attempt, and none that a run holds', async () => {
+    const principal = admin();
+    const webhook = await subscription(principal);
+    const dueEvent = await storedEvent(principal.tenantId);
+    const heldEvent = await storedEvent(principal.tenantId);
+    const due = await madeDelivery(dueEvent, webhook, 0);
+    const held = await madeDelivery(heldEvent, webhook, 60_000);
+
+    await (await deliveries()).attemptDue([due, held]);
+
+    expect(requestsFor(dueEvent)).toHaveLength(1);
+    expect(await deliveryOf(dueEvent, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1, lastStatusCode: 200 });
+    expect(requestsFor(heldEvent)).toHaveLength(0);
+    expect(await deliveryOf(heldEvent, webhook)).toEqual(held);
+  });
+});
+
+describe('sweep', () => {
+  it('brings back, once, only the Pending deliveries overdue past the grace, and counts only those it wrote', async () => {
+    const principal = admin();
+    await endPendingDeliveries();
+    const webhook = await subscription(principal);
+    const { sweep, SWEEP_GRACE_MS } = await deliveries();
+    const overdue = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
+    const lately = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS + 5_000);
+    const ended = await change(await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000), { status: 'Succeeded' });
+    const taken = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
+    // Another run takes `taken` between the sweep's query and its write: the sweep leaves it alone.
+    store.intercept = async (record) => {
+      if (record.method !== 'PATCH' || !record.path.endsWith(`/docs/${taken.id}`)) return undefined;
+      store.intercept = undefined;
+      await change(taken, { nextAttemptAt: new Date(Date.now() + 60_000).toISOString() });
+      return undefined;
+    };
+
+    expect(await sweep()).toBe(1);
+    expect(await sweep()).toBe(0);
+
+    const recovered = async (delivery: DeliveryDocument) => (await repository()).readDelivery(principal.tenantId, delivery.id);
+    expect((await recovered(overdue))!.recoveredAt).toEqual(expect.any(String));
+    for (const left of [lately, ended, taken]) expect((await recovered(left))!.recoveredAt).toBeUndefined();
+    expect(await sweep(Date.now() + 10_000)).toBe(1);
+    expect((await recovered(lately))!.recoveredAt).toEqual(expect.any(String));
+  });
+});
