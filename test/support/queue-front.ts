@@ -12,6 +12,9 @@ export interface QueueRequestRecord {
   /** The path under the account: `/<queue>` or `/<queue>/messages`. */
   path: string;
   query: URLSearchParams;
+  body: string;
+  /** The status it was answered with (by the front or by the queue service), once answered. */
+  status?: number;
 }
 
 export interface QueueFront {
@@ -27,21 +30,45 @@ export async function startQueueFront(azurite: AzuriteQueue): Promise<QueueFront
   const target = new URL(azurite.queueEndpoint);
   const front: Omit<QueueFront, 'connectionString' | 'close'> = { requests: [], answer: undefined };
   const server = await startSmallServer((request: IncomingMessage, response: ServerResponse) => {
-    const url = new URL(request.url ?? '/', 'http://front');
-    const record = { method: request.method ?? '', path: url.pathname.slice(target.pathname.length), query: url.searchParams };
-    front.requests.push(record);
-    const answer = front.answer?.(record);
-    if (answer === 'drop') return void response.destroy();
-    if (answer !== undefined) return void request.resume().on('end', () => response.writeHead(answer).end());
-    const upstream = httpRequest({ host: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers }, (reply) => {
-      response.writeHead(reply.statusCode ?? 502, reply.headers);
-      reply.pipe(response);
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const url = new URL(request.url ?? '/', 'http://front');
+      const body = Buffer.concat(chunks);
+      const record: QueueRequestRecord = {
+        method: request.method ?? '',
+        path: url.pathname.slice(target.pathname.length),
+        query: url.searchParams,
+        body: body.toString('utf8'),
+      };
+      front.requests.push(record);
+      const answer = front.answer?.(record);
+      if (answer === 'drop') return void response.destroy();
+      if (answer !== undefined) return void response.writeHead((record.status = answer)).end();
+      const upstream = httpRequest(
+        { host: target.hostname, port: target.port, method: request.method, path: request.url, headers: request.headers },
+        (reply) => {
+          record.status = reply.statusCode ?? 502;
+          response.writeHead(record.status, reply.headers);
+          reply.pipe(response);
+        },
+      );
+      upstream.on('error', () => response.destroy());
+      upstream.end(body);
     });
-    upstream.on('error', () => response.destroy());
-    request.pipe(upstream);
   });
   return Object.assign(front, {
     connectionString: azurite.connectionString.replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${server.url}${target.pathname}`),
     close: () => server.close(),
   });
+}
+
+/** The messages the queue service took on `queue` through the front, in order: each one's content (the app's base64 JSON) and delay. */
+export function messagesTaken<T>(front: QueueFront, queue: string): { message: T; delaySeconds: number }[] {
+  return front.requests
+    .filter((record) => record.method === 'POST' && record.path === `/${queue}/messages` && record.status === 201)
+    .map((record) => ({
+      message: JSON.parse(Buffer.from(/<MessageText>([^<]*)<\/MessageText>/.exec(record.body)![1]!, 'base64').toString('utf8')) as T,
+      delaySeconds: Number(record.query.get('visibilitytimeout') ?? 0),
+    }));
 }

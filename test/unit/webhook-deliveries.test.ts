@@ -2,111 +2,62 @@
  * Webhook delivery (shared/webhooks/deliveries.ts) driven in process against real parts this file
  * starts: the embedded Cosmos store of the local stack behind a proxy (test/support/cosmos-proxy.ts)
  * that can hold a request while something else happens first, a webhook receiver on loopback whose
- * answers each test picks, and a Storage Queue stand-in that keeps each message with its visibility
- * timeout, or refuses it. The retry schedule is 30 s then 90 s: a test makes a delivery due by
- * writing its due time, as time passing would.
+ * answers each test picks, and an Azurite of the file's own behind a front
+ * (test/support/queue-front.ts) that records each message with its visibility timeout, or refuses
+ * it. The retry schedule is 30 s then 90 s: a test makes a delivery due by writing its due time, as
+ * time passing would.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { EventDocument } from '../../shared/data/events.js';
 import type { DeliveryDocument } from '../../shared/data/deliveries-repository.js';
 import type { WebhookDocument } from '../../shared/data/webhooks-repository.js';
 import type { WebhookMessage } from '../../shared/schemas/webhooks.js';
-import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
-import { startSmallServer, type SmallServer } from '../support/small-server.js';
+import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { adminCaller } from '../support/principals.js';
+import { startQueueFront, messagesTaken, type QueueFront } from '../support/queue-front.js';
+import { startSmallServer } from '../support/small-server.js';
 import { waitFor } from '../support/wait.js';
 
-// The well-known development storage account (Azurite's): the stand-in checks no signature.
-const ACCOUNT = 'devstoreaccount1';
-const ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 const WEBHOOKS_QUEUE = 'webhooks-test';
 const FIRST_RETRY_S = 30;
 const SECOND_RETRY_S = 90;
 
-interface Queued {
-  message: WebhookMessage;
-  delaySeconds: number;
-}
-
-let cosmos: CosmosEmulator;
-let store: CosmosProxy;
-let queueServer: SmallServer;
+const embedded = embeddedStoreForTests();
+let azurite: AzuriteQueue;
+/** Azurite's queues, reached through a front that records each message and can refuse it. */
+let front: QueueFront;
 let receiver: WebhookReceiver;
-const queued: Queued[] = [];
-/** While true, the queue stand-in refuses every message with a 500. */
-let queueRefuses = false;
 /** The receiver's answers to the requests to come, in order; past them it answers 200. */
 const answers: (number | Promise<number>)[] = [];
 
-/** Storage's "Put Message": the message text (base64 JSON, as the app sends it) and its visibility timeout. */
-function queueService(request: IncomingMessage, response: ServerResponse) {
-  const url = new URL(request.url ?? '/', 'http://x');
-  let body = '';
-  request.setEncoding('utf8');
-  request.on('data', (chunk: string) => (body += chunk));
-  request.on('end', () => {
-    if (request.method !== 'POST' || url.pathname !== `/${ACCOUNT}/${WEBHOOKS_QUEUE}/messages`) return void response.writeHead(404).end();
-    if (queueRefuses) return void response.writeHead(500, { 'content-type': 'application/xml' }).end('<Error><Code>InternalError</Code></Error>');
-    const text = /<MessageText>([^<]*)<\/MessageText>/.exec(body)![1]!;
-    queued.push({
-      message: JSON.parse(Buffer.from(text, 'base64').toString()) as WebhookMessage,
-      delaySeconds: Number(url.searchParams.get('visibilitytimeout') ?? 0),
-    });
-    const time = new Date().toUTCString();
-    response.writeHead(201, { 'content-type': 'application/xml', 'x-ms-request-id': randomUUID(), 'x-ms-version': '2025-01-05' });
-    response.end(
-      `<?xml version="1.0" encoding="utf-8"?><QueueMessagesList><QueueMessage><MessageId>${randomUUID()}</MessageId>` +
-        `<InsertionTime>${time}</InsertionTime><ExpirationTime>${time}</ExpirationTime><PopReceipt>r</PopReceipt>` +
-        `<TimeNextVisible>${time}</TimeNextVisible></QueueMessage></QueueMessagesList>`,
-    );
-  });
-}
-
 beforeAll(async () => {
-  cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
-  store = await startCosmosProxy({ endpoint: cosmos.endpoint, key: cosmos.key, tls: inject('trustedTls') });
-  queueServer = await startSmallServer(queueService);
+  azurite = await startAzuriteQueue();
+  front = await startQueueFront(azurite);
   receiver = await startWebhookReceiver({ answer: () => answers.shift() ?? 200 });
   Object.assign(process.env, {
-    COSMOS_CONNECTION: store.connectionString,
-    COSMOS_DATABASE: 'lms',
-    AzureWebJobsStorage: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueServer.url}/${ACCOUNT};`,
+    AzureWebJobsStorage: front.connectionString,
     WEBHOOKS_QUEUE_NAME: WEBHOOKS_QUEUE,
     WEBHOOKS_RETRY_SCHEDULE: `${FIRST_RETRY_S}s,${SECOND_RETRY_S}s`,
     WEBHOOKS_ALLOW_LOOPBACK: 'true',
   });
 });
 afterEach(() => {
-  store.intercept = undefined;
-  queueRefuses = false;
+  front.answer = undefined;
   answers.length = 0;
 });
 afterAll(async () => {
   await receiver?.close();
-  await queueServer?.close();
-  await store?.close();
-  await cosmos?.close();
+  await front?.close();
+  await azurite?.close();
 });
 
 const deliveries = () => import('../../shared/webhooks/deliveries.js');
 const repository = () => import('../../shared/data/deliveries-repository.js');
 const tenantData = async () => (await import('../../shared/data/tenant-data.js')).tenantData();
-
-function admin(): Principal {
-  return {
-    tenantId: randomUUID(),
-    objectId: randomUUID(),
-    kind: 'user',
-    roles: ['LMS.Admin'],
-    email: 'owner@contoso.test',
-    displayName: undefined,
-    accessToken: 'x',
-  };
-}
 
 /** A subscription of the tenant to project.created, at the receiver (at `url` if given), with its secret. */
 async function subscription(principal: Principal, url = receiver.url): Promise<WebhookDocument> {
@@ -144,7 +95,7 @@ async function madeDelivery(event: EventDocument, webhook: WebhookDocument, dueI
 
 /** A delivery, of a tenant of its own, whose first attempt got a 500: Pending, attempt 2 queued; made due now unless told otherwise. */
 async function failedOnce(dueInMs = 0) {
-  const principal = admin();
+  const principal = adminCaller();
   const webhook = await subscription(principal);
   const event = await storedEvent(principal.tenantId);
   answers.push(500);
@@ -154,7 +105,8 @@ async function failedOnce(dueInMs = 0) {
 }
 
 const requestsFor = (event: EventDocument): ReceivedDelivery[] => receiver.received.filter((request) => request.headers['webhook-id'] === event.id);
-const messagesFor = (delivery: Pick<DeliveryDocument, 'id'>): Queued[] => queued.filter((entry) => entry.message.deliveryId === delivery.id);
+const messagesFor = (delivery: Pick<DeliveryDocument, 'id'>) =>
+  messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).filter((entry) => entry.message.deliveryId === delivery.id);
 const readWebhookDocument = async (webhook: WebhookDocument) =>
   (await import('../../shared/data/webhooks-repository.js')).readWebhook(webhook.tenantId, webhook.id);
 const secondsFromNow = (iso: string | null) => (Date.parse(iso!) - Date.now()) / 1000;
@@ -202,7 +154,7 @@ describe('isDue', () => {
 
 describe('handOverEvents', () => {
   it('sends each event to each of its subscriptions once, signed with that subscription’s secret, and records each delivery Succeeded', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const first = await subscription(principal, `${receiver.url}?to=first`);
     const second = await subscription(principal, `${receiver.url}?to=second`);
     const events = [await storedEvent(principal.tenantId, { id: 'PRJ-1' }), await storedEvent(principal.tenantId, { id: 'PRJ-2' })];
@@ -230,7 +182,7 @@ describe('handOverEvents', () => {
   });
 
   it('delivers the same events handed over twice once', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const webhook = await subscription(principal);
     const event = await storedEvent(principal.tenantId);
     const { handOverEvents } = await deliveries();
@@ -244,7 +196,7 @@ describe('handOverEvents', () => {
   });
 
   it('attempts a delivery made already only when it is due and no run holds it', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const webhook = await subscription(principal);
     const held = await storedEvent(principal.tenantId);
     const due = await storedEvent(principal.tenantId);
@@ -269,7 +221,7 @@ describe('handOverEvents', () => {
   });
 
   it('holds an attempt in flight for its longest run and the grace, beyond which the sweep allows its own grace', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const webhook = await subscription(principal);
     const event = await storedEvent(principal.tenantId);
     const answer = gate<number>();
@@ -314,7 +266,7 @@ describe('a failed attempt', () => {
   });
 
   it('records the sender’s error when the receiver cannot be reached', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const closed = await startSmallServer((_request, response) => response.end());
     const url = `${closed.url}/hook`;
     await closed.close();
@@ -331,19 +283,19 @@ describe('a failed attempt', () => {
   });
 
   it('clears the subscription’s count of failures once a delivery succeeds', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const webhook = await change(await subscription(principal), { failedInARow: 2 });
     await (await deliveries()).handOverEvents(principal.tenantId, [await storedEvent(principal.tenantId)]);
     expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
   });
 
   it('leaves the delivery to the sweep when the queue refuses the next attempt, which the sweep brings back once', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     await endPendingDeliveries();
     const webhook = await subscription(principal);
     const event = await storedEvent(principal.tenantId);
     answers.push(500);
-    queueRefuses = true;
+    front.answer = () => 500;
     const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
 
     await handOverEvents(principal.tenantId, [event]);
@@ -359,7 +311,7 @@ describe('a failed attempt', () => {
   });
 
   it('queues nothing when another writer changed the delivery while it was attempted: that writer carries on', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const webhook = await subscription(principal);
     const event = await storedEvent(principal.tenantId);
     const answer = gate<number>();
@@ -381,7 +333,7 @@ describe('attempt', () => {
     const { tenantId, webhook, event, delivery } = await failedOnce();
     const claims = gate<undefined>();
     let claimsSeen = 0;
-    store.intercept = (record) => {
+    embedded.store.intercept = (record) => {
       if (record.method !== 'PUT' || !record.path.endsWith(`/docs/${delivery.id}`)) return undefined;
       if (++claimsSeen === 2) claims.release(undefined);
       return claims.released;
@@ -442,7 +394,7 @@ describe('attempt', () => {
 
 describe('attemptDue', () => {
   it('attempts each delivery it is given that is due, as its next attempt, and none that a run holds', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     const webhook = await subscription(principal);
     const dueEvent = await storedEvent(principal.tenantId);
     const heldEvent = await storedEvent(principal.tenantId);
@@ -460,7 +412,7 @@ describe('attemptDue', () => {
 
 describe('sweep', () => {
   it('brings back, once, only the Pending deliveries overdue past the grace, and counts only those it wrote', async () => {
-    const principal = admin();
+    const principal = adminCaller();
     await endPendingDeliveries();
     const webhook = await subscription(principal);
     const { sweep, SWEEP_GRACE_MS } = await deliveries();
@@ -469,9 +421,9 @@ describe('sweep', () => {
     const ended = await change(await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000), { status: 'Succeeded' });
     const taken = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
     // Another run takes `taken` between the sweep's query and its write: the sweep leaves it alone.
-    store.intercept = async (record) => {
+    embedded.store.intercept = async (record) => {
       if (record.method !== 'PATCH' || !record.path.endsWith(`/docs/${taken.id}`)) return undefined;
-      store.intercept = undefined;
+      embedded.store.intercept = undefined;
       await change(taken, { nextAttemptAt: new Date(Date.now() + 60_000).toISOString() });
       return undefined;
     };
