@@ -63,8 +63,13 @@ export async function startQueueFront(azurite: AzuriteQueue): Promise<QueueFront
   });
 }
 
+export interface TakenMessage<T> {
+  message: T;
+  delaySeconds: number;
+}
+
 /** The messages the queue service took on `queue` through the front, in order: each one's content (the app's base64 JSON) and delay. */
-export function messagesTaken<T>(front: QueueFront, queue: string): { message: T; delaySeconds: number }[] {
+export function messagesTaken<T>(front: QueueFront, queue: string): TakenMessage<T>[] {
   return front.requests
     .filter((record) => record.method === 'POST' && record.path === `/${queue}/messages` && record.status === 201)
     .map((record) => ({

@@ -1,14 +1,15 @@
 /**
  * The RAG job's state machine (shared/rag/jobs.ts) driven step by step, in process: the embedded
- * Cosmos store of the local stack started by this file, the embeddings stand-in, and a queue
- * stand-in that speaks the Storage Queue REST protocol and keeps each message with its delay, so a
- * test hands each message to its step itself and sees what every step queued. The store is reached
+ * Cosmos store of the local stack started by this file, the embeddings stand-in, and an Azurite of
+ * the file's own behind a front that records each message with its delay (test/support/queue-front.ts),
+ * so a test hands each message to its step itself and sees what every step queued. The store is reached
  * through a proxy (test/support/cosmos-proxy.ts) and the embeddings through a front of this file's,
  * so that a test can fail a request, throttle one, or hold it while something else happens first.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { RagJobMessage } from '../../shared/schemas/rag.js';
@@ -16,23 +17,18 @@ import { beforeRequest, STORE_FAILURE } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
+import { messagesTaken, startQueueFront, type QueueFront, type TakenMessage } from '../support/queue-front.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
-// The well-known development storage account (Azurite's): the stand-in checks no signature.
-const ACCOUNT = 'devstoreaccount1';
-const ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 const RAG_QUEUE = 'rag-jobs-test';
 
-interface Queued {
-  message: RagJobMessage;
-  delaySeconds: number;
-}
-
 const embedded = embeddedStoreForTests();
-let queueServer: SmallServer;
+let azurite: AzuriteQueue;
+let front: QueueFront;
 let embeddings: EmbeddingsStandIn;
 let embeddingsFront: SmallServer;
-const queued: Queued[] = [];
+/** What the RAG queue took, in order. */
+const queued = () => messagesTaken<RagJobMessage>(front, RAG_QUEUE);
 
 /**
  * What the embeddings front does with the requests to come, a turn each, in order: pass the request
@@ -65,38 +61,13 @@ async function passOnEmbeddings(request: IncomingMessage, body: Buffer, response
   response.writeHead(answer.status, headers).end(Buffer.from(await answer.arrayBuffer()));
 }
 
-/** Storage's "Put Message": the message text (base64 JSON, as the app sends it) and its visibility timeout. */
-function queueService(request: IncomingMessage, response: ServerResponse) {
-  const url = new URL(request.url ?? '/', 'http://x');
-  let body = '';
-  request.setEncoding('utf8');
-  request.on('data', (chunk: string) => (body += chunk));
-  request.on('end', () => {
-    if (request.method === 'POST' && url.pathname === `/${ACCOUNT}/${RAG_QUEUE}/messages`) {
-      const text = /<MessageText>([^<]*)<\/MessageText>/.exec(body)![1]!;
-      queued.push({
-        message: JSON.parse(Buffer.from(text, 'base64').toString()) as RagJobMessage,
-        delaySeconds: Number(url.searchParams.get('visibilitytimeout') ?? 0),
-      });
-      const time = new Date().toUTCString();
-      response.writeHead(201, { 'content-type': 'application/xml', 'x-ms-request-id': randomUUID(), 'x-ms-version': '2025-01-05' });
-      response.end(
-        `<?xml version="1.0" encoding="utf-8"?><QueueMessagesList><QueueMessage><MessageId>${randomUUID()}</MessageId>` +
-          `<InsertionTime>${time}</InsertionTime><ExpirationTime>${time}</ExpirationTime><PopReceipt>r</PopReceipt>` +
-          `<TimeNextVisible>${time}</TimeNextVisible></QueueMessage></QueueMessagesList>`,
-      );
-      return;
-    }
-    response.writeHead(404).end();
-  });
-}
-
 beforeAll(async () => {
-  queueServer = await startSmallServer(queueService);
+  azurite = await startAzuriteQueue();
+  front = await startQueueFront(azurite);
   embeddings = await startEmbeddingsStandIn({ apiKey: 'embeddings-key' });
   embeddingsFront = await startSmallServer(embeddingsService);
   Object.assign(process.env, {
-    AzureWebJobsStorage: `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueServer.url}/${ACCOUNT};`,
+    AzureWebJobsStorage: front.connectionString,
     RAG_QUEUE_NAME: RAG_QUEUE,
     EMBEDDINGS_ENDPOINT: `${embeddingsFront.url}/v1`,
     EMBEDDINGS_API_KEY: 'embeddings-key',
@@ -109,7 +80,8 @@ afterEach(() => {
 afterAll(async () => {
   await embeddingsFront?.close();
   await embeddings?.close();
-  await queueServer?.close();
+  await front?.close();
+  await azurite?.close();
 });
 
 const jobs = () => import('../../shared/rag/jobs.js');
@@ -147,14 +119,17 @@ async function tenantWithSources(shape: { projects: number; tasksPerProject: num
 }
 
 /** The messages queued for this job since `from`. */
-const messagesOf = (jobId: string, from = 0) => queued.slice(from).filter((entry) => entry.message.jobId === jobId);
+const messagesOf = (jobId: string, from = 0) =>
+  queued()
+    .slice(from)
+    .filter((entry) => entry.message.jobId === jobId);
 
 /** Hands each message of the job to its step, as the queue trigger does, until none is left; the steps run in the order queued. */
-async function drain(tenantId: string, jobId: string, from: number): Promise<Queued[]> {
+async function drain(tenantId: string, jobId: string, from: number): Promise<TakenMessage<RagJobMessage>[]> {
   const { plan, runBatch, finish } = await jobs();
-  const handled: Queued[] = [];
-  for (let next = from; next < queued.length; next++) {
-    const entry = queued[next]!;
+  const handled: TakenMessage<RagJobMessage>[] = [];
+  for (let next = from; next < queued().length; next++) {
+    const entry = queued()[next]!;
     if (entry.message.jobId !== jobId) continue;
     handled.push(entry);
     const { message } = entry;
@@ -168,7 +143,7 @@ async function drain(tenantId: string, jobId: string, from: number): Promise<Que
 async function startJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
   const { createJob, readJobDocument } = await repository();
   const job = await createJob(principal, body);
-  const from = queued.length;
+  const from = queued().length;
   await (await jobs()).dispatch((await readJobDocument(principal.tenantId, job.jobId))!);
   return { jobId: job.jobId, from };
 }
