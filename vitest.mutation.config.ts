@@ -2,8 +2,9 @@ import { defineConfig } from 'vitest/config';
 import { UnloadedFileReporter } from './test/support/unloaded-file-reporter.js';
 
 /**
- * The fast tests Stryker runs against each mutant (`npm run mutation`): in-process only, no embedded
- * stack (the global setup only makes a TLS certificate the workers trust), so a run fits in minutes on a small machine.
+ * The fast tests Stryker runs against each mutant (`npm run mutation`): in process, with no host and no
+ * shared stack. A file starts in its own process what its module talks to (the embedded store, an
+ * Azurite, a receiver); the global setup only makes a TLS certificate the workers trust.
  */
 export default defineConfig({
   test: {
