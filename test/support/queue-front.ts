@@ -4,6 +4,7 @@
  * connection. An app given its connection string sees its queue fail as the test says, and recover.
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { QueueClient } from '@azure/storage-queue';
 import type { AzuriteQueue } from '../../local/azurite.js';
 import { startSmallServer } from './small-server.js';
 
@@ -76,4 +77,10 @@ export function messagesTaken<T>(front: QueueFront, queue: string): TakenMessage
       message: JSON.parse(Buffer.from(/<MessageText>([^<]*)<\/MessageText>/.exec(record.body)![1]!, 'base64').toString('utf8')) as T,
       delaySeconds: Number(record.query.get('visibilitytimeout') ?? 0),
     }));
+}
+
+/** The messages a trigger of the queue would be handed now, base64 JSON as host.json says. */
+export async function visibleMessages(queue: QueueClient): Promise<unknown[]> {
+  const { peekedMessageItems } = await queue.peekMessages({ numberOfMessages: 32 });
+  return peekedMessageItems.map((item) => JSON.parse(Buffer.from(item.messageText, 'base64').toString('utf8')) as unknown);
 }

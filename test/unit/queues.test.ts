@@ -15,7 +15,7 @@ import { startIdentityProvider } from '../../local/identity-provider.js';
 import { enqueueRagWork, enqueueWebhookWork } from '../../shared/queues.js';
 import { ragJobMessage } from '../../shared/schemas/rag.js';
 import { webhookMessage } from '../../shared/schemas/webhooks.js';
-import { startQueueFront, type QueueFront } from '../support/queue-front.js';
+import { type QueueFront, startQueueFront, visibleMessages } from '../support/queue-front.js';
 
 const RAG_QUEUE = 'rag-work';
 const WEBHOOKS_QUEUE = 'webhook-work';
@@ -48,12 +48,6 @@ afterAll(async () => {
   await azurite?.close();
 });
 
-/** The messages a trigger of the queue would be handed now, as host.json's base64 encoding decodes them. */
-async function visible(queue: QueueClient): Promise<unknown[]> {
-  const { peekedMessageItems } = await queue.peekMessages({ numberOfMessages: 32 });
-  return peekedMessageItems.map((item) => JSON.parse(Buffer.from(item.messageText, 'base64').toString('utf8')) as unknown);
-}
-
 /** Messages on the queue, visible or not. */
 const held = async (queue: QueueClient) => (await queue.getProperties()).approximateMessagesCount;
 
@@ -63,23 +57,23 @@ describe('work put on the queues', () => {
   it("goes on the RAG queue as base64 JSON the RAG trigger's schema takes, visible at once", async () => {
     const message = { tenantId: randomUUID(), jobId: randomUUID(), batch: 3 };
     await enqueueRagWork(message);
-    expect(await visible(rag)).toEqual([message]);
-    expect(ragJobMessage.parse((await visible(rag))[0])).toEqual(message);
+    expect(await visibleMessages(rag)).toEqual([message]);
+    expect(ragJobMessage.parse((await visibleMessages(rag))[0])).toEqual(message);
     expect(await held(webhooks)).toBe(0);
   });
 
   it("goes on the webhooks queue as base64 JSON the delivery trigger's schema takes", async () => {
     const message = { tenantId: randomUUID(), deliveryId: `dlv_msg_${randomUUID().replaceAll('-', '')}_WHK-1`, attempt: 2 };
     await enqueueWebhookWork(message);
-    expect(await visible(webhooks)).toEqual([message]);
-    expect(webhookMessage.parse((await visible(webhooks))[0])).toEqual(message);
+    expect(await visibleMessages(webhooks)).toEqual([message]);
+    expect(webhookMessage.parse((await visibleMessages(webhooks))[0])).toEqual(message);
     expect(await held(rag)).toBe(0);
   });
 
   it('stays out of sight for its delay, a fraction of a second counting as a whole one, never less', async () => {
     await enqueueWebhookWork({ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 }, 300);
     await enqueueRagWork({ tenantId: 't', jobId: 'j' }, 0.2);
-    expect(await visible(webhooks)).toEqual([]);
+    expect(await visibleMessages(webhooks)).toEqual([]);
     expect(await held(webhooks)).toBe(1);
     expect(messagesPut().map((request) => request.query.get('visibilitytimeout'))).toEqual(['300', '1']);
   });
@@ -87,14 +81,14 @@ describe('work put on the queues', () => {
   it('is visible at once when its delay is already past (a retry worked out late)', async () => {
     const message = { tenantId: 't', deliveryId: 'dlv_x', attempt: 3 };
     await enqueueWebhookWork(message, -1.5);
-    expect(await visible(webhooks)).toEqual([message]);
+    expect(await visibleMessages(webhooks)).toEqual([message]);
   });
 
   it('makes the queue first when the service does not have it yet (a new storage account)', async () => {
     await rag.delete();
     const message = { tenantId: 't', jobId: 'j', finish: true as const };
     await enqueueRagWork(message);
-    expect(await visible(rag)).toEqual([message]);
+    expect(await visibleMessages(rag)).toEqual([message]);
     expect(front.requests.map((request) => `${request.method} ${request.path}`)).toEqual([
       `POST /${RAG_QUEUE}/messages`,
       `PUT /${RAG_QUEUE}`,
@@ -180,7 +174,7 @@ describe('the connection', () => {
       const message = { tenantId: 't', jobId: 'j' };
       await queues.enqueueRagWork(message);
       const received = QueueServiceClient.fromConnectionString(secured.connectionString).getQueueClient(RAG_QUEUE);
-      expect(await visible(received)).toEqual([message]);
+      expect(await visibleMessages(received)).toEqual([message]);
       expect(provider.managedIdentityTokens.map((issued) => [issued.clientId, issued.resource])).toEqual([[storageIdentity, 'https://storage.azure.com']]);
     } finally {
       await secured.close();

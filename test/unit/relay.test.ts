@@ -24,7 +24,7 @@ import type { CreateWebhookBody } from '../../shared/schemas/webhooks.js';
 import { STORE_FAILURE } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
-import { messagesTaken, startQueueFront, type QueueFront } from '../support/queue-front.js';
+import { messagesTaken, type QueueFront, startQueueFront, visibleMessages } from '../support/queue-front.js';
 
 const RAG_QUEUE = 'relay-rag';
 const WEBHOOKS_QUEUE = 'relay-webhooks';
@@ -97,12 +97,6 @@ function changesOf(tenantId: string): () => Promise<unknown[]> {
 }
 
 const ofType = (changes: unknown[], type: string) => changes.filter((change) => (change as { type: string }).type === type) as { id: string }[];
-
-/** The messages a trigger of the queue would be handed now, base64 JSON as host.json says. */
-async function visible(queue: QueueClient): Promise<unknown[]> {
-  const { peekedMessageItems } = await queue.peekMessages({ numberOfMessages: 32 });
-  return peekedMessageItems.map((item) => JSON.parse(Buffer.from(item.messageText, 'base64').toString('utf8')) as unknown);
-}
 
 describe('an event in the change feed', () => {
   it('reaches each active subscription that asked for it once, however often its change is handed over, and no other', async () => {
@@ -214,7 +208,9 @@ describe('a RAG job in the change feed', () => {
     const dispatched = await changes();
     expect(ofType(dispatched, 'ragJob')).toEqual([expect.objectContaining({ id: jobId, status: 'Queued', dispatched: true })]);
     expect(await relayChanges(dispatched)).toEqual([]);
-    expect((await visible(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toEqual([{ tenantId: principal.tenantId, jobId }]);
+    expect((await visibleMessages(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toEqual([
+      { tenantId: principal.tenantId, jobId },
+    ]);
   });
 });
 
@@ -235,7 +231,7 @@ describe('a page of changes whose work fails', () => {
     front.answer = undefined;
     expect(await relayChanges(page)).toEqual([]);
     expect(subscribed.received).toHaveLength(1);
-    expect((await visible(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toHaveLength(1);
+    expect((await visibleMessages(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toHaveLength(1);
     expect((await readJobDocument(principal.tenantId, jobId))!.dispatched).toBe(true);
   });
 
