@@ -19,6 +19,8 @@ export default {
     'shared/rag/jobs.ts',
     // What the RAG index is made of: whole sentences, within the limit, none lost, with overlap.
     'shared/rag/chunker.ts',
+    // The embeddings client: batches in order, retries within a budget, 429 handed back, no redirect followed, no key in an error.
+    'shared/rag/embeddings.ts',
     'shared/data/rag-batches-repository.ts',
     'shared/http/body.ts',
     // If-Match and If-None-Match, the input rules and their wording, the caller's language.

@@ -1,6 +1,7 @@
 import { ConfigurationError } from './errors.js';
 import { isRole, type Role } from './roles.js';
 import { GUID } from './guid.js';
+import { readEmbeddingsSettings } from './rag/embeddings.js';
 import { SETTINGS } from './settings.js';
 import { parseRetrySchedule } from './webhooks/retry-schedule.js';
 
@@ -213,11 +214,13 @@ export const graphSettings = memoized(readGraphSettings);
 export const queueSettings = memoized(readQueueSettings);
 export const cursorSigningKey = memoized(readCursorSigningKey);
 export const webhookSettings = memoized(readWebhookSettings);
+/** Undefined when no embeddings endpoint is configured: they are optional. */
+export const embeddingsSettings = memoized(readEmbeddingsSettings);
 export { readAuthSettings, readCosmosSettings, readCursorSigningKey, readGraphSettings, readOnBehalfOfCredential, readQueueSettings, readWebhookSettings };
 
 /** What is wrong with the settings every instance needs, read as the first request would read them: nothing when all is well. */
 export function settingsProblems(): string[] {
-  return [authSettings, cosmosSettings, queueSettings, cursorSigningKey, webhookSettings].flatMap((read) => {
+  return [authSettings, cosmosSettings, queueSettings, cursorSigningKey, webhookSettings, embeddingsSettings].flatMap((read) => {
     try {
       read();
       return [];

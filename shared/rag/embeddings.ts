@@ -115,17 +115,12 @@ export function readEmbeddingsSettings(env: NodeJS.ProcessEnv): EmbeddingsSettin
   if (url && url.pathname.includes('/openai/deployments/') && !url.searchParams.has('api-version')) {
     problems.push('EMBEDDINGS_ENDPOINT names an Azure OpenAI deployment but has no api-version query (e.g. ?api-version=2024-10-21)');
   }
+  const apiKey = env.EMBEDDINGS_API_KEY?.trim() || undefined;
+  // fetch would refuse such a header on every request, which would read as a service that cannot be reached.
+  if (apiKey && !/^[\x21-\x7e]+$/.test(apiKey)) problems.push('EMBEDDINGS_API_KEY has characters an HTTP header cannot carry (spaces, or beyond ASCII)');
   if (problems.length) throw new ConfigurationError(problems);
-  return {
-    endpoint,
-    apiKey: env.EMBEDDINGS_API_KEY?.trim() || undefined,
-    model: env.EMBEDDINGS_MODEL?.trim() || undefined,
-  };
+  return { endpoint, apiKey, model: env.EMBEDDINGS_MODEL?.trim() || undefined };
 }
-
-let settingsRead: { settings: EmbeddingsSettings | undefined } | undefined;
-/** The settings from process.env, read once they are good; bad settings fail every time they are asked for. */
-export const embeddingsSettings = () => (settingsRead ??= { settings: readEmbeddingsSettings(process.env) }).settings;
 
 // ---------------------------------------------------------------- client
 
@@ -153,8 +148,8 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
         headers,
         body: JSON.stringify({ input, ...(settings.model ? { model: settings.model } : {}) }),
         signal: AbortSignal.timeout(requestTimeoutMs),
-        // A redirect would carry the key to wherever it points.
-        redirect: 'error',
+        // Never followed: it would carry the key to wherever it points.
+        redirect: 'manual',
       });
     } catch (error) {
       return { reason: `could not be reached (${networkErrorName(error)})`, cause: error, retryAfterMs: undefined };
@@ -170,6 +165,14 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
         cause: new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} ${reason}`),
         retryAfterMs: retryAfterMs(response.headers),
       };
+    }
+    if (response.status >= 300 && response.status < 400) {
+      // Unread, it would hold its connection.
+      await response.body?.cancel();
+      throw new EmbeddingsRequestError(
+        response.status,
+        `Embeddings endpoint ${where} redirects (${response.status}), which is not followed: set the URL it redirects to`,
+      );
     }
     if (!response.ok) {
       throw new EmbeddingsRequestError(
@@ -275,8 +278,7 @@ function vectorsInInputOrder(body: unknown, count: number): number[][] | undefin
   for (const item of data as unknown[]) {
     const { index, embedding } = (item ?? {}) as { index?: unknown; embedding?: unknown };
     if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= count || vectors[index as number]) return undefined;
-    if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((value) => typeof value === 'number' && Number.isFinite(value)))
-      return undefined;
+    if (!Array.isArray(embedding) || embedding.length === 0 || !embedding.every((value) => Number.isFinite(value))) return undefined;
     vectors[index as number] = embedding as number[];
   }
   return vectors;

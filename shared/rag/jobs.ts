@@ -19,6 +19,7 @@
  * next run counts exactly: each chunk names the job that wrote it, and removals are recorded before
  * they are made.
  */
+import { embeddingsSettings } from '../config.js';
 import { projectIdPage, projectsByIds } from '../data/projects-repository.js';
 import {
   chunkPages,
@@ -58,7 +59,7 @@ import { taskIdPage, tasksByIds } from '../data/tasks-repository.js';
 import { enqueueRagWork } from '../queues.js';
 import type { RagCounts } from '../schemas/rag.js';
 import { projectChunks, taskChunks } from './chunker.js';
-import { createEmbedder, embeddingsSettings, EmbeddingsThrottledError, type Embedder } from './embeddings.js';
+import { createEmbedder, EmbeddingsThrottledError, type Embedder } from './embeddings.js';
 
 /** Sources per batch: what one invocation chunks, embeds and writes. */
 export const BATCH_SOURCES = 500;

@@ -301,6 +301,10 @@ describe('the settings every instance needs', () => {
     expect((await configWith({ ...complete, WEBHOOKS_ALLOW_LOOPBACK: 'true', WEBSITE_INSTANCE_ID: 'a1' })).settingsProblems()).toEqual([
       "WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)",
     ]);
+    // Embeddings are optional, but one that is set wrong is a problem at start, not at the first RAG job.
+    expect((await configWith({ ...complete, EMBEDDINGS_ENDPOINT: 'http://embeddings.example/v1' })).settingsProblems()).toEqual([
+      'EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)',
+    ]);
     expect((await configWith(complete)).settingsProblems()).toEqual([]);
   });
 
