@@ -190,7 +190,7 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
       const outcome = await attempt(input, done);
       if ('vectors' in outcome) return outcome.vectors;
       if (attempts >= maxAttempts) {
-        throw new EmbeddingsUnavailableError(attempts, `Embeddings endpoint ${where} ${outcome.reason}, after ${attempts} attempts`, outcome.cause);
+        throw new EmbeddingsUnavailableError(attempts, `Gave up after attempt ${attempts}: embeddings endpoint ${where} ${outcome.reason}`, outcome.cause);
       }
       await sleep(Math.min(outcome.retryAfterMs ?? backoffMs(attempts), maxRetryDelayMs));
     }

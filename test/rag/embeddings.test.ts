@@ -201,7 +201,7 @@ describe('embeddings client against the stand-in', () => {
     expect(failure).toMatchObject({
       name: 'EmbeddingsUnavailableError',
       attempts: 6,
-      message: `Embeddings endpoint ${standIn.url}/embeddings answered 503: The server is overloaded or not ready yet., after 6 attempts`,
+      message: `Gave up after attempt 6: embeddings endpoint ${standIn.url}/embeddings answered 503: The server is overloaded or not ready yet.`,
     });
     expect((failure as Error).cause).toBeInstanceOf(EmbeddingsRequestError);
     expect((failure as Error).cause).toMatchObject({
@@ -223,7 +223,7 @@ describe('embeddings client against the stand-in', () => {
       .catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(EmbeddingsUnavailableError);
-    expect((failure as Error).message).toContain('could not be reached (timed out), after 2 attempts');
+    expect((failure as Error).message).toMatch(/^Gave up after attempt 2: embeddings endpoint .* could not be reached \(timed out\)$/);
   });
 
   it('fails at once on a 400, with the status and the API message', async () => {
@@ -384,7 +384,7 @@ describe('embeddings client against an endpoint that misbehaves', () => {
     const error = await failure(embedder({ maxAttempts: 1 }).embed(['one']));
     expect(error).toMatchObject({
       name: 'EmbeddingsUnavailableError',
-      message: `Embeddings endpoint ${where()} answered 503: Service Unavailable, after 1 attempts`,
+      message: `Gave up after attempt 1: embeddings endpoint ${where()} answered 503: Service Unavailable`,
     });
   });
 
@@ -419,7 +419,7 @@ describe('embeddings client against an endpoint that misbehaves', () => {
     const error = await failure(embedder({ maxAttempts: 2 }, { endpoint: `${closed.url}/v1` }).embed(['one']));
     expect(error).toMatchObject({
       name: 'EmbeddingsUnavailableError',
-      message: `Embeddings endpoint ${closed.url}/v1/embeddings could not be reached (ECONNREFUSED), after 2 attempts`,
+      message: `Gave up after attempt 2: embeddings endpoint ${closed.url}/v1/embeddings could not be reached (ECONNREFUSED)`,
     });
   });
 
