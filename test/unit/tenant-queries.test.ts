@@ -92,6 +92,22 @@ async function twoTenants() {
   return { tenantId, otherTenantId, visible };
 }
 
+/** The queries the app sent since request number `from`. */
+const queriesSince = (from: number) => embedded.store.requests.slice(from).filter((request) => request.isQuery);
+
+describe('every query', () => {
+  it("is sent to the caller's tenant's partition, where Azure runs it", async () => {
+    const { tenantId } = await twoTenants();
+    const from = embedded.store.requests.length;
+    await listProjects(adminCaller(tenantId), projectsQuery());
+    await projectIdPage(tenantId, null, 100, undefined);
+    await projectsByIds(tenantId, ['PRJ-1']);
+    const queries = queriesSince(from);
+    expect(queries).toHaveLength(3);
+    for (const query of queries) expect(query.partitionKey).toBe(JSON.stringify([tenantId]));
+  });
+});
+
 describe('a page of a list', () => {
   it("holds the caller's tenant's visible documents of the kind, as resources: none of another tenant, another type, or being deleted", async () => {
     const { tenantId, otherTenantId, visible } = await twoTenants();
@@ -189,7 +205,7 @@ describe('a page of a list', () => {
     const from = embedded.store.requests.length;
     const hostile = `x' OR 1=1 OR c.name = 'y`;
     expect((await listProjects(adminCaller(tenantId), projectsQuery({ owner: hostile, q: hostile }))).items).toEqual([]);
-    const queries = embedded.store.requests.slice(from).filter((request) => request.isQuery);
+    const queries = queriesSince(from);
     expect(queries).toHaveLength(1);
     const sent = JSON.parse(queries[0]!.body) as SqlQuerySpec;
     expect(sent.query).not.toContain(hostile);
@@ -204,10 +220,13 @@ describe('a page of a list', () => {
 });
 
 describe('a page of ids', () => {
+  /** The page with its ids in order: a query without ORDER BY promises none. */
+  const sorted = ({ ids, continuation }: { ids: string[]; continuation: string | undefined }) => ({ ids: [...ids].sort(), continuation });
+
   it("holds the ids of the caller's tenant's visible documents, of the projects named or of all", async () => {
     const { tenantId, otherTenantId } = await twoTenants();
-    expect(await projectIdPage(tenantId, null, 100, undefined)).toEqual({ ids: ['PRJ-1', 'PRJ-2'], continuation: undefined });
-    expect(await projectIdPage(otherTenantId, null, 100, undefined)).toEqual({ ids: ['PRJ-1', 'PRJ-4'], continuation: undefined });
+    expect(sorted(await projectIdPage(tenantId, null, 100, undefined))).toEqual({ ids: ['PRJ-1', 'PRJ-2'], continuation: undefined });
+    expect(sorted(await projectIdPage(otherTenantId, null, 100, undefined))).toEqual({ ids: ['PRJ-1', 'PRJ-4'], continuation: undefined });
     expect(await projectIdPage(tenantId, ['PRJ-2', 'PRJ-3', 'PRJ-4', 'LOOK-1'], 100, undefined)).toEqual({ ids: ['PRJ-2'], continuation: undefined });
     expect(await projectIdPage(tenantId, [], 100, undefined)).toEqual({ ids: [], continuation: undefined });
   });
@@ -218,18 +237,20 @@ describe('a page of ids', () => {
     await storedTask(tenantId, taskResource('TSK-2', 'PRJ-2'));
     await storedTask(tenantId, taskResource('TSK-3', 'PRJ-1'));
     await storedTask(randomUUID(), taskResource('TSK-4', 'PRJ-1'));
-    expect(await taskIdPage(tenantId, ['PRJ-1'], 100, undefined)).toEqual({ ids: ['TSK-1', 'TSK-3'], continuation: undefined });
-    expect(await taskIdPage(tenantId, null, 100, undefined)).toEqual({ ids: ['TSK-1', 'TSK-2', 'TSK-3'], continuation: undefined });
+    expect(sorted(await taskIdPage(tenantId, ['PRJ-1'], 100, undefined))).toEqual({ ids: ['TSK-1', 'TSK-3'], continuation: undefined });
+    expect(sorted(await taskIdPage(tenantId, null, 100, undefined))).toEqual({ ids: ['TSK-1', 'TSK-2', 'TSK-3'], continuation: undefined });
   });
 
-  it('is as long as asked, and goes on from its continuation to the end', async () => {
+  it('is as long as asked, and goes on from its continuation to the end, each id once', async () => {
     const tenantId = randomUUID();
     for (const index of [1, 2, 3, 4, 5]) await storedProject(tenantId, projectResource(`PRJ-${index}`));
     const first = await projectIdPage(tenantId, null, 2, undefined);
-    expect(first).toEqual({ ids: ['PRJ-1', 'PRJ-2'], continuation: expect.any(String) });
+    expect(first).toEqual({ ids: [expect.any(String), expect.any(String)], continuation: expect.any(String) });
     const second = await projectIdPage(tenantId, null, 2, first.continuation);
-    expect(second).toEqual({ ids: ['PRJ-3', 'PRJ-4'], continuation: expect.any(String) });
-    expect(await projectIdPage(tenantId, null, 2, second.continuation)).toEqual({ ids: ['PRJ-5'], continuation: undefined });
+    expect(second).toEqual({ ids: [expect.any(String), expect.any(String)], continuation: expect.any(String) });
+    const last = await projectIdPage(tenantId, null, 2, second.continuation);
+    expect(last).toEqual({ ids: [expect.any(String)], continuation: undefined });
+    expect([...first.ids, ...second.ids, ...last.ids].sort()).toEqual(['PRJ-1', 'PRJ-2', 'PRJ-3', 'PRJ-4', 'PRJ-5']);
   });
 
   it('is filled from short pages, asking each time for what is missing', async () => {
@@ -247,9 +268,11 @@ describe('a page of ids', () => {
     };
     const from = embedded.store.requests.length;
     const page = await projectIdPage(tenantId, null, 3, undefined);
-    expect(page).toEqual({ ids: ['PRJ-1', 'PRJ-2', 'PRJ-3'], continuation: expect.any(String) });
-    expect(embedded.store.requests.slice(from).filter((request) => request.isQuery)).toHaveLength(2);
-    expect(await projectIdPage(tenantId, null, 3, page.continuation)).toEqual({ ids: ['PRJ-4', 'PRJ-5', 'PRJ-6'], continuation: undefined });
+    expect(page).toEqual({ ids: [expect.any(String), expect.any(String), expect.any(String)], continuation: expect.any(String) });
+    expect(queriesSince(from)).toHaveLength(2);
+    const rest = await projectIdPage(tenantId, null, 3, page.continuation);
+    expect(rest).toEqual({ ids: [expect.any(String), expect.any(String), expect.any(String)], continuation: undefined });
+    expect([...page.ids, ...rest.ids].sort()).toEqual(['PRJ-1', 'PRJ-2', 'PRJ-3', 'PRJ-4', 'PRJ-5', 'PRJ-6']);
   });
 });
 
