@@ -264,7 +264,7 @@ describe('a page of ids', () => {
       const page = await direct()
         .items.query<string>(JSON.parse(record.body) as SqlQuerySpec, { partitionKey: tenantId, maxItemCount: 1 })
         .fetchNext();
-      return { status: 200, headers: { 'x-ms-continuation': page.continuationToken!, 'x-ms-item-count': '1' }, body: { Documents: page.resources, _count: 1 } };
+      return { status: 200, headers: { 'x-ms-continuation': page.continuationToken, 'x-ms-item-count': '1' }, body: { Documents: page.resources, _count: 1 } };
     };
     const from = embedded.store.requests.length;
     const page = await projectIdPage(tenantId, null, 3, undefined);
