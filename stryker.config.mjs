@@ -46,6 +46,10 @@ export default {
     'shared/data/sequence.ts',
     // Webhook delivery: hand-over, claimed attempts, retries on the queue, the sweep.
     'shared/webhooks/deliveries.ts',
+    // Reads as readers see them: the caller's tenant only, hidden documents left out, filters as parameters, cursors bound to their list.
+    'shared/data/tenant-queries.ts',
+    // The RAG index: each chunk in its (tenant, project) partition; every read and delete of the caller's tenant only.
+    'shared/data/rag-index-repository.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

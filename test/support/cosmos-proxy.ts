@@ -15,6 +15,8 @@ export interface CosmosRequestRecord {
   isQuery: boolean;
   /** A read of a container's change feed. */
   isChangeFeed: boolean;
+  /** The partition key the request names (`x-ms-documentdb-partitionkey`, JSON), if any: where Azure runs a query. */
+  partitionKey: string | undefined;
 }
 
 type InterceptAnswer = { status: number; headers?: Record<string, string>; body?: unknown } | undefined;
@@ -70,6 +72,7 @@ export async function startCosmosProxy(store?: ProxiedStore): Promise<CosmosProx
           body: body.subarray(0, 4096).toString('utf8'),
           isQuery: String(request.headers['x-ms-documentdb-isquery']).toLowerCase() === 'true',
           isChangeFeed: /incremental feed/i.test(String(request.headers['a-im'])),
+          partitionKey: [request.headers['x-ms-documentdb-partitionkey']].flat()[0],
         };
         proxy.requests.push(record);
         void Promise.resolve(proxy.intercept?.(record)).then((answer) => {
