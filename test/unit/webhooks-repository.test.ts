@@ -94,6 +94,21 @@ async function subscribedElsewhere(tenantId: string, slot: number): Promise<void
 const isBatchOf = (tenantId: string) => (record: CosmosRequestRecord) =>
   record.method === 'POST' && record.body.startsWith('[') && record.body.includes(tenantId);
 
+/** The write that makes one of the tenant's subscriptions, batch or not. */
+const isSubscribing = (tenantId: string) => (record: CosmosRequestRecord) =>
+  record.method === 'POST' && !record.isQuery && record.body.includes(tenantId) && record.body.includes('"type":"webhook"');
+
+/** Before the tenant's next create writes, another instance subscribes in the slot it chose; answers that slot. */
+function slotTakenFirst(tenantId: string): { chosen: number } {
+  const taken = { chosen: 0 };
+  beforeRequest(
+    embedded.store,
+    (record) => isSubscribing(tenantId)(record) && ((taken.chosen = Number(/"slot":(\d+)/.exec(record.body)![1])), true),
+    () => subscribedElsewhere(tenantId, taken.chosen),
+  );
+  return taken;
+}
+
 const retired = (secret: string, untilMs: number) => ({ secret, until: new Date(untilMs).toISOString() });
 
 describe('createWebhook', () => {
@@ -191,23 +206,14 @@ describe('createWebhook', () => {
     for (let made = 0; made < 18; made++) await subscribe(principal);
 
     // Another instance takes the very slot this create chose, between its check and its write.
-    let chosen = 0;
-    beforeRequest(
-      embedded.store,
-      (record) => isBatchOf(tenantId)(record) && ((chosen = Number(/webhook-slot-(\d+)/.exec(record.body)![1])), true),
-      () => subscribedElsewhere(tenantId, chosen),
-    );
+    const taken = slotTakenFirst(tenantId);
     const picked = await subscribe(principal);
     const slot = (await stored(tenantId, picked.id))!.slot;
-    expect(slot).not.toBe(chosen);
+    expect(slot).not.toBe(taken.chosen);
     expect(await slotsOf(tenantId)).toContainEqual(expect.objectContaining({ id: `webhook-slot-${slot}`, webhookId: picked.id }));
 
     // The last free slot, taken the same way: 20 subscriptions, and a 409 for this one.
-    beforeRequest(
-      embedded.store,
-      (record) => isBatchOf(tenantId)(record) && ((chosen = Number(/webhook-slot-(\d+)/.exec(record.body)![1])), true),
-      () => subscribedElsewhere(tenantId, chosen),
-    );
+    slotTakenFirst(tenantId);
     await expect(subscribe(principal)).rejects.toMatchObject({ status: 409, messageKey: 'tooManyWebhooks' });
     expect(await subscriptionsOf(tenantId)).toHaveLength(20);
     expect(await slotsOf(tenantId)).toHaveLength(20);
@@ -216,7 +222,7 @@ describe('createWebhook', () => {
   it('of two tenants do not wait for each other', async () => {
     const [one, other] = [adminCaller(), adminCaller()];
     const held = gate();
-    beforeRequest(embedded.store, isBatchOf(one.tenantId), () => held.pass());
+    beforeRequest(embedded.store, isSubscribing(one.tenantId), () => held.pass());
     const slow = subscribe(one);
     await held.reached;
     await subscribe(other);
