@@ -46,6 +46,8 @@ export default {
     'shared/data/sequence.ts',
     // Webhook delivery: hand-over, claimed attempts, retries on the queue, the sweep.
     'shared/webhooks/deliveries.ts',
+    // Webhook subscriptions: at most 20 a tenant (slots taken and freed in one batch), every secret of the last day signing, none lost to racing rotations.
+    'shared/data/webhooks-repository.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],
