@@ -390,7 +390,7 @@ describe('deleteWebhook', () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
     embedded.store.intercept = (record) => (isBatchOf(principal.tenantId)(record) ? STORE_FAILURE : undefined);
-    await expect(deleteWebhook(principal, id, undefined)).rejects.toThrow();
+    await expect(deleteWebhook(principal, id, undefined)).rejects.toBeInstanceOf(DependencyUnavailableError);
     embedded.store.intercept = undefined;
     expect(await stored(principal.tenantId, id)).toBeDefined();
     expect(await slotsOf(principal.tenantId)).toHaveLength(1);
@@ -492,10 +492,10 @@ describe('rotateSecret', () => {
     const principal = adminCaller();
     const created = await subscribe(principal);
     const [previous, replaced] = [newSecret(), newSecret()];
-    const stored24h = await storedChange(principal.tenantId, created.id, { retiredSecrets: undefined, previousSecret: retired(previous, Date.now() + 60_000) });
-    expect(signingSecrets(stored24h)).toEqual([created.secret, previous]);
-    expect(signingSecrets({ ...stored24h, retiredSecrets: [retired(replaced, Date.now() + 60_000)] })).toEqual([created.secret, replaced, previous]);
-    expect(signingSecrets({ ...stored24h, previousSecret: retired(previous, Date.now() - 1) })).toEqual([created.secret]);
+    const legacy = await storedChange(principal.tenantId, created.id, { retiredSecrets: undefined, previousSecret: retired(previous, Date.now() + 60_000) });
+    expect(signingSecrets(legacy)).toEqual([created.secret, previous]);
+    expect(signingSecrets({ ...legacy, retiredSecrets: [retired(replaced, Date.now() + 60_000)] })).toEqual([created.secret, replaced, previous]);
+    expect(signingSecrets({ ...legacy, previousSecret: retired(previous, Date.now() - 1) })).toEqual([created.secret]);
 
     const rotated = await rotateSecret(principal, created.id, newSecret());
     const after = (await stored(principal.tenantId, created.id))!;
