@@ -50,6 +50,8 @@ export default {
     'shared/data/tenant-queries.ts',
     // The RAG index: each chunk in its (tenant, project) partition; every read and delete of the caller's tenant only.
     'shared/data/rag-index-repository.ts',
+    // Webhook subscriptions: at most 20 a tenant (slots taken and freed in one batch), every secret of the last day signing, none lost to racing rotations.
+    'shared/data/webhooks-repository.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],
