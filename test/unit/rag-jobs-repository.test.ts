@@ -234,6 +234,8 @@ describe('starting a job', () => {
     const principal = adminCaller();
     embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: [{ statusCode: 201 }, { statusCode: 429 }] } : undefined);
     expect((await errorOf(createJob(principal, { mode: 'incremental' }))).message).toBe('Storing the RAG job failed: 201,429');
+    embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: [] } : undefined);
+    expect((await errorOf(createJob(principal, { mode: 'incremental' }))).message).toBe('Storing the RAG job failed: ');
   });
 });
 
