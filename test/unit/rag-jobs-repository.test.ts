@@ -7,7 +7,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { EventDocument } from '../../shared/data/events.js';
 import {
@@ -391,6 +391,21 @@ describe('the finishing', () => {
     expect((await stored(tenantId, jobId))!.finishing!.runner).toBe('runner-2');
   });
 
+  it('has lapsed the moment its hold ends', async () => {
+    const { tenantId, jobId } = await runningJob();
+    const until = new Date(Date.now() + 60_000).toISOString();
+    await storeFields(tenantId, jobId, { finishing: { runner: 'runner-1', until } });
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(Date.parse(until));
+    try {
+      expect((await startFinishing(tenantId, jobId, 'runner-2', 60_000))!.finishing).toEqual({
+        runner: 'runner-2',
+        until: new Date(Date.parse(until) + 60_000).toISOString(),
+      });
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
   it('records how far its removals came and keeps its hold for another lease', async () => {
     const { tenantId, jobId } = await runningJob();
     const held = (await startFinishing(tenantId, jobId, 'runner-1', 1_000))!.finishing!;
@@ -489,6 +504,14 @@ describe('the end of a job', () => {
     await finishJob(tenantId, jobId, { error: 'late' });
     expect(await getJob(principal, jobId)).toMatchObject({ status: 'Failed', error: 'late', progress: { sources: 5, batches: 1, batchesDone: 1 } });
     expect(await eventsOf(tenantId)).toHaveLength(1);
+  });
+
+  it('fails, changing nothing, when the store refuses its write', async () => {
+    const { tenantId, jobId } = await runningJob();
+    embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: [{ statusCode: 400 }, { statusCode: 424 }] } : undefined);
+    expect((await errorOf(finishJob(tenantId, jobId, { cancelled: true }))).message).toBe(`Finishing RAG job ${jobId} failed: 400,424`);
+    embedded.store.intercept = undefined;
+    expect((await stored(tenantId, jobId))!.status).toBe('Running');
   });
 
   it('fails, changing nothing, when its batch fails', async () => {
