@@ -22,6 +22,8 @@ export default {
     // The embeddings client: batches in order, retries within a budget, 429 handed back, no redirect followed, no key in an error.
     'shared/rag/embeddings.ts',
     'shared/data/rag-batches-repository.ts',
+    // RAG index jobs: one active job a tenant (also when starts race), the finishing hold, cancel, the end with its event, the list.
+    'shared/data/rag-jobs-repository.ts',
     'shared/http/body.ts',
     // If-Match and If-None-Match, the input rules and their wording, the caller's language.
     'shared/http/etag.ts',
