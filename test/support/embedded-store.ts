@@ -2,6 +2,7 @@
  * The local stack's embedded Cosmos store for a file of fast tests, started in the test's own process
  * behind a proxy (cosmos-proxy.ts) that can fail a request or hold it while the test writes first.
  */
+import type { Container } from '@azure/cosmos';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import { startCosmosProxy, type CosmosProxy } from './cosmos-proxy.js';
@@ -28,4 +29,17 @@ export function embeddedStoreForTests(): EmbeddedStore {
     await parts.cosmos?.close();
   });
   return parts;
+}
+
+/** The tenant's documents of one type in `container`, read as given (past the proxy, when the test reads as another instance). */
+export async function documentsOf<T>(container: Container, tenantId: string, type: string): Promise<T[]> {
+  const query = {
+    query: 'SELECT * FROM c WHERE c.tenantId = @tenantId AND c.type = @type',
+    parameters: [
+      { name: '@tenantId', value: tenantId },
+      { name: '@type', value: type },
+    ],
+  };
+  const { resources } = await container.items.query<T>(query, { partitionKey: tenantId }).fetchAll();
+  return resources;
 }

@@ -26,7 +26,7 @@ import {
   type DocumentKind,
 } from '../../shared/data/tenant-data.js';
 import { beforeRequest, type CosmosRequestRecord, writesIn } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
 
@@ -52,6 +52,8 @@ const notes: DocumentKind<NoteDocument, Note> = {
 
 /** The store as another instance sees it: past the proxy, never held. */
 const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
+/** The tenant's documents of one type, as another instance reads them. */
+const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(direct(), tenantId, type);
 
 async function storedNote(tenantId: string, fields: Partial<NoteDocument> = {}): Promise<NoteDocument> {
   const { resource } = await direct().items.create({ id: `NOTE-${randomUUID()}`, tenantId, type: 'note', title: 'First', count: 0, ...fields });
@@ -63,19 +65,7 @@ async function stored(tenantId: string, id: string): Promise<NoteDocument | unde
   return resource;
 }
 
-async function documentsOf<T>(tenantId: string, type: string): Promise<T[]> {
-  const query = {
-    query: 'SELECT * FROM c WHERE c.tenantId = @tenantId AND c.type = @type',
-    parameters: [
-      { name: '@tenantId', value: tenantId },
-      { name: '@type', value: type },
-    ],
-  };
-  const { resources } = await direct().items.query<T>(query, { partitionKey: tenantId }).fetchAll();
-  return resources;
-}
-
-const eventsOf = (tenantId: string) => documentsOf<EventDocument>(tenantId, 'event');
+const eventsOf = (tenantId: string) => storedOfType<EventDocument>(tenantId, 'event');
 
 const isBatch = (record: CosmosRequestRecord) => record.method === 'POST' && record.body.startsWith('[');
 
@@ -474,7 +464,7 @@ describe('creating a document', () => {
     const principal = adminCaller(randomUUID());
     expect(await create(principal)).toEqual({ resource: { id: 'NOTE-1001', title: 'New', count: 0 }, replayed: false });
     expect(await create(principal)).toEqual({ resource: { id: 'NOTE-1002', title: 'New', count: 0 }, replayed: false });
-    expect((await documentsOf<NoteDocument>(principal.tenantId, 'note')).map((document) => document.id).sort()).toEqual(['NOTE-1001', 'NOTE-1002']);
+    expect((await storedOfType<NoteDocument>(principal.tenantId, 'note')).map((document) => document.id).sort()).toEqual(['NOTE-1001', 'NOTE-1002']);
   });
 
   it('writes its event with the document, both or neither', async () => {
@@ -497,7 +487,7 @@ describe('creating a document', () => {
     expect(first).toEqual({ resource: { id: 'NOTE-1001', title: 'New', count: 0 }, replayed: false });
     expect(await create(principal, { idempotency, event: noteCreated })).toEqual({ resource: first.resource, replayed: true });
     await expect(create(principal, { idempotency, request: { title: 'Other' } })).rejects.toMatchObject({ status: 422, messageKey: 'idempotencyKeyReused' });
-    expect(await documentsOf(principal.tenantId, 'note')).toHaveLength(1);
+    expect(await storedOfType(principal.tenantId, 'note')).toHaveLength(1);
     expect(await eventsOf(principal.tenantId)).toHaveLength(1);
     // The key is the caller's own: another caller's request under it creates.
     expect(await create(adminCaller(principal.tenantId), { idempotency })).toMatchObject({ resource: { id: 'NOTE-1002' }, replayed: false });
@@ -508,7 +498,7 @@ describe('creating a document', () => {
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const first = await create(principal, { idempotency });
     expect(await create(principal, { idempotency })).toEqual({ resource: first.resource, replayed: true });
-    expect(await documentsOf(principal.tenantId, 'note')).toHaveLength(1);
+    expect(await storedOfType(principal.tenantId, 'note')).toHaveLength(1);
   });
 
   it("of two concurrent requests with one Idempotency-Key, the one that loses the race answers with the winner's result", async () => {
@@ -521,7 +511,7 @@ describe('creating a document', () => {
     const loser = await create(principal, { idempotency, event: noteCreated });
     expect(winner).toEqual({ resource: { id: 'NOTE-1002', title: 'New', count: 0 }, replayed: false });
     expect(loser).toEqual({ resource: winner!.resource, replayed: true });
-    expect((await documentsOf<NoteDocument>(principal.tenantId, 'note')).map((document) => document.id)).toEqual(['NOTE-1002']);
+    expect((await storedOfType<NoteDocument>(principal.tenantId, 'note')).map((document) => document.id)).toEqual(['NOTE-1002']);
     expect(await eventsOf(principal.tenantId)).toHaveLength(1);
   });
 
@@ -547,7 +537,7 @@ describe('creating a document', () => {
       code: 409,
       message: 'Creating in notes failed: 409,424,424',
     });
-    expect(await documentsOf(principal.tenantId, 'note')).toEqual([]);
+    expect(await storedOfType(principal.tenantId, 'note')).toEqual([]);
   });
 
   it('fails when the store answers its batch without a result, and does not take that for a success', async () => {
@@ -555,7 +545,7 @@ describe('creating a document', () => {
     embedded.store.intercept = (record) => (isBatch(record) ? ((embedded.store.intercept = undefined), { status: 200, body: [] }) : undefined);
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     await expect(create(principal, { idempotency, event: noteCreated })).rejects.toThrow(/^Creating in notes failed: $/);
-    expect(await documentsOf(principal.tenantId, 'note')).toEqual([]);
+    expect(await storedOfType(principal.tenantId, 'note')).toEqual([]);
   });
 
   it('hands what its check found to the document it prepares', async () => {
@@ -604,8 +594,8 @@ describe('creating a document', () => {
     });
     await expect(refused).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: parent.id } });
     expect(check).toHaveBeenCalledTimes(2);
-    expect(await documentsOf(principal.tenantId, 'note')).toEqual([]);
-    expect(await documentsOf(principal.tenantId, 'idempotency')).toEqual([]);
+    expect(await storedOfType(principal.tenantId, 'note')).toEqual([]);
+    expect(await storedOfType(principal.tenantId, 'idempotency')).toEqual([]);
     expect(await eventsOf(principal.tenantId)).toEqual([]);
   });
 
@@ -625,8 +615,8 @@ describe('creating a document', () => {
     });
     expect(prepare).toHaveBeenCalledTimes(5);
     expect(check).toHaveBeenCalledTimes(5);
-    expect(await documentsOf(principal.tenantId, 'idempotency')).toEqual([]);
-    expect(await documentsOf<NoteDocument>(principal.tenantId, 'note')).toEqual([expect.objectContaining({ id: parent.id })]);
+    expect(await storedOfType(principal.tenantId, 'idempotency')).toEqual([]);
+    expect(await storedOfType<NoteDocument>(principal.tenantId, 'note')).toEqual([expect.objectContaining({ id: parent.id })]);
     // The key is free: the same request creates once the guard passes.
     const created = await create(principal, {
       idempotency,

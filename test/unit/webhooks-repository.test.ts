@@ -30,7 +30,7 @@ import { CHANGE_EVENT_TYPES } from '../../shared/schemas/events.js';
 import type { Webhook } from '../../shared/schemas/webhooks.js';
 import { newSecret } from '../../shared/webhooks/signing.js';
 import { beforeRequest, STORE_FAILURE, writesIn, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
 
@@ -43,6 +43,8 @@ const SLOTS = Array.from({ length: 20 }, (_, index) => index + 1);
 
 /** The store as another instance sees it: past the proxy, never held. */
 const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
+/** The tenant's documents of one type, as another instance reads them. */
+const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(direct(), tenantId, type);
 
 /** A subscription of the caller's tenant, made as the create endpoint makes it. */
 async function subscribe(principal: Principal, url = 'https://receiver.example/hook') {
@@ -55,20 +57,8 @@ async function stored<T = WebhookDocument>(tenantId: string, id: string): Promis
   return resource;
 }
 
-async function documentsOf<T>(tenantId: string, type: string): Promise<T[]> {
-  const query = {
-    query: 'SELECT * FROM c WHERE c.tenantId = @tenantId AND c.type = @type',
-    parameters: [
-      { name: '@tenantId', value: tenantId },
-      { name: '@type', value: type },
-    ],
-  };
-  const { resources } = await direct().items.query<T>(query, { partitionKey: tenantId }).fetchAll();
-  return resources;
-}
-
-const subscriptionsOf = (tenantId: string) => documentsOf<WebhookDocument>(tenantId, 'webhook');
-const slotsOf = (tenantId: string) => documentsOf<{ id: string; webhookId: string }>(tenantId, 'webhookSlot');
+const subscriptionsOf = (tenantId: string) => storedOfType<WebhookDocument>(tenantId, 'webhook');
+const slotsOf = (tenantId: string) => storedOfType<{ id: string; webhookId: string }>(tenantId, 'webhookSlot');
 
 /** Changes a stored subscription as another writer (or time passing) would. */
 async function storedChange(tenantId: string, id: string, fields: Partial<WebhookDocument>): Promise<WebhookDocument> {
