@@ -145,6 +145,9 @@ export function beforeRequest(proxy: CosmosProxy, matches: (record: CosmosReques
   };
 }
 
+/** A transactional batch (its body a list of operations). */
+export const isBatch = (record: CosmosRequestRecord): boolean => record.method === 'POST' && record.body.startsWith('[');
+
 /** The requests that changed something (anything but reads and queries). */
 export function writesIn(requests: CosmosRequestRecord[]): CosmosRequestRecord[] {
   return requests.filter((request) => request.method !== 'GET' && !request.isQuery && !request.path.endsWith('/pkranges'));

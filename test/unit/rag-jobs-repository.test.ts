@@ -29,8 +29,8 @@ import {
   type Sweep,
 } from '../../shared/data/rag-jobs-repository.js';
 import { ApiError } from '../../shared/errors.js';
-import { beforeRequest, STORE_FAILURE, writesIn, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
@@ -41,7 +41,6 @@ process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 const LOCK_ID = 'rag-active-job';
-const isBatch = (record: CosmosRequestRecord) => record.method === 'POST' && record.body.startsWith('[');
 const isLockRead = (record: CosmosRequestRecord) => record.method === 'GET' && record.path.endsWith(`/docs/${LOCK_ID}`);
 
 async function stored<T = RagJobDocument>(tenantId: string, id: string): Promise<T | undefined> {
@@ -51,11 +50,7 @@ async function stored<T = RagJobDocument>(tenantId: string, id: string): Promise
 
 const storedLock = (tenantId: string) => stored<{ jobId: string }>(tenantId, LOCK_ID);
 
-async function eventsOf(tenantId: string): Promise<EventDocument[]> {
-  const query = { query: "SELECT * FROM c WHERE c.tenantId = @tenantId AND c.type = 'event'", parameters: [{ name: '@tenantId', value: tenantId }] };
-  const { resources } = await direct().items.query<EventDocument>(query, { partitionKey: tenantId }).fetchAll();
-  return resources;
-}
+const eventsOf = (tenantId: string) => documentsOf<EventDocument>(direct(), tenantId, 'event');
 
 /** Sets fields of the stored job as another instance would, past the proxy. */
 async function storeFields(tenantId: string, jobId: string, fields: Partial<RagJobDocument>): Promise<void> {

@@ -25,7 +25,7 @@ import {
   stillExists,
   type DocumentKind,
 } from '../../shared/data/tenant-data.js';
-import { beforeRequest, type CosmosRequestRecord, writesIn } from '../support/cosmos-proxy.js';
+import { beforeRequest, isBatch, writesIn } from '../support/cosmos-proxy.js';
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
@@ -66,8 +66,6 @@ async function stored(tenantId: string, id: string): Promise<NoteDocument | unde
 }
 
 const eventsOf = (tenantId: string) => storedOfType<EventDocument>(tenantId, 'event');
-
-const isBatch = (record: CosmosRequestRecord) => record.method === 'POST' && record.body.startsWith('[');
 
 /** The event a change of a note makes: what it was and what it became (`removed` when it went). */
 function noteEvent({ before, after }: { before: NoteDocument; after: NoteDocument | undefined }): NewEvent {

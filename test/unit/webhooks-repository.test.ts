@@ -29,7 +29,7 @@ import {
 import { CHANGE_EVENT_TYPES } from '../../shared/schemas/events.js';
 import type { Webhook } from '../../shared/schemas/webhooks.js';
 import { newSecret } from '../../shared/webhooks/signing.js';
-import { beforeRequest, STORE_FAILURE, writesIn, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
+import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
@@ -81,8 +81,7 @@ async function subscribedElsewhere(tenantId: string, slot: number): Promise<void
 }
 
 /** The batch that writes the tenant's documents. */
-const isBatchOf = (tenantId: string) => (record: CosmosRequestRecord) =>
-  record.method === 'POST' && record.body.startsWith('[') && record.body.includes(tenantId);
+const isBatchOf = (tenantId: string) => (record: CosmosRequestRecord) => isBatch(record) && record.body.includes(tenantId);
 
 /** The write that makes one of the tenant's subscriptions, batch or not. */
 const isSubscribing = (tenantId: string) => (record: CosmosRequestRecord) =>
