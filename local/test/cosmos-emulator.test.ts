@@ -269,13 +269,42 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(restarted, 'recreated')).toMatchObject({ name: 'After' });
   });
 
+  it('runs a query sent with a partition key in that partition only, whatever its text names, as Cosmos DB does', async () => {
+    const container = tenantData(await emulators.start());
+    for (const tenantId of ['t1', 't2']) await container.items.create({ id: 'same', tenantId });
+    const tenantsOf = async (partitionKey?: string) =>
+      (await container.items.query<string>('SELECT VALUE c.tenantId FROM c WHERE c.id = "same"', { partitionKey }).fetchAll()).resources.sort();
+    expect(await tenantsOf('t2')).toEqual(['t2']);
+    expect(await tenantsOf('t3')).toEqual([]);
+    expect(await tenantsOf()).toEqual(['t1', 't2']);
+  });
+
+  it('keeps ids unique per whole hierarchical key, and takes a prefix of it for a query, as Cosmos DB does', async () => {
+    const index = (await emulators.start()).client.database('lms').container('rag-index');
+    for (const [tenantId, projectId] of [
+      ['t1', 'p1'],
+      ['t1', 'p2'],
+      ['t2', 'p1'],
+    ]) {
+      await index.items.create({ id: 'chunk', tenantId, projectId, content: `${tenantId}/${projectId}` });
+    }
+    expect((await index.item('chunk', ['t1', 'p2']).read<{ content: string }>()).resource?.content).toBe('t1/p2');
+    const contentOf = async (partitionKey: string[]) =>
+      (await index.items.query<string>('SELECT VALUE c.content FROM c', { partitionKey }).fetchAll()).resources.sort();
+    expect(await contentOf(['t1'])).toEqual(['t1/p1', 't1/p2']);
+    expect(await contentOf(['t1', 'p2'])).toEqual(['t1/p2']);
+    await index.item('chunk', ['t1', 'p1']).delete();
+    expect(await contentOf(['t1'])).toEqual(['t1/p2']);
+    expect(await contentOf(['t2'])).toEqual(['t2/p1']);
+  });
+
   it('keeps the writes and deletes of a container with a hierarchical partition key across a restart', async () => {
     const dataDir = join(emulators.folder, 'hierarchical');
     const index = (await emulators.start(dataDir)).client.database('lms').container('rag-index');
-    // (@vercel/cosmosdb-server keeps ids unique per tenant, not per tenant and project as Cosmos DB does.)
-    for (const projectId of ['p1', 'p2', 'p3']) await index.items.create({ id: `c-${projectId}`, tenantId: 't1', projectId, content: projectId });
-    await index.item('c-p1', ['t1', 'p1']).delete();
-    const { result = [] } = await index.items.batch([{ operationType: 'Delete', id: 'c-p2', partitionKey: ['t1', 'p2'] }], ['t1', 'p2']);
+    // One id in three partitions of a tenant: three documents, as in Cosmos DB.
+    for (const projectId of ['p1', 'p2', 'p3']) await index.items.create({ id: 'chunk', tenantId: 't1', projectId, content: projectId });
+    await index.item('chunk', ['t1', 'p1']).delete();
+    const { result = [] } = await index.items.batch([{ operationType: 'Delete', id: 'chunk', partitionKey: ['t1', 'p2'] }], ['t1', 'p2']);
     expect(result.map((operation) => operation.statusCode)).toEqual([204]);
     await emulators.close();
 

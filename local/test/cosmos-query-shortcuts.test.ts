@@ -13,7 +13,10 @@ const Account = (require('@vercel/cosmosdb-server/lib/account/index.js') as { de
 const Items = (require('@vercel/cosmosdb-server/lib/account/items.js') as { default: { prototype: { query: QueryMethod } } }).default;
 
 type Page = { result: unknown[]; continuation: { token: string } | null } | null;
-type QueryMethod = (params: { query: string; parameters: { name: string; value: unknown }[] }, paging: { maxItemCount: number; continuation: unknown }) => Page;
+type QueryMethod = (
+  params: { query: string; parameters: { name: string; value: unknown }[] },
+  scope: { maxItemCount: number; continuation: unknown; partitionKey?: readonly unknown[] },
+) => Page;
 interface ServerDocuments {
   query: QueryMethod;
   create(document: object): void;
@@ -96,21 +99,22 @@ function apply(documents: ServerDocuments, change: Change): void {
 }
 
 describe('the embedded Cosmos DB query shortcuts', () => {
-  it('give every page the rows and continuation of the full run, with writes between pages', () => {
+  it('give every page the rows and continuation of the full run, with writes between pages, in a partition or across them', () => {
     fc.assert(
       fc.property(
         fc.array(write, { maxLength: 40 }),
         query,
         fc.constantFrom(-1, 1, 2, 3, 7),
         fc.array(fc.array(write, { maxLength: 8 }), { maxLength: 12 }),
-        (seed, { text, ...values }, maxItemCount, between) => {
+        fc.option(fc.constantFrom(['t1'], ['t2'], ['t3']), { nil: undefined }),
+        (seed, { text, ...values }, maxItemCount, between, partitionKey) => {
           const documents = freshCollection();
           for (const change of seed) apply(documents, change);
           const params = { query: text, parameters: Object.entries(values).map(([name, value]) => ({ name: `@${name}`, value })) };
           let continuation: unknown = null;
           for (let page = 0; page <= between.length; page++) {
-            const expected = Items.prototype.query.call(documents, params, { maxItemCount, continuation });
-            const actual = documents.query(params, { maxItemCount, continuation });
+            const expected = Items.prototype.query.call(documents, params, { maxItemCount, continuation, partitionKey });
+            const actual = documents.query(params, { maxItemCount, continuation, partitionKey });
             expect(actual).toEqual(expected);
             expect(actual?.result.length).toBeLessThanOrEqual(maxItemCount > 0 ? maxItemCount : Infinity);
             continuation = actual?.continuation;
