@@ -385,6 +385,10 @@ describe('listDeliveries', () => {
     expect(first.items).toEqual([newest, middle]);
     expect(first.nextCursor).toBeDefined();
     expect(await listDeliveries(principal, webhook.id, { limit: 2, cursor: first.nextCursor })).toEqual({ items: [oldest], nextCursor: undefined });
+    // Azure runs a query in the partition it names: the caller's.
+    const queries = embedded.store.requests.filter((request) => request.isQuery && request.body.includes('c.webhookId = @webhookId'));
+    expect(queries.length).toBeGreaterThanOrEqual(2);
+    for (const sent of queries.slice(-2)) expect(sent.partitionKey).toBe(JSON.stringify([principal.tenantId]));
     expect((await listDeliveries(principal, sibling.id, { limit: 10, cursor: undefined })).items).toHaveLength(3);
     expect(await listDeliveries(adminCaller(), webhook.id, { limit: 10, cursor: undefined })).toEqual({ items: [], nextCursor: undefined });
   });

@@ -2,9 +2,9 @@
  * The outbox of events (shared/data/events.ts) and their list (shared/data/events-repository.ts), in
  * process, against the embedded Cosmos store of the local stack started by this file: an event as a
  * change writes it (kept a week), read back in its tenant only, and GET /api/events' list and read:
- * the tenant's events newest first, its filters and cursors, pings left out. The store runs a query
- * over every partition, so another tenant's events stored next to the caller's show a list keeps to
- * its tenant.
+ * the tenant's events newest first, its filters and cursors, pings left out. Another tenant's events
+ * are stored under the same ids next to the caller's, and the list's queries must name the caller's
+ * partition, where Azure runs them (read at the proxy, test/support/cosmos-proxy.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
@@ -118,10 +118,14 @@ describe('listEvents', () => {
   it('lists the tenant’s events newest first, without pings, a page at a time, none of another tenant', async () => {
     const { principal, shownEvents } = await tenantWithEvents();
     const [first, second, third, fourth] = shownEvents;
+    const from = embedded.store.requests.length;
     expect(await listEvents(principal, query())).toEqual({ items: [fourth, third, second, first], nextCursor: undefined });
     const page = await listEvents(principal, query({ limit: 3 }));
     expect(page.items).toEqual([fourth, third, second]);
     expect(await listEvents(principal, query({ limit: 3, cursor: page.nextCursor }))).toEqual({ items: [first], nextCursor: undefined });
+    const queries = embedded.store.requests.slice(from).filter((request) => request.isQuery);
+    expect(queries.length).toBeGreaterThanOrEqual(3);
+    for (const sent of queries) expect(sent.partitionKey).toBe(JSON.stringify([principal.tenantId]));
     expect(await listEvents(adminCaller(), query())).toEqual({ items: [], nextCursor: undefined });
   });
 
