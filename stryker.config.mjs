@@ -54,6 +54,11 @@ export default {
     'shared/data/rag-index-repository.ts',
     // Webhook subscriptions: at most 20 a tenant (slots taken and freed in one batch), every secret of the last day signing, none lost to racing rotations.
     'shared/data/webhooks-repository.ts',
+    // Webhook deliveries' store: made once an event and subscription (also when makers race), one claim an attempt under racing runs, retry, list, overdue.
+    'shared/data/deliveries-repository.ts',
+    // The events: written beside their change, kept a week; GET /api/events of the caller's tenant, newest first, filters and cursors, pings left out.
+    'shared/data/events.ts',
+    'shared/data/events-repository.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],
