@@ -110,7 +110,8 @@ export class ContainerFeed {
       if (change.lsn > this.#visible || (documents.length >= request.maxItemCount && change.lsn !== last)) break;
       if (!this.#isLatest(change) || (request.partitionKey && !samePrefix(request.partitionKey, change.partitionKey))) continue;
       const document = documentAt(change);
-      if (request.since !== undefined && Number(document?._ts ?? 0) < request.since) continue;
+      // Past its time to live (the store shows it no more), or older than asked.
+      if (!document || (request.since !== undefined && Number(document._ts ?? 0) < request.since)) continue;
       documents.push({ ...document, _lsn: change.lsn });
       last = change.lsn;
     }

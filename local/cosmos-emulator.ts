@@ -279,7 +279,9 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const collection = account.database(options.database).collection(container);
     const { _lsn, ...fields } = document;
     const feed = feedOf(collection);
-    feed.publish(feed.record([{ ...changed(collection, collection.documents.upsert(fields)), deleted: false }], typeof _lsn === 'number' ? _lsn : undefined));
+    // As Cosmos DB keeps it: its `_ts`, from which its time to live counts, and its `_etag`.
+    const restored = collection.documents._set({ ...collection.documents.upsert(fields), _ts: fields._ts as number, _etag: fields._etag as string });
+    feed.publish(feed.record([{ ...changed(collection, restored), deleted: false }], typeof _lsn === 'number' ? _lsn : undefined));
   }
 
   return {

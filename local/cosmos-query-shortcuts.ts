@@ -27,8 +27,8 @@ interface ServerDocuments {
   _getQuery(sql: string): CompiledQuery;
   _userDefinedFunctions(): unknown;
   _item(keyPath: string, value: string, partition: unknown): { read(): Document | undefined };
-  /** The server's (patches/@vercel+cosmosdb-server+1.0.1.patch): whether a document is in the partition a query was sent to. */
-  _inPartition(document: Document, partitionKey: Primitive[] | undefined): boolean;
+  /** The server's (patches/@vercel+cosmosdb-server+1.0.1.patch): whether a query shows a document: not expired, and in the partition it was sent to. */
+  _shows(document: Document, partitionKey: Primitive[] | undefined): boolean;
   /** Ours: the collection's index, made at its first query. */
   shortcutIndex?: DocumentIndex;
 }
@@ -189,10 +189,10 @@ function startRid(continuation: QueryOptions['continuation']): string | undefine
 }
 
 /** A page in `_rid` order: the query on a growing slice of the documents from the continuation on, until the page is full or the slice ends. */
-function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions, from: string, inPartition: (documents: Document[]) => Document[]) {
+function pageInRidOrder(index: DocumentIndex, query: CompiledQuery, options: QueryOptions, from: string, shown: (documents: Document[]) => Document[]) {
   for (let width = options.maxItemCount! * 2; ; width *= 2) {
     const slice = index.slice(from, width);
-    const page = query.exec(inPartition(slice.documents), options) as { continuation: unknown };
+    const page = query.exec(shown(slice.documents), options) as { continuation: unknown };
     if (page.continuation || slice.end) return page;
   }
 }
@@ -205,7 +205,7 @@ function query(this: ServerDocuments, parameters: QueryParameters, { partitionKe
   const collection = this._parent.read();
   if (!collection) return null;
   const compiled = this._getQuery(parameters.query);
-  const inPartition = (documents: Document[]) => (partitionKey ? documents.filter((document) => this._inPartition(document, partitionKey)) : documents);
+  const shown = (documents: Document[]) => documents.filter((document) => this._shows(document, partitionKey));
   const options: QueryOptions = {
     parameters: parameters.parameters,
     udf: this._userDefinedFunctions(),
@@ -216,15 +216,15 @@ function query(this: ServerDocuments, parameters: QueryParameters, { partitionKe
     const shape = shapeOf(compiled, options.parameters);
     const index = (this.shortcutIndex ??= new DocumentIndex(this._data));
     const candidates = index.candidates(shape.required);
-    if (candidates) return compiled.exec(inPartition(candidates), options);
+    if (candidates) return compiled.exec(shown(candidates), options);
     const from = startRid(options.continuation);
-    if (shape.inRidOrder && (options.maxItemCount ?? 0) > 0 && from !== undefined) return pageInRidOrder(index, compiled, options, from, inPartition);
+    if (shape.inRidOrder && (options.maxItemCount ?? 0) > 0 && from !== undefined) return pageInRidOrder(index, compiled, options, from, shown);
   } catch (error) {
     // As the server's own query method: an error of the query's is the client's.
     (error as { badRequest?: boolean }).badRequest = true;
     throw error;
   }
-  // No shortcut fits: the server's own run over every document (of the partition, when sent to one).
+  // No shortcut fits: the server's own run over every document it shows.
   return itemsClass.default.prototype.query!.call(this, parameters as never, { ...paging, partitionKey } as never);
 }
 

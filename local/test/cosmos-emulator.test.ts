@@ -6,6 +6,7 @@ import { ChangeFeedStartFrom, CosmosClient, type Container } from '@azure/cosmos
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
 import { appRoot } from '../stack.js';
+import { waitFor } from '../../test/support/wait.js';
 import { temporaryEmulators } from './temporary-emulators.js';
 
 interface Document {
@@ -277,6 +278,36 @@ describe('the embedded Cosmos DB', () => {
     expect(await tenantsOf('t2')).toEqual(['t2']);
     expect(await tenantsOf('t3')).toEqual([]);
     expect(await tenantsOf()).toEqual(['t1', 't2']);
+  });
+
+  it('shows no document past its time to live, in reads, queries and the change feed, and takes its id again, as Cosmos DB does', async () => {
+    const emulator = await emulators.start();
+    const container = tenantData(emulator);
+    // tenant-data has `defaultTtl: -1`: a document's own `ttl` counts, none means kept; leases has no TTL at all.
+    for (const [id, ttl] of [
+      ['brief', 1],
+      ['kept', -1],
+      ['unset', undefined],
+    ] as const)
+      await container.items.create({ id, tenantId: 't1', ttl });
+    const leases = emulator.client.database('lms').container('leases');
+    await leases.items.create({ id: 'lease', ttl: 1 });
+    const ids = async () => (await container.items.query<string>('SELECT VALUE c.id FROM c', { partitionKey: 't1' }).fetchAll()).resources.sort();
+    await waitFor(async () => (await read(container, 'brief')) === undefined);
+    expect(await ids()).toEqual(['kept', 'unset']);
+    const feed = container.items.getChangeFeedIterator<Document>({ changeFeedStartFrom: ChangeFeedStartFrom.Beginning() });
+    expect((await feed.readNext()).result.map(({ id }) => id).sort()).toEqual(['kept', 'unset']);
+    expect((await leases.item('lease', 'lease').read()).resource).toBeDefined();
+    expect((await container.items.create({ id: 'brief', tenantId: 't1' })).statusCode).toBe(201);
+  });
+
+  it("keeps a document's _ts, from which its time to live counts, and its _etag across a restart", async () => {
+    const dataDir = join(emulators.folder, 'timestamps');
+    const container = tenantData(await emulators.start(dataDir));
+    const { resource: written } = await container.items.create<Document>({ id: 'kept', tenantId: 't1', ttl: 3600 });
+    await emulators.close();
+    const restarted = tenantData(await emulators.start(dataDir));
+    expect(await read(restarted, 'kept')).toMatchObject({ _ts: written!._ts, _etag: written!._etag });
   });
 
   it('keeps ids unique per whole hierarchical key, and takes a prefix of it for a query, as Cosmos DB does', async () => {

@@ -20,7 +20,8 @@ type QueryMethod = (
 interface ServerDocuments {
   query: QueryMethod;
   create(document: object): void;
-  upsert(document: object): void;
+  upsert(document: object): { _ts: number };
+  _set(document: object): void;
   delete(id: string, partition: string): void;
 }
 interface ServerAccount {
@@ -42,9 +43,12 @@ const document = fc.record({
   n: fieldValue,
   jobId: fc.option(fc.constantFrom('j1', 'j2'), { nil: undefined }),
   tags: fc.option(fc.subarray(['a', 'b', 'c']), { nil: undefined }),
+  // The container has `defaultTtl: -1`: only a document's own `ttl` expires it.
+  ttl: fc.option(fc.constantFrom(-1, 5, 3600), { nil: undefined }),
 });
 const write = fc.oneof(
-  document.map((body) => ({ upsert: body })),
+  // `aged`: written ten seconds ago, so that a `ttl` of 5 has run out.
+  fc.record({ upsert: document, aged: fc.boolean() }),
   fc.record({ delete: fc.constantFrom(...IDS), tenantId: fc.constantFrom(...TENANTS) }),
 );
 
@@ -83,16 +87,18 @@ const query = fc.oneof(
 function freshCollection(): ServerDocuments {
   const account = new Account('localhost', 8081);
   account.databases.create({ id: 'db' });
-  account.database('db').collections.create({ id: 'items', partitionKey: { paths: ['/tenantId'] } });
+  account.database('db').collections.create({ id: 'items', partitionKey: { paths: ['/tenantId'] }, defaultTtl: -1 });
   return account.database('db').collection('items').documents;
 }
 
-type Change = { upsert: object } | { delete: string; tenantId: string };
+type Change = { upsert: object; aged: boolean } | { delete: string; tenantId: string };
 
 function apply(documents: ServerDocuments, change: Change): void {
   try {
-    if ('upsert' in change) documents.upsert(change.upsert);
-    else documents.delete(change.delete, change.tenantId);
+    if ('upsert' in change) {
+      const written = documents.upsert(change.upsert);
+      if (change.aged) documents._set({ ...written, _ts: written._ts - 10 });
+    } else documents.delete(change.delete, change.tenantId);
   } catch {
     // A delete of what is not there fails in both runs alike.
   }

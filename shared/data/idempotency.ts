@@ -47,7 +47,7 @@ export async function recordedResult<T>(container: Container, tenantId: string, 
   const { resource } = await container.item(idempotent.recordId, tenantId).read<IdempotencyDocument<T>>();
   if (!resource) return undefined;
   if (Date.parse(resource.createdAt) + RETENTION_SECONDS * 1000 < Date.now()) {
-    // Cosmos's TTL removes expired records; stores without TTL need the old record out of the way.
+    // Cosmos's TTL counts from the commit's `_ts`, up to a few seconds after `createdAt`: the 24 hours are `createdAt`'s.
     await container
       .item(idempotent.recordId, tenantId)
       .delete()
