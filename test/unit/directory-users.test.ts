@@ -184,13 +184,20 @@ describe("Graph's protocol and failures, from a Graph of this file's own", () =>
   let graph: SmallServer;
   let directory: Awaited<ReturnType<typeof directoryAt>>;
   /** What Graph answers next; by default an empty page. */
-  let answer: (request: IncomingMessage) => GraphAnswer | 'drop';
+  let answer: (request: IncomingMessage) => GraphAnswer | 'drop' | 'stall' | 'cut';
   let requests: IncomingMessage[] = [];
 
   function respond(request: IncomingMessage, response: ServerResponse) {
     requests.push(request);
     const reply = answer(request);
     if (reply === 'drop') return void request.socket.destroy();
+    // The headers, then nothing more: the body never comes (or is cut off half-way).
+    if (reply === 'stall' || reply === 'cut') {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"value":[');
+      if (reply === 'cut') setImmediate(() => request.socket.destroy());
+      return;
+    }
     const { status, headers = {}, body } = reply;
     response.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/html' : 'application/json;odata.metadata=minimal', ...headers });
     response.end(typeof body === 'string' ? body : JSON.stringify(body));
@@ -324,5 +331,22 @@ describe("Graph's protocol and failures, from a Graph of this file's own", () =>
     await down.close();
     const unreachable = await directoryAt(down.url);
     expect(await unreachable.answerTo(caller)).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway' } });
+  });
+
+  it.each<[string, ReturnType<typeof answer>]>([
+    ['cuts the body off', 'cut'],
+    ['answers a page that is not JSON', { status: 200, body: '<html>Sign in to continue</html>' }],
+    ['answers JSON that is not a page', { status: 200, body: { error: null } }],
+  ])('is a 502, never a 500, when Graph %s', async (_, graphAnswer) => {
+    answer = () => graphAnswer;
+    const response = await directory.answerTo(await userOf(HOME_TENANT));
+    expect(response).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway', status: 502 } });
+  });
+
+  // Graph's answer, its body included, must come within 10 seconds: this test waits them out.
+  it('is a 502 when Graph sends its headers and then nothing', async () => {
+    answer = () => 'stall';
+    const response = await directory.answerTo(await userOf(HOME_TENANT));
+    expect(response).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway', status: 502 } });
   });
 });
