@@ -9,7 +9,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import functions from '@azure/functions';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT, LOCAL_OTHER_TENANT_ID as OTHER_TENANT } from '../../local/defaults.js';
@@ -18,9 +17,8 @@ import { GRAPH_RESOURCE, localUserObjectId, startIdentityProvider, type Identity
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Page } from '../../shared/data/paging.js';
 import type { ListUsersQuery, User } from '../../shared/schemas/users.js';
+import { loggedInvocation } from '../support/logged-invocation.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
-
-const { InvocationContext } = functions;
 
 // Directory users with what the mapping must handle: a mixed-case mail, no mail at all, a quote in the name.
 const PAT: GraphUser = { ...directoryUser(HOME_TENANT, 'pat.obrien@contoso.test', "O'Brien, Pat"), mail: 'Pat.OBrien@Contoso.TEST' };
@@ -66,9 +64,12 @@ async function directoryAt(graphBaseUrl: string) {
       () => expect.unreachable('the listing did not fail'),
       (error: unknown) => error,
     );
-    const context = new InvocationContext({ invocationId: 'request-1', functionName: 'users-list', logHandler: () => undefined });
-    const answer = errorResponse(failure, 'en', context);
-    return { failure, status: answer.status, headers: answer.headers as Record<string, string>, body: answer.jsonBody as Record<string, unknown> };
+    const { invocation, lines } = loggedInvocation('request-1', 'users-list');
+    const answer = errorResponse(failure, 'en', invocation);
+    const headers = answer.headers as Record<string, string>;
+    // What an operator reads of it: the warning's line.
+    const logged = lines.filter((line) => line.level === 'warning').map((line) => line.text);
+    return { failure, status: answer.status, headers, body: answer.jsonBody as Record<string, unknown>, logged };
   };
   return { list, answerTo, encodeCursor };
 }
@@ -326,21 +327,27 @@ describe("Graph's protocol and failures, from a Graph of this file's own", () =>
       await elsewhere.close();
     }
     answer = () => 'drop';
-    expect(await directory.answerTo(caller)).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway' } });
+    const dropped = await directory.answerTo(caller);
+    expect(dropped).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway' } });
+    // The log says why, for the operator: the failure beneath.
+    expect(dropped.logged).toEqual([expect.stringMatching(/^directoryUnavailable \(request request-1\): TypeError: fetch failed; caused by SocketError/)]);
     const down = await startSmallServer(() => undefined);
     await down.close();
     const unreachable = await directoryAt(down.url);
     expect(await unreachable.answerTo(caller)).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway' } });
   });
 
-  it.each<[string, ReturnType<typeof answer>]>([
-    ['cuts the body off', 'cut'],
-    ['answers a page that is not JSON', { status: 200, body: '<html>Sign in to continue</html>' }],
-    ['answers JSON that is not a page', { status: 200, body: { error: null } }],
-  ])('is a 502, never a 500, when Graph %s', async (_, graphAnswer) => {
+  it.each<[string, ReturnType<typeof answer>, RegExp | undefined]>([
+    ['cuts the body off', 'cut', /\): TypeError: terminated; caused by SocketError/],
+    ['answers a page that is not JSON', { status: 200, body: '<html>Sign in to continue</html>' }, /\): SyntaxError: .* is not valid JSON/],
+    ['answers JSON that is not a page', { status: 200, body: { error: null } }, undefined],
+    ['answers null', { status: 200, body: null }, undefined],
+  ])('is a 502, never a 500, when Graph %s', async (_, graphAnswer, logged) => {
     answer = () => graphAnswer;
     const response = await directory.answerTo(await userOf(HOME_TENANT));
     expect(response).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway', status: 502 } });
+    // The log says why, where there is a failure beneath.
+    if (logged) expect(response.logged).toEqual([expect.stringMatching(logged)]);
   });
 
   // Graph's answer, its body included, must come within 10 seconds: this test waits them out.
@@ -348,5 +355,6 @@ describe("Graph's protocol and failures, from a Graph of this file's own", () =>
     answer = () => 'stall';
     const response = await directory.answerTo(await userOf(HOME_TENANT));
     expect(response).toMatchObject({ status: 502, failure: { messageKey: 'directoryUnavailable' }, body: { error: 'Bad Gateway', status: 502 } });
+    expect(response.logged).toEqual([expect.stringContaining('): TimeoutError')]);
   });
 });

@@ -107,7 +107,7 @@ describe('recording a caller', () => {
   it.each<[string, Partial<Principal>]>([
     ['e-mail', { email: 'kim.lee@contoso.test' }],
     ['name', { displayName: 'Kim Lee-Park' }],
-    ['roles', { roles: ['LMS.Admin'] }],
+    ['set of roles', { roles: ['LMS.Admin'] }],
   ])('refreshes at once when the token shows a new %s', async (_, change) => {
     const kim = caller();
     await recordCaller(kim, at(0));
