@@ -7,7 +7,7 @@
  * (test/support/cosmos-proxy.ts) that counts the batches and can answer one itself.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container, OperationInput } from '@azure/cosmos';
+import type { Container, CreateOperationInput, OperationInput } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import { MAX_OPERATIONS, sendBatch, writeInBatches } from '../../shared/data/batches.js';
 import { tenantData } from '../../shared/data/tenant-data.js';
@@ -22,7 +22,7 @@ const direct = (): Container => embedded.cosmos.client.database('lms').container
 
 const partition = () => `batches-${randomUUID()}`;
 const body = (tenantId: string, id: string, more: Record<string, unknown> = {}) => ({ id, tenantId, type: 'batch-test', ...more });
-const create = (tenantId: string, id: string, more: Record<string, unknown> = {}): OperationInput => ({
+const create = (tenantId: string, id: string, more: Record<string, unknown> = {}): CreateOperationInput => ({
   operationType: 'Create',
   partitionKey: tenantId,
   resourceBody: body(tenantId, id, more),
