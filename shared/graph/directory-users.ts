@@ -55,7 +55,19 @@ async function fetchPage(url: string, token: string): Promise<GraphPage> {
   // What Graph refuses is a query the request made (its `q`): the caller's to change, never our 500.
   if (response.status === 400) throw new ApiError(400, 'directoryQueryRefused');
   if (!response.ok) throw new ApiError(502, 'directoryFailed', { status: response.status });
-  return (await response.json()) as GraphPage;
+  return readPage(response);
+}
+
+/** The page Graph sent. A body that is cut off, too slow (the same deadline) or not a page is Graph failing, never our 500. */
+async function readPage(response: Response): Promise<GraphPage> {
+  let page: Partial<GraphPage> | null;
+  try {
+    page = (await response.json()) as Partial<GraphPage> | null;
+  } catch (error) {
+    throw new ApiError(502, 'directoryUnavailable', {}, { cause: error });
+  }
+  if (!Array.isArray(page?.value)) throw new ApiError(502, 'directoryUnavailable');
+  return page as GraphPage;
 }
 
 /**
