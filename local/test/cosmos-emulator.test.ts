@@ -310,6 +310,17 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(restarted, 'kept')).toMatchObject({ _ts: written!._ts, _etag: written!._etag });
   });
 
+  it('patches a document only when its condition holds, checked on that document with its literals as written, as Cosmos DB does', async () => {
+    const container = tenantData(await emulators.start());
+    for (const tenantId of ['t1', 't2']) await container.items.create({ id: 'P-1', tenantId, status: tenantId === 't1' ? 'Active' : 'Archived' });
+    const patch = (condition: string) => container.item('P-1', 't1').patch({ condition, operations: [{ op: 'incr', path: '/n', value: 1 }] });
+    expect((await patch("FROM c WHERE c.status = 'Active'")).statusCode).toBe(200);
+    // The other tenant's P-1, Archived, is not what the condition reads.
+    await expect(patch("FROM c WHERE c.status = 'Archived'")).rejects.toMatchObject({ code: 412 });
+    await expect(patch('FROM c WHERE (')).rejects.toMatchObject({ code: 400 });
+    expect(await read(container, 'P-1')).toMatchObject({ n: 1 });
+  });
+
   it('keeps ids unique per whole hierarchical key, and takes a prefix of it for a query, as Cosmos DB does', async () => {
     const index = (await emulators.start()).client.database('lms').container('rag-index');
     for (const [tenantId, projectId] of [
