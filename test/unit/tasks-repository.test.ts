@@ -61,6 +61,11 @@ async function make(principal: Principal, projectId: string, body: Partial<Creat
 const isTaskBatch = (tenantId: string) => (record: CosmosRequestRecord) =>
   isBatch(record) && record.body.includes(tenantId) && record.body.includes('"type":"task"');
 
+/** The batch of a task's delete (its event names the task). */
+const isTaskDelete = (tenantId: string) => (record: CosmosRequestRecord) =>
+  isBatch(record) && record.body.includes(tenantId) && record.body.includes('task.deleted');
+const archivedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { status: 'Archived' });
+
 const listQuery = (query: Partial<ListTasksQuery> = {}): ListTasksQuery => ({ sort: '-createdAt', limit: 50, cursor: undefined, ...query });
 
 describe('createTask', () => {
@@ -323,5 +328,36 @@ describe('deleteTask', () => {
     expect(await stored(principal.tenantId, read.id)).toBeDefined();
     await deleteTask(principal, read.id, [versionOf(current)]);
     expect(await stored(principal.tenantId, read.id)).toBeUndefined();
+  });
+});
+
+describe('a task write racing the archiving of its project', () => {
+  // Another instance archives the project after the write checked it and before the write commits.
+  it('does not create the task: 409', async () => {
+    const principal = adminCaller();
+    const projectId = await projectOf(principal);
+    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
+    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    expect(await tasksOf(principal.tenantId)).toEqual([]);
+    expect(await taskEvents(principal.tenantId)).toEqual([]);
+  });
+
+  it('does not change the task: 409', async () => {
+    const principal = adminCaller();
+    const projectId = await projectOf(principal);
+    const { id } = await make(principal, projectId);
+    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
+    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
+    expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
+  });
+
+  it('does not delete the task: 409', async () => {
+    const principal = adminCaller();
+    const projectId = await projectOf(principal);
+    const { id } = await make(principal, projectId);
+    beforeRequest(embedded.store, isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
+    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    expect(await stored(principal.tenantId, id)).toBeDefined();
   });
 });
