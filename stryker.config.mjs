@@ -54,6 +54,9 @@ export default {
     'shared/data/rag-index-repository.ts',
     // Webhook subscriptions: at most 20 a tenant (slots taken and freed in one batch), every secret of the last day signing, none lost to racing rotations.
     'shared/data/webhooks-repository.ts',
+    // Projects and tasks: readable ids, members, status moves, Archived read-only (also racing a task write), delete with its tasks, list filters and sorts.
+    'shared/data/projects-repository.ts',
+    'shared/data/tasks-repository.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

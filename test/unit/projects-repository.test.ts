@@ -111,6 +111,8 @@ describe('createProject', () => {
     const second = await make(principal, { owner: 'ann@contoso.test', description: 'About it', members: ['bob@contoso.test'] });
     expect(second).toMatchObject({ id: 'PRJ-1002', owner: 'ann@contoso.test', description: 'About it', members: ['ann@contoso.test', 'bob@contoso.test'] });
     expect((await make(adminCaller())).id).toBe('PRJ-1001');
+    // The sequence's name is what keeps an id from being handed out twice, across versions of the app.
+    expect(await stored(principal.tenantId, 'sequence-projects')).toMatchObject({ type: 'sequence' });
   });
 
   it('refuses more than 500 members, the owner counted, and stores nothing; needs an owner when the caller has no e-mail', async () => {
@@ -279,6 +281,22 @@ describe('updateProject', () => {
   });
 });
 
+describe('a project change racing its tasks’ writes', () => {
+  it('is made again over what they wrote, and loses nothing', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    // A task is written between the project's read and its write: the guard it passed changed the project's document.
+    beforeRequest(
+      embedded.store,
+      (record) => isBatch(record) && record.body.includes('"name":"Renamed"'),
+      async () => void (await createTask(principal, { projectId: id, title: 'Meanwhile' }, undefined)),
+    );
+    expect(await updateProject(principal, id, { name: 'Renamed' }, undefined)).toMatchObject({ name: 'Renamed' });
+    expect(await stored(principal.tenantId, id)).toMatchObject({ name: 'Renamed', nameSort: 'renamed' });
+    expect(await taskIdsOf(principal.tenantId)).toEqual(['TSK-1001']);
+  });
+});
+
 describe('deleteProject', () => {
   it('removes the project and its tasks, none of another project or tenant, and writes one project.deleted counting them', async () => {
     const principal = adminCaller();
@@ -404,13 +422,26 @@ describe('deleteProject', () => {
     expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created', 'project.deleted']);
   });
 
-  it('removes more tasks than one batch holds', async () => {
+  it('removes more tasks than one batch holds, finding them in the tenant’s partition', async () => {
     const principal = adminCaller();
     const { id } = await make(principal);
     for (let number = 1; number <= 130; number++) await taskElsewhere(principal.tenantId, id, 2000 + number);
+    const from = embedded.store.requests.length;
     await deleteProject(principal, id, undefined);
+    const queries = embedded.store.requests.slice(from).filter((request) => request.isQuery);
+    expect(queries.length).toBeGreaterThan(0);
+    for (const query of queries) expect(query.partitionKey).toBe(JSON.stringify([principal.tenantId]));
     expect(await taskIdsOf(principal.tenantId)).toEqual([]);
     expect((await eventsOf(principal.tenantId)).at(-1)).toEqual({ type: 'project.deleted', data: { id, deletedTasks: 130 } });
+  });
+
+  it('fails when the store answers the project’s delete without a result, and does not take that for a success', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    embedded.store.intercept = (record) => (isProjectDelete(id)(record) ? { status: 200, body: [] } : undefined);
+    await expect(deleteProject(principal, id, undefined)).rejects.toThrow(/^Deleting a project failed: $/);
+    embedded.store.intercept = undefined;
+    expect(await stored(principal.tenantId, id)).toMatchObject({ deleting: true });
   });
 
   it('fails, naming the statuses, when the store refuses the project’s delete, and leaves the project hidden for the next DELETE', async () => {

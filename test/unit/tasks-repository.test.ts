@@ -121,6 +121,8 @@ describe('createTask', () => {
     expect(await stored(principal.tenantId, 'TSK-1002')).toMatchObject({ priorityRank: 1 });
     const stranger = adminCaller();
     expect((await make(stranger, await projectOf(stranger))).id).toBe('TSK-1001');
+    // The sequence's name is what keeps an id from being handed out twice, across versions of the app.
+    expect(await stored<object>(principal.tenantId, 'sequence-tasks')).toMatchObject({ type: 'sequence' });
   });
 
   it('makes the document with the time given, for the bench and the tests that seed tasks', () => {
@@ -359,5 +361,24 @@ describe('a task write racing the archiving of its project', () => {
     beforeRequest(embedded.store, isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
     await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
+  });
+  it('does not create the task in a project a delete marked: 404', async () => {
+    const principal = adminCaller();
+    const projectId = await projectOf(principal);
+    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { deleting: true }));
+    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    expect(await tasksOf(principal.tenantId)).toEqual([]);
+  });
+
+  it('goes through when the project changed otherwise: guarded writes wait for no one', async () => {
+    const principal = adminCaller();
+    const projectId = await projectOf(principal);
+    const { id } = await make(principal, projectId);
+    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { name: 'Renamed' }));
+    expect(await updateTask(principal, id, { title: 'Still fine' }, undefined)).toMatchObject({ title: 'Still fine' });
+    const batches = embedded.store.requests.filter(isTaskBatch(principal.tenantId));
+    expect(await Promise.all([make(principal, projectId), make(principal, projectId), make(principal, projectId)])).toHaveLength(3);
+    // Three creates at once, each in one batch: none clashed with another.
+    expect(embedded.store.requests.filter(isTaskBatch(principal.tenantId)).length - batches.length).toBe(3);
   });
 });
