@@ -107,7 +107,7 @@ describe('createProject', () => {
 
   it('numbers the tenant’s projects from 1001, each tenant its own; keeps the owner and description given', async () => {
     const principal = adminCaller();
-    expect((await make(principal)).id).toBe('PRJ-1001');
+    expect(await make(principal)).toMatchObject({ id: 'PRJ-1001', members: ['owner@contoso.test'] });
     const second = await make(principal, { owner: 'ann@contoso.test', description: 'About it', members: ['bob@contoso.test'] });
     expect(second).toMatchObject({ id: 'PRJ-1002', owner: 'ann@contoso.test', description: 'About it', members: ['ann@contoso.test', 'bob@contoso.test'] });
     expect((await make(adminCaller())).id).toBe('PRJ-1001');

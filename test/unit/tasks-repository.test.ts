@@ -380,5 +380,7 @@ describe('a task write racing the archiving of its project', () => {
     expect(await Promise.all([make(principal, projectId), make(principal, projectId), make(principal, projectId)])).toHaveLength(3);
     // Three creates at once, each in one batch: none clashed with another.
     expect(embedded.store.requests.filter(isTaskBatch(principal.tenantId)).length - batches.length).toBe(3);
+    // The guard is a patch of the project that counts the writes it guarded: one create, one change, three creates.
+    expect(await stored<object>(principal.tenantId, projectId)).toMatchObject({ name: 'Renamed', guardedWrites: 5 });
   });
 });
