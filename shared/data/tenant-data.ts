@@ -141,8 +141,9 @@ async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeo
     const operations = [...(guard ? [guard] : []), write, ...(event ? [event] : []), ...(options.alongside?.(current) ?? [])];
     const result = await sendBatch(documents, operations, tenantId);
     const [guarded, written] = guard ? result : [undefined, ...result];
-    // A guard that failed is the batch's answer (the write then answers 424).
-    const status = guarded && guarded.statusCode >= 400 ? guarded.statusCode : written?.statusCode;
+    // A guard's refusal is the batch's answer (the write then answers 424); else the write's (a guard then answers 424 or 200).
+    const refused = guarded !== undefined && (guarded.statusCode === 412 || guarded.statusCode === 404);
+    const status = refused ? guarded.statusCode : written?.statusCode;
     if (status !== undefined && status < 300) return next === REMOVE ? undefined : (written!.resourceBody as unknown as D);
     // 412: someone wrote first, or the guard's condition no longer holds; 404: someone deleted it (the next read answers that properly).
     if (status !== 412 && status !== 404) throw batchFailure('A conditional write', result);

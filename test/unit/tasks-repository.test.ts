@@ -292,6 +292,23 @@ describe('updateTask', () => {
     expect(await getTask(principal, read.id)).toEqual(changed);
   });
 
+  it('is made again over what another instance changed meanwhile, losing neither', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal, await projectOf(principal));
+    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<Task>(principal.tenantId, id, { description: 'Elsewhere' }));
+    expect(await updateTask(principal, id, { title: 'Mine' }, undefined)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
+    expect(await stored(principal.tenantId, id)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
+  });
+
+  it('answers 404 projectNotFound when the project went between the check and the write', async () => {
+    const principal = adminCaller();
+    const projectId = await projectOf(principal);
+    const { id } = await make(principal, projectId);
+    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), async () => void (await direct().item(projectId, principal.tenantId).delete()));
+    await expect(updateTask(principal, id, { title: 'Orphan' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
+  });
+
   it('answers 404 taskNotFound for another tenant’s task and a missing one, and changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
