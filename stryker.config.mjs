@@ -67,6 +67,9 @@ export default {
     // The events: written beside their change, kept a week; GET /api/events of the caller's tenant, newest first, filters and cursors, pings left out.
     'shared/data/events.ts',
     'shared/data/events-repository.ts',
+    // Projects and tasks: readable ids, members, status moves, Archived read-only (also racing a task write), delete with its tasks, list filters and sorts.
+    'shared/data/projects-repository.ts',
+    'shared/data/tasks-repository.ts',
   ],
   ignorePatterns: ['dist', 'reports', '.local', 'coverage', 'clients', 'samples', 'bench'],
   reporters: ['json', 'clear-text', 'progress'],

@@ -27,10 +27,33 @@ const { default: Account } = lib<{ default: new (host: string, port: number) => 
 const { default: routes } = lib<{ default: (request: IncomingMessage) => [RouteParams, RouteHandler] | undefined }>('routes');
 const { default: readJson } = lib<{ default: (request: IncomingMessage) => Promise<unknown> }>('json');
 const { parsePartitionKey } = lib<{ parsePartitionKey: (value: unknown, id: string) => unknown }>('utils/get-partition-from-header');
-const operations =
-  lib<Record<string, (collection: ServerCollection, input: BatchOperation) => { statusCode: number; body?: ServerDocument }>>('handler/_document-operations');
+type BatchOperationRunner = (collection: ServerCollection, input: BatchOperation) => { statusCode: number; body?: ServerDocument };
+const operations = lib<Record<string, BatchOperationRunner>>('handler/_document-operations');
+const { patchOperation } = lib<{ patchOperation: (collection: ServerCollection, input: PatchInput) => ReturnType<BatchOperationRunner> }>(
+  'handler/_patch-operations',
+);
+const { default: cosmosQuery } = require('@zeit/cosmosdb-query') as { default: (sql: string) => { exec(documents: object[]): { result: unknown[] } } };
+
+/**
+ * A patch in a batch, with its condition (`FROM c WHERE …`) met by the document itself, else 412 as Cosmos answers. The
+ * package's own check lower-cases the condition, literals included, and looks for the id in every partition.
+ */
+function batchPatch(collection: ServerCollection, input: BatchOperation): ReturnType<BatchOperationRunner> {
+  const body = input.resourceBody as unknown as PatchBody;
+  const { operations: patches, condition } = Array.isArray(body) ? { operations: body, condition: undefined } : body;
+  const patch = { id: input.id!, partitionKey: input.partitionKey, ifMatch: input.ifMatch, operations: patches };
+  const document = condition === undefined ? undefined : collection.document(input.id!, parsePartitionKey(input.partitionKey, input.id!)).read();
+  if (document && cosmosQuery(`SELECT VALUE 1 ${condition}`).exec([document]).result.length === 0) {
+    return { statusCode: 412, body: { code: 'PreconditionFailed', message: 'Condition specified in the patch request is not satisfied.' } as never };
+  }
+  return patchOperation(collection, patch);
+}
+
 /** The operations a batch may hold. */
-const BATCH_OPERATIONS = new Map(['Create', 'Upsert', 'Read', 'Delete', 'Replace'].map((type) => [type, operations[`${type.toLowerCase()}Operation`]!]));
+const BATCH_OPERATIONS = new Map<string, BatchOperationRunner>([
+  ...['Create', 'Upsert', 'Read', 'Delete', 'Replace'].map((type): [string, BatchOperationRunner] => [type, operations[`${type.toLowerCase()}Operation`]!]),
+  ['Patch', batchPatch],
+]);
 const handler = (name: string) => lib<{ default: RouteHandler }>(`handler/${name}`).default;
 const [readDocuments, batchDocuments, deleteDocument] = ['read-documents', 'batch-documents', 'delete-document'].map(handler);
 /** The handlers that write one document. */
@@ -58,7 +81,15 @@ interface BatchOperation {
   operationType: string;
   id?: string;
   partitionKey?: string;
+  ifMatch?: string;
   resourceBody?: StoredDocument;
+}
+type PatchBody = object[] | { operations: object[]; condition?: string };
+interface PatchInput {
+  id: string;
+  partitionKey?: string;
+  ifMatch?: string;
+  operations: object[];
 }
 /** What a successful write changed, in order: each document as it was before and as it is after (none: deleted). */
 type Changes = { before?: ServerDocument; after?: ServerDocument }[];

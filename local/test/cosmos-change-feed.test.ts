@@ -165,6 +165,49 @@ describe('transactional batches in the embedded Cosmos DB', () => {
   });
 });
 
+describe('conditional patches in transactional batches of the embedded Cosmos DB', () => {
+  it('apply when the document meets the condition as written, and fail the batch with 412 when it does not', async () => {
+    const { container } = await start();
+    await container.items.create({ id: 'parent', tenantId: 't', status: 'Active' });
+    // The same id in another partition, meeting the condition, does not stand in for the one named.
+    await container.items.create({ id: 'parent', tenantId: 'u', status: 'Active' });
+    const guarded = (status: string, child: string) =>
+      container.items.batch(
+        [
+          {
+            operationType: 'Patch',
+            id: 'parent',
+            resourceBody: { condition: `FROM c WHERE c.status = '${status}'`, operations: [{ op: 'incr', path: '/guarded', value: 1 }] },
+          },
+          { operationType: 'Create', resourceBody: { id: child, tenantId: 't' } },
+        ],
+        't',
+      );
+    expect((await guarded('Active', 'first')).result!.map((operation) => operation.statusCode)).toEqual([200, 201]);
+    expect((await container.item('parent', 't').read()).resource).toMatchObject({ status: 'Active', guarded: 1 });
+
+    await container.item('parent', 't').patch([{ op: 'set', path: '/status', value: 'Archived' }]);
+    expect((await guarded('Active', 'second')).result!.map((operation) => operation.statusCode)).toEqual([412, 424]);
+    expect((await container.item('second', 't').read()).resource).toBeUndefined();
+    expect((await container.item('parent', 't').read()).resource).toMatchObject({ guarded: 1 });
+    // The literal keeps its case: 'archived' is not 'Archived'.
+    expect((await guarded('archived', 'third')).result!.map((operation) => operation.statusCode)).toEqual([412, 424]);
+    expect((await guarded('Archived', 'fourth')).result!.map((operation) => operation.statusCode)).toEqual([200, 201]);
+  });
+
+  it('answer 404 for a document that is not there', async () => {
+    const { container } = await start();
+    const { result = [] } = await container.items.batch(
+      [
+        { operationType: 'Patch', id: 'missing', resourceBody: { condition: 'FROM c WHERE true', operations: [{ op: 'incr', path: '/guarded', value: 1 }] } },
+        { operationType: 'Create', resourceBody: { id: 'child', tenantId: 't' } },
+      ],
+      't',
+    );
+    expect(result.map((operation) => operation.statusCode)).toEqual([404, 424]);
+  });
+});
+
 describe('bulk requests to the embedded Cosmos DB', () => {
   it('show each operation that succeeded in the change feed, the failed ones not', async () => {
     const { container } = await start();

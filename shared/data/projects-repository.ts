@@ -16,6 +16,7 @@ import {
   FULL_SCAN_PAGE,
   readDocument,
   readVisible,
+  stillExists,
   tenantData,
   type Created,
   type DocumentKind,
@@ -42,6 +43,14 @@ export const projects: DocumentKind<ProjectDocument, Project> = {
   missing: (id) => notFound('projectNotFound', { id: id.slice(0, 100) }),
   hidden: { is: (document) => document.deleting === true, where: 'IS_DEFINED(c.deleting)' },
 };
+
+/**
+ * A batch operation that fails unless the project is, when the batch commits, still there, visible and
+ * not Archived (assertWritable's rule): what a task's write is guarded by.
+ */
+export function stillWritable(project: ProjectDocument): OperationInput {
+  return stillExists(project, `NOT IS_DEFINED(c.deleting) AND c.status != 'Archived'`);
+}
 
 /** The project as its readers see it: 404 when absent, or while it is being deleted. */
 export function readProjectDocument(tenantId: string, id: string): Promise<ProjectDocument> {
@@ -148,9 +157,9 @@ export async function updateProject(principal: Principal, id: string, changes: U
  * Deletes a project and its tasks. The project is first marked as deleting, which hides it from
  * readers and from new task creates; then its tasks go, in batches; then the project itself,
  * together with its `project.deleted` event (one event: its tasks send none); then one last sweep.
- * A task create is guarded by the project's existence in its transactional batch, so a create that
- * raced the delete either committed before the project went (and the last sweep removes it) or
- * fails. A delete that stopped half way is finished by the next DELETE.
+ * A task create is guarded by the project in its transactional batch (stillWritable), so a create that
+ * raced the delete either committed before the mark (and a sweep removes it) or fails. A delete that
+ * stopped half way is finished by the next DELETE.
  */
 export async function deleteProject(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
   const { tenantId } = principal;

@@ -6,8 +6,9 @@ import { notFound } from '../errors.js';
 import { task, type CreateTaskBody, type ListTasksQuery, type Task, type UpdateTaskBody } from '../schemas/tasks.js';
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
-import { readProjectDocument, type ProjectDocument } from './projects-repository.js';
-import { changeDocument, createDocument, fieldsOf, readVisible, REMOVE, stillExists, type Created, type DocumentKind } from './tenant-data.js';
+import { readProjectDocument, stillWritable, type ProjectDocument } from './projects-repository.js';
+import { changeDocument, createDocument, fieldsOf, readVisible, REMOVE, type Created, type DocumentKind } from './tenant-data.js';
+import type { NewEvent } from './events.js';
 import { idPage, inProjects, listPage, readByIds } from './tenant-queries.js';
 
 interface TaskDocument extends Task {
@@ -32,9 +33,9 @@ async function writableProject(tenantId: string, projectId: string): Promise<Pro
 }
 
 /**
- * Creates a task in a project that exists and is not Archived. The project's existence guards the
- * create in the same transactional batch: once a delete has removed the project, no task can be
- * added to it, and the delete's last sweep removes any task that was added while it ran.
+ * Creates a task in a project that exists and is not Archived. The project guards the create in the
+ * same transactional batch: once it is Archived, or a delete has marked it, no task can be added to it,
+ * and the delete's last sweep removes any task that was added while it ran.
  */
 export async function createTask(principal: Principal, input: CreateTaskBody, idempotency: Idempotency | undefined): Promise<Created<Task>> {
   return createDocument<Omit<TaskDocument, '_etag'>, Task, ProjectDocument>({
@@ -46,7 +47,7 @@ export async function createTask(principal: Principal, input: CreateTaskBody, id
     event: (created) => ({ type: 'task.created', data: created }),
     check: () => writableProject(principal.tenantId, input.projectId),
     prepare(number, project) {
-      return { document: taskDocument(principal.tenantId, number, input, principal.objectId), guard: stillExists(project) };
+      return { document: taskDocument(principal.tenantId, number, input, principal.objectId), guard: stillWritable(project) };
     },
   });
 }
@@ -119,33 +120,53 @@ export function tasksByIds(tenantId: string, ids: readonly string[]): Promise<Ta
   return readByIds(tasks, tenantId, ids);
 }
 
-/** Applies the given fields. The tasks of an Archived project are read-only, like the project. */
-export async function updateTask(principal: Principal, id: string, changes: UpdateTaskBody, expected: ExpectedVersion): Promise<Task> {
-  const updated = await changeDocument({
+/**
+ * A change to a task, made while its project is writable: checked first (404, 409), and guarded in the
+ * change's batch, so that a project archived or deleted meanwhile fails the change, which is then checked again.
+ */
+function changeTask(
+  principal: Principal,
+  id: string,
+  expected: ExpectedVersion,
+  make: (current: TaskDocument) => TaskDocument | typeof REMOVE,
+  event: (change: { before: TaskDocument; after: TaskDocument | undefined }) => NewEvent,
+): Promise<TaskDocument | undefined> {
+  let project: ProjectDocument | undefined;
+  return changeDocument({
     kind: tasks,
     tenantId: principal.tenantId,
     id,
     expected,
     async change(current) {
-      await writableProject(principal.tenantId, current.projectId);
+      project = await writableProject(principal.tenantId, current.projectId);
+      return make(current);
+    },
+    guard: () => stillWritable(project!),
+    event,
+  });
+}
+
+/** Applies the given fields. The tasks of an Archived project are read-only, like the project. */
+export async function updateTask(principal: Principal, id: string, changes: UpdateTaskBody, expected: ExpectedVersion): Promise<Task> {
+  const updated = await changeTask(
+    principal,
+    id,
+    expected,
+    (current) => {
       const priority = changes.priority ?? current.priority;
       return { ...current, ...changes, priority, priorityRank: priorityRank(priority), updatedAt: new Date().toISOString() };
     },
-    event: ({ after }) => ({ type: 'task.updated', data: tasks.resourceOf(after!) }),
-  });
+    ({ after }) => ({ type: 'task.updated', data: tasks.resourceOf(after!) }),
+  );
   return tasks.resourceOf(updated!);
 }
 
 export async function deleteTask(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
-  await changeDocument({
-    kind: tasks,
-    tenantId: principal.tenantId,
+  await changeTask(
+    principal,
     id,
     expected,
-    async change(current): Promise<typeof REMOVE> {
-      await writableProject(principal.tenantId, current.projectId);
-      return REMOVE;
-    },
-    event: ({ before }) => ({ type: 'task.deleted', data: { id: before.id, projectId: before.projectId } }),
-  });
+    () => REMOVE,
+    ({ before }) => ({ type: 'task.deleted', data: { id: before.id, projectId: before.projectId } }),
+  );
 }

@@ -109,6 +109,11 @@ export function changeDocument<D extends StoredDocument, R>(options: {
   event?(change: { before: D; after: D | undefined }): NewEvent;
   /** Other writes that must happen with the change, in the same transactional batch. */
   alongside?(current: D): OperationInput[];
+  /**
+   * A batch operation that must succeed for the change to happen, made after `change`: an invariant across
+   * documents. On a 412 or 404 the document is read and the change made again, which checks the invariant anew.
+   */
+  guard?(): OperationInput;
   /** How to read the current document: by default as readers see it. */
   read?: () => Promise<D>;
 }): Promise<D | undefined> {
@@ -131,11 +136,16 @@ async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeo
         ? { operationType: 'Delete', id, partitionKey: tenantId, ifMatch: current._etag }
         : { operationType: 'Replace', id, partitionKey: tenantId, ifMatch: current._etag, resourceBody: asJson(next) }
     ) as OperationInput;
-    const operations = [write, ...(event ? [event] : []), ...(options.alongside?.(current) ?? [])];
+    // The guard first, so that its failure is the one the batch answers.
+    const guard = options.guard?.();
+    const operations = [...(guard ? [guard] : []), write, ...(event ? [event] : []), ...(options.alongside?.(current) ?? [])];
     const result = await sendBatch(documents, operations, tenantId);
-    const status = result[0]?.statusCode;
-    if (status !== undefined && status < 300) return next === REMOVE ? undefined : (result[0]!.resourceBody as unknown as D);
-    // 412: someone wrote first; 404: someone deleted it (the next read answers that properly).
+    const [guarded, written] = guard ? result : [undefined, ...result];
+    // A guard's refusal is the batch's answer (the write then answers 424); else the write's (a guard then answers 424 or 200).
+    const refused = guarded !== undefined && (guarded.statusCode === 412 || guarded.statusCode === 404);
+    const status = refused ? guarded.statusCode : written?.statusCode;
+    if (status !== undefined && status < 300) return next === REMOVE ? undefined : (written!.resourceBody as unknown as D);
+    // 412: someone wrote first, or the guard's condition no longer holds; 404: someone deleted it (the next read answers that properly).
     if (status !== 412 && status !== 404) throw batchFailure('A conditional write', result);
     if (attempt >= MAX_CHANGE_ATTEMPTS) throw contended(id);
     await delay(Math.random() * Math.min(MAX_CHANGE_BACKOFF_MS, 5 * attempt));
@@ -153,11 +163,19 @@ export function batchFailure(what: string, result: readonly OperationResponse[])
 }
 
 /**
- * A batch operation that fails unless the document still exists: a guard for an invariant across
- * documents. A read writes nothing, so guarded creates never contend with each other.
+ * A batch operation that fails unless the document still exists (404) and meets `where`, a condition on
+ * `c` (412): a guard for an invariant across documents. Cosmos does not honour If-Match on a read in a
+ * batch, so the guard is a conditional patch, which counts the writes it guarded. With no If-Match
+ * of its own, guarded writes never contend with each other, only with a change to the guarding
+ * document, which is tried again.
  */
-export function stillExists(document: StoredDocument): OperationInput {
-  return { operationType: 'Read', id: document.id, partitionKey: document.tenantId };
+export function stillExists(document: StoredDocument, where = 'true'): OperationInput {
+  return {
+    operationType: 'Patch',
+    id: document.id,
+    partitionKey: document.tenantId,
+    resourceBody: { condition: `FROM c WHERE ${where}`, operations: [{ op: 'incr', path: '/guardedWrites', value: 1 }] },
+  };
 }
 
 export interface Created<R> {

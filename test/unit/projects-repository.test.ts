@@ -1,0 +1,467 @@
+/**
+ * Projects (shared/data/projects-repository.ts), in process, against the embedded Cosmos store of the
+ * local stack started by this file: the readable ids, the owner and members, the status moves, an
+ * Archived project read-only, If-Match, the caller's tenant only, the event each change writes, and
+ * a delete that takes the project's tasks with it, also when it races another delete or a task
+ * create. The status rules themselves are test/unit/projects.test.ts's; the list's paging and
+ * cursors test/unit/tenant-queries.test.ts's. The app reaches the store through a proxy
+ * (test/support/cosmos-proxy.ts) that can hold a request while another instance, which goes to the
+ * store directly, writes first.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Container } from '@azure/cosmos';
+import { describe, expect, it } from 'vitest';
+import type { Principal } from '../../shared/auth/principal.js';
+import { versionOf } from '../../shared/domain/versions.js';
+import { ApiError } from '../../shared/errors.js';
+import type { EventDocument } from '../../shared/data/events.js';
+import {
+  createProject,
+  deleteProject,
+  getProject,
+  listProjects,
+  projectsByIds,
+  readProjectDocument,
+  updateProject,
+  type ProjectDocument,
+} from '../../shared/data/projects-repository.js';
+import { createTask, taskDocument } from '../../shared/data/tasks-repository.js';
+import type { CreateProjectBody, ListProjectsQuery, Project } from '../../shared/schemas/projects.js';
+import { beforeRequest, isBatch, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
+import { adminCaller } from '../support/principals.js';
+
+const embedded = embeddedStoreForTests();
+// Lists hand out signed cursors.
+process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
+
+/** The store as another instance sees it: past the proxy, never held. */
+const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
+
+async function stored<T = ProjectDocument>(tenantId: string, id: string): Promise<T | undefined> {
+  const { resource } = await direct().item(id, tenantId).read<T & object>();
+  return resource;
+}
+
+/** Changes a stored document as another writer would. */
+async function storedChange<T extends object = ProjectDocument>(tenantId: string, id: string, fields: Partial<T>): Promise<T> {
+  const current = (await stored<T>(tenantId, id))!;
+  const { resource } = await direct()
+    .item(id, tenantId)
+    .replace({ ...current, ...fields });
+  return resource as unknown as T;
+}
+
+/** The tenant's events, as `type: data`, oldest first. */
+async function eventsOf(tenantId: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
+  const events = await documentsOf<EventDocument>(direct(), tenantId, 'event');
+  return events.sort((a, b) => a.timestamp.localeCompare(b.timestamp)).map(({ eventType, data }) => ({ type: eventType, data }));
+}
+
+const taskIdsOf = async (tenantId: string) => (await documentsOf<{ id: string }>(direct(), tenantId, 'task')).map(({ id }) => id).sort();
+
+async function make(principal: Principal, body: Partial<CreateProjectBody> = {}): Promise<Project> {
+  return (await createProject(principal, { name: 'Apollo', ...body }, undefined)).resource;
+}
+
+/** A task of the project, as another instance that passed its checks writes it. */
+async function taskElsewhere(tenantId: string, projectId: string, number: number): Promise<void> {
+  await direct().items.create(taskDocument(tenantId, number, { projectId, title: `Task ${number}` }, 'elsewhere'));
+}
+
+/** The transactional batch that deletes the project (with its event). */
+const isProjectDelete = (id: string) => (record: CosmosRequestRecord) =>
+  isBatch(record) && record.body.includes('"operationType":"Delete"') && record.body.includes(`"id":"${id}"`) && record.body.includes('project.deleted');
+
+const listQuery = (query: Partial<ListProjectsQuery> = {}): ListProjectsQuery => ({ sort: '-createdAt', limit: 50, cursor: undefined, ...query });
+
+describe('createProject', () => {
+  it('answers the project, Active, owned by the caller, who is its first member; stores it with its sort key; writes project.created', async () => {
+    const principal = adminCaller();
+    const before = Date.now();
+    const { resource, replayed } = await createProject(principal, { name: 'Ünïcode Ône 🚀', members: ['b@contoso.test', 'owner@contoso.test'] }, undefined);
+    const after = Date.now();
+
+    expect(replayed).toBe(false);
+    expect(resource).toEqual({
+      id: 'PRJ-1001',
+      name: 'Ünïcode Ône 🚀',
+      description: '',
+      status: 'Active',
+      owner: 'owner@contoso.test',
+      members: ['owner@contoso.test', 'b@contoso.test'],
+      createdAt: resource.createdAt,
+      updatedAt: resource.createdAt,
+      createdBy: principal.objectId,
+    });
+    expect(Object.keys(resource)).toEqual(['id', 'name', 'description', 'status', 'owner', 'members', 'createdAt', 'updatedAt', 'createdBy']);
+    expect(Date.parse(resource.createdAt)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(resource.createdAt)).toBeLessThanOrEqual(after);
+
+    const document = (await stored(principal.tenantId, resource.id))!;
+    expect(document).toMatchObject({ ...resource, tenantId: principal.tenantId, type: 'project', nameSort: 'ünïcode ône 🚀' });
+    expect(document.deleting).toBeUndefined();
+    expect(await getProject(principal, resource.id)).toEqual(resource);
+    expect(await eventsOf(principal.tenantId)).toEqual([{ type: 'project.created', data: resource }]);
+  });
+
+  it('numbers the tenant’s projects from 1001, each tenant its own; keeps the owner and description given', async () => {
+    const principal = adminCaller();
+    expect(await make(principal)).toMatchObject({ id: 'PRJ-1001', members: ['owner@contoso.test'] });
+    const second = await make(principal, { owner: 'ann@contoso.test', description: 'About it', members: ['bob@contoso.test'] });
+    expect(second).toMatchObject({ id: 'PRJ-1002', owner: 'ann@contoso.test', description: 'About it', members: ['ann@contoso.test', 'bob@contoso.test'] });
+    expect((await make(adminCaller())).id).toBe('PRJ-1001');
+    // The sequence's name is what keeps an id from being handed out twice, across versions of the app.
+    expect(await stored(principal.tenantId, 'sequence-projects')).toMatchObject({ type: 'sequence' });
+  });
+
+  it('refuses more than 500 members, the owner counted, and stores nothing; needs an owner when the caller has no e-mail', async () => {
+    const principal = adminCaller();
+    const members = Array.from({ length: 500 }, (_, index) => `m${index}@contoso.test`);
+    await expect(make(principal, { members })).rejects.toMatchObject({ status: 400, messageKey: 'tooManyMembers', params: { limit: 500 } });
+    await expect(make({ ...principal, email: undefined })).rejects.toMatchObject({ status: 400, messageKey: 'ownerRequired' });
+    expect(await documentsOf(direct(), principal.tenantId, 'project')).toEqual([]);
+    expect(await eventsOf(principal.tenantId)).toEqual([]);
+    expect((await make(principal, { members: members.slice(1) })).members).toHaveLength(500);
+  });
+
+  it('answers a repeated Idempotency-Key with the first result and makes one project', async () => {
+    const principal = adminCaller();
+    const idempotency = { key: randomUUID(), scope: 'projects-create' };
+    const first = await createProject(principal, { name: 'Once' }, idempotency);
+    const again = await createProject(principal, { name: 'Once' }, idempotency);
+    expect(again).toEqual({ resource: first.resource, replayed: true });
+    expect(await documentsOf(direct(), principal.tenantId, 'project')).toHaveLength(1);
+    expect(await eventsOf(principal.tenantId)).toHaveLength(1);
+  });
+});
+
+describe('getProject and readProjectDocument', () => {
+  it('answer 404 projectNotFound for another tenant’s project, a missing one, one being deleted, and another kind of document', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    const deleting = await make(principal);
+    await storedChange(principal.tenantId, deleting.id, { deleting: true });
+    const task = (await createTask(principal, { projectId: id, title: 'A task' }, undefined)).resource;
+    for (const [tenantId, missing] of [
+      [adminCaller().tenantId, id],
+      [principal.tenantId, 'PRJ-999999'],
+      [principal.tenantId, deleting.id],
+      [principal.tenantId, task.id],
+    ] as const) {
+      const notFound = { status: 404, messageKey: 'projectNotFound', params: { id: missing } };
+      await expect(getProject({ ...principal, tenantId }, missing)).rejects.toMatchObject(notFound);
+      await expect(readProjectDocument(tenantId, missing)).rejects.toMatchObject(notFound);
+    }
+    expect(await readProjectDocument(principal.tenantId, id)).toMatchObject({ id, type: 'project', _etag: expect.any(String) });
+  });
+
+  it('name at most 100 characters of the id in the 404', async () => {
+    const id = `PRJ-${'9'.repeat(150)}`;
+    await expect(getProject(adminCaller(), id)).rejects.toMatchObject({ status: 404, params: { id: id.slice(0, 100) } });
+  });
+});
+
+describe('listProjects', () => {
+  it('sorts by name whatever the case, and finds a name by any part of it, whatever the case', async () => {
+    const principal = adminCaller();
+    const [b, upperC, a] = [await make(principal, { name: 'bravo' }), await make(principal, { name: 'Charlie' }), await make(principal, { name: 'ALPHA' })];
+    await make(adminCaller(), { name: 'alpha' });
+    const ids = async (query: Partial<ListProjectsQuery>) => (await listProjects(principal, listQuery(query))).items.map(({ id }) => id);
+    expect(await ids({ sort: 'name' })).toEqual([a.id, b.id, upperC.id]);
+    expect(await ids({ sort: '-name' })).toEqual([upperC.id, b.id, a.id]);
+    // The query's schema lower-cases `q`.
+    expect(await ids({ q: 'arl' })).toEqual([upperC.id]);
+    expect(await ids({ q: 'alp' })).toEqual([a.id]);
+  });
+
+  it('sorts by creation, newest or oldest first, and filters by status, owner and member', async () => {
+    const principal = adminCaller();
+    const first = await make(principal, { owner: 'ann@contoso.test' });
+    const second = await make(principal, { members: ['ann@contoso.test'] });
+    const third = await make(principal);
+    await storedChange(principal.tenantId, first.id, { createdAt: '2026-01-01T00:00:00.000Z' });
+    await storedChange(principal.tenantId, second.id, { createdAt: '2026-01-02T00:00:00.000Z' });
+    await storedChange(principal.tenantId, third.id, { createdAt: '2026-01-03T00:00:00.000Z', status: 'Planning' });
+    const ids = async (query: Partial<ListProjectsQuery>) => (await listProjects(principal, listQuery(query))).items.map(({ id }) => id);
+    expect(await ids({})).toEqual([third.id, second.id, first.id]);
+    expect(await ids({ sort: 'createdAt' })).toEqual([first.id, second.id, third.id]);
+    expect(await ids({ status: 'Planning' })).toEqual([third.id]);
+    expect(await ids({ owner: 'ann@contoso.test' })).toEqual([first.id]);
+    expect(await ids({ member: 'ann@contoso.test', sort: 'createdAt' })).toEqual([first.id, second.id]);
+    expect(await projectsByIds(principal.tenantId, [first.id, 'PRJ-999999'])).toEqual([await getProject(principal, first.id)]);
+  });
+});
+
+describe('updateProject', () => {
+  it('replaces the fields given, keeps the others, renames its sort key, and writes project.updated with the project after', async () => {
+    const principal = adminCaller();
+    const created = await make(principal, { description: 'Kept', members: ['bob@contoso.test'] });
+    await storedChange(principal.tenantId, created.id, { updatedAt: '2026-01-01T00:00:00.000Z' });
+    const before = Date.now();
+    const updated = await updateProject(principal, created.id, { name: 'Zeta Renamed' }, undefined);
+
+    expect(updated).toEqual({ ...created, name: 'Zeta Renamed', updatedAt: updated.updatedAt });
+    expect(Date.parse(updated.updatedAt)).toBeGreaterThanOrEqual(before);
+    expect(await stored(principal.tenantId, created.id)).toMatchObject({ ...updated, nameSort: 'zeta renamed' });
+    expect((await eventsOf(principal.tenantId)).slice(1)).toEqual([{ type: 'project.updated', data: updated }]);
+  });
+
+  it('keeps the owner among the members, first: a new owner, new members, or both', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal, { members: ['bob@contoso.test'] });
+    expect((await updateProject(principal, id, { owner: 'cat@contoso.test' }, undefined)).members).toEqual([
+      'cat@contoso.test',
+      'owner@contoso.test',
+      'bob@contoso.test',
+    ]);
+    expect(await updateProject(principal, id, { members: ['dan@contoso.test'] }, undefined)).toMatchObject({
+      owner: 'cat@contoso.test',
+      members: ['cat@contoso.test', 'dan@contoso.test'],
+    });
+    expect(
+      await updateProject(principal, id, { owner: 'eve@contoso.test', members: ['eve@contoso.test', 'fay@contoso.test', 'fay@contoso.test'] }, undefined),
+    ).toMatchObject({ owner: 'eve@contoso.test', members: ['eve@contoso.test', 'fay@contoso.test'] });
+    const members = Array.from({ length: 500 }, (_, index) => `m${index}@contoso.test`);
+    await expect(updateProject(principal, id, { members }, undefined)).rejects.toMatchObject({ status: 400, messageKey: 'tooManyMembers' });
+  });
+
+  it('moves the status as the contract allows; another move is a 409 naming the allowed ones, that changes nothing and writes no event', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    expect((await updateProject(principal, id, { status: 'OnHold' }, undefined)).status).toBe('OnHold');
+    expect((await updateProject(principal, id, { status: 'OnHold', description: 'Same status' }, undefined)).status).toBe('OnHold');
+    const before = (await stored(principal.tenantId, id))!;
+    const events = await eventsOf(principal.tenantId);
+
+    await expect(updateProject(principal, id, { status: 'Completed' }, undefined)).rejects.toMatchObject({
+      status: 409,
+      messageKey: 'statusMoveNotAllowed',
+      params: { from: 'OnHold', to: 'Completed', allowed: 'Active, Archived' },
+    });
+    expect((await stored(principal.tenantId, id))!._etag).toBe(before._etag);
+    expect(await eventsOf(principal.tenantId)).toEqual(events);
+  });
+
+  it('refuses any change to an Archived project, even to the same status, with a 409 projectArchived', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    const archived = await updateProject(principal, id, { status: 'Archived' }, undefined);
+    expect(archived.status).toBe('Archived');
+    const before = (await stored(principal.tenantId, id))!;
+    for (const changes of [{ name: 'Renamed' }, { status: 'Active' as const }, { status: 'Archived' as const }]) {
+      const refused = updateProject(principal, id, changes, undefined);
+      await expect(refused).rejects.toBeInstanceOf(ApiError);
+      await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived', params: { id } });
+    }
+    expect((await stored(principal.tenantId, id))!._etag).toBe(before._etag);
+    expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created', 'project.updated']);
+  });
+
+  it('honours If-Match: the version read changes it, a stale one is a 412 that changes nothing', async () => {
+    const principal = adminCaller();
+    const read = await make(principal);
+    const changed = await updateProject(principal, read.id, { description: 'First' }, [versionOf(read)]);
+    await expect(updateProject(principal, read.id, { description: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
+      status: 412,
+      messageKey: 'preconditionFailed',
+    });
+    expect(await getProject(principal, read.id)).toEqual(changed);
+    expect(await updateProject(principal, read.id, { description: 'Third' }, '*')).toMatchObject({ description: 'Third' });
+  });
+
+  it('answers 404 for another tenant’s project, a missing one and one being deleted, and changes nothing', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    await expect(updateProject(adminCaller(), id, { name: 'Theirs' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    await expect(updateProject(principal, 'PRJ-999999', { name: 'None' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    await storedChange(principal.tenantId, id, { deleting: true });
+    await expect(updateProject(principal, id, { name: 'Going' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    expect((await stored(principal.tenantId, id))!.name).toBe('Apollo');
+  });
+});
+
+describe('a project change racing its tasks’ writes', () => {
+  it('is made again over what they wrote, and loses nothing', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    // A task is written between the project's read and its write: the guard it passed changed the project's document.
+    beforeRequest(
+      embedded.store,
+      (record) => isBatch(record) && record.body.includes('"name":"Renamed"'),
+      async () => void (await createTask(principal, { projectId: id, title: 'Meanwhile' }, undefined)),
+    );
+    expect(await updateProject(principal, id, { name: 'Renamed' }, undefined)).toMatchObject({ name: 'Renamed' });
+    expect(await stored(principal.tenantId, id)).toMatchObject({ name: 'Renamed', nameSort: 'renamed' });
+    expect(await taskIdsOf(principal.tenantId)).toEqual(['TSK-1001']);
+  });
+});
+
+describe('deleteProject', () => {
+  it('removes the project and its tasks, none of another project or tenant, and writes one project.deleted counting them', async () => {
+    const principal = adminCaller();
+    const { tenantId } = principal;
+    const [doomed, kept] = [await make(principal), await make(principal)];
+    for (const project of [doomed, doomed, doomed, kept]) await createTask(principal, { projectId: project.id, title: 'Work' }, undefined);
+    const stranger = adminCaller();
+    const theirs = await make(stranger);
+    await createTask(stranger, { projectId: theirs.id, title: 'Theirs' }, undefined);
+    const events = (await eventsOf(tenantId)).length;
+
+    await deleteProject(principal, doomed.id, undefined);
+
+    expect(await stored(tenantId, doomed.id)).toBeUndefined();
+    expect(await taskIdsOf(tenantId)).toEqual(['TSK-1004']);
+    expect(await taskIdsOf(stranger.tenantId)).toEqual(['TSK-1001']);
+    expect(await getProject(principal, kept.id)).toEqual(kept);
+    expect((await eventsOf(tenantId)).slice(events)).toEqual([{ type: 'project.deleted', data: { id: doomed.id, deletedTasks: 3 } }]);
+    await expect(deleteProject(principal, doomed.id, undefined)).rejects.toMatchObject({
+      status: 404,
+      messageKey: 'projectNotFound',
+      params: { id: doomed.id },
+    });
+  });
+
+  it('deletes an Archived project, and one without tasks (deletedTasks 0)', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    await updateProject(principal, id, { status: 'Archived' }, undefined);
+    await deleteProject(principal, id, undefined);
+    expect(await stored(principal.tenantId, id)).toBeUndefined();
+    expect((await eventsOf(principal.tenantId)).at(-1)).toEqual({ type: 'project.deleted', data: { id, deletedTasks: 0 } });
+  });
+
+  it('honours If-Match: a stale version is a 412 that deletes nothing and hides nothing; the current one deletes', async () => {
+    const principal = adminCaller();
+    const read = await make(principal);
+    await createTask(principal, { projectId: read.id, title: 'Stays' }, undefined);
+    const current = await updateProject(principal, read.id, { description: 'Changed' }, undefined);
+
+    await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
+    expect(await getProject(principal, read.id)).toEqual(current);
+    expect(await taskIdsOf(principal.tenantId)).toHaveLength(1);
+
+    await deleteProject(principal, read.id, [versionOf(current)]);
+    expect(await stored(principal.tenantId, read.id)).toBeUndefined();
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+  });
+
+  it('answers 404 for another tenant’s project, a missing one and a task’s id, and deletes nothing', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    const task = (await createTask(principal, { projectId: id, title: 'Stays' }, undefined)).resource;
+    for (const [caller, missing] of [
+      [adminCaller(), id],
+      [principal, 'PRJ-999999'],
+      [principal, task.id],
+    ] as const) {
+      await expect(deleteProject(caller, missing, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: missing } });
+    }
+    expect(await stored(principal.tenantId, id)).toBeDefined();
+    expect(await taskIdsOf(principal.tenantId)).toEqual([task.id]);
+  });
+
+  it('finishes a delete that stopped half way (the project hidden, tasks left), whatever version is asked', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    await createTask(principal, { projectId: id, title: 'Left' }, undefined);
+    await storedChange(principal.tenantId, id, { deleting: true });
+
+    await deleteProject(principal, id, ['a-version-nobody-has']);
+    expect(await stored(principal.tenantId, id)).toBeUndefined();
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+    expect((await eventsOf(principal.tenantId)).at(-1)).toEqual({ type: 'project.deleted', data: { id, deletedTasks: 1 } });
+  });
+
+  it('marks the project again when another instance changed it after the first read', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    beforeRequest(
+      embedded.store,
+      (record) => isBatch(record) && record.body.includes('"deleting":true'),
+      async () => void (await storedChange(principal.tenantId, id, { description: 'Changed elsewhere' })),
+    );
+    await deleteProject(principal, id, undefined);
+    expect(await stored(principal.tenantId, id)).toBeUndefined();
+  });
+
+  it('is a 412 when another instance changed the project after the version asked was read', async () => {
+    const principal = adminCaller();
+    const read = await make(principal);
+    beforeRequest(
+      embedded.store,
+      (record) => isBatch(record) && record.body.includes('"deleting":true'),
+      async () => void (await storedChange(principal.tenantId, read.id, { name: 'Renamed elsewhere' })),
+    );
+    await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412 });
+    expect(await stored(principal.tenantId, read.id)).toMatchObject({ name: 'Renamed elsewhere' });
+    expect((await stored(principal.tenantId, read.id))!.deleting).toBeUndefined();
+  });
+
+  it('of two at once, writes one event; the one that finds the project gone meanwhile does not fail', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    await createTask(principal, { projectId: id, title: 'Work' }, undefined);
+    beforeRequest(embedded.store, isProjectDelete(id), () => deleteProject(principal, id, undefined));
+    await deleteProject(principal, id, undefined);
+    expect(await stored(principal.tenantId, id)).toBeUndefined();
+    // The count is of the tasks the delete that writes the event removed: here the other one's sweep took them.
+    expect((await eventsOf(principal.tenantId)).filter(({ type }) => type === 'project.deleted')).toEqual([
+      { type: 'project.deleted', data: { id, deletedTasks: expect.any(Number) } },
+    ]);
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+  });
+
+  it('removes a task another instance created while the delete ran, and sends no task.deleted', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    // Between the first sweep and the project's own delete, another instance adds a task that passed its guard.
+    beforeRequest(embedded.store, isProjectDelete(id), () => taskElsewhere(principal.tenantId, id, 5001));
+    await deleteProject(principal, id, undefined);
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+    expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created', 'project.deleted']);
+  });
+
+  it('removes more tasks than one batch holds, finding them in the tenant’s partition', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    for (let number = 1; number <= 130; number++) await taskElsewhere(principal.tenantId, id, 2000 + number);
+    const from = embedded.store.requests.length;
+    await deleteProject(principal, id, undefined);
+    const queries = embedded.store.requests.slice(from).filter((request) => request.isQuery);
+    expect(queries.length).toBeGreaterThan(0);
+    for (const query of queries) expect(query.partitionKey).toBe(JSON.stringify([principal.tenantId]));
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+    expect((await eventsOf(principal.tenantId)).at(-1)).toEqual({ type: 'project.deleted', data: { id, deletedTasks: 130 } });
+  });
+
+  it('fails when the store answers the project’s delete without a result, and does not take that for a success', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    embedded.store.intercept = (record) => (isProjectDelete(id)(record) ? { status: 200, body: [] } : undefined);
+    await expect(deleteProject(principal, id, undefined)).rejects.toThrow(/^Deleting a project failed: $/);
+    embedded.store.intercept = undefined;
+    expect(await stored(principal.tenantId, id)).toMatchObject({ deleting: true });
+  });
+
+  it('fails, naming the statuses, when the store refuses the project’s delete, and leaves the project hidden for the next DELETE', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    embedded.store.intercept = (record) =>
+      isProjectDelete(id)(record)
+        ? {
+            status: 207,
+            body: [
+              { statusCode: 503, requestCharge: 0 },
+              { statusCode: 424, requestCharge: 0 },
+            ],
+          }
+        : undefined;
+    await expect(deleteProject(principal, id, undefined)).rejects.toMatchObject({ message: 'Deleting a project failed: 503,424', code: 503 });
+    embedded.store.intercept = undefined;
+    expect(await stored(principal.tenantId, id)).toMatchObject({ deleting: true });
+    await expect(getProject(principal, id)).rejects.toMatchObject({ status: 404 });
+    await deleteProject(principal, id, undefined);
+    expect(await stored(principal.tenantId, id)).toBeUndefined();
+  });
+});
