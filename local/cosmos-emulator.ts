@@ -29,26 +29,12 @@ const { default: readJson } = lib<{ default: (request: IncomingMessage) => Promi
 const { parsePartitionKey } = lib<{ parsePartitionKey: (value: unknown, id: string) => unknown }>('utils/get-partition-from-header');
 type BatchOperationRunner = (collection: ServerCollection, input: BatchOperation) => { statusCode: number; body?: ServerDocument };
 const operations = lib<Record<string, BatchOperationRunner>>('handler/_document-operations');
-const { patchOperation } = lib<{ patchOperation: (collection: ServerCollection, input: PatchInput) => ReturnType<BatchOperationRunner> }>(
+const { patchOperation } = lib<{ patchOperation: (collection: ServerCollection, input: object) => ReturnType<BatchOperationRunner> }>(
   'handler/_patch-operations',
 );
-const { default: cosmosQuery } = require('@zeit/cosmosdb-query') as { default: (sql: string) => { exec(documents: object[]): { result: unknown[] } } };
-
-/**
- * A patch in a batch, with its condition (`FROM c WHERE …`) met by the document itself, else 412 as Cosmos answers. The
- * package's own check lower-cases the condition, literals included, and looks for the id in every partition.
- */
-function batchPatch(collection: ServerCollection, input: BatchOperation): ReturnType<BatchOperationRunner> {
-  const body = input.resourceBody as unknown as PatchBody;
-  const { operations: patches, condition } = Array.isArray(body) ? { operations: body, condition: undefined } : body;
-  const patch = { id: input.id!, partitionKey: input.partitionKey, ifMatch: input.ifMatch, operations: patches };
-  const document = condition === undefined ? undefined : collection.document(input.id!, parsePartitionKey(input.partitionKey, input.id!)).read();
-  if (document && cosmosQuery(`SELECT VALUE 1 ${condition}`).exec([document]).result.length === 0) {
-    return { statusCode: 412, body: { code: 'PreconditionFailed', message: 'Condition specified in the patch request is not satisfied.' } as never };
-  }
-  return patchOperation(collection, patch);
-}
-
+/** A patch in a batch: its body the operations, or the operations and a condition (`FROM c WHERE …`, checked as the patched package does). */
+const batchPatch: BatchOperationRunner = (collection, { resourceBody, ...input }) =>
+  patchOperation(collection, { ...input, ...(Array.isArray(resourceBody) ? { operations: resourceBody } : resourceBody) });
 /** The operations a batch may hold. */
 const BATCH_OPERATIONS = new Map<string, BatchOperationRunner>([
   ...['Create', 'Upsert', 'Read', 'Delete', 'Replace'].map((type): [string, BatchOperationRunner] => [type, operations[`${type.toLowerCase()}Operation`]!]),
@@ -83,13 +69,6 @@ interface BatchOperation {
   partitionKey?: string;
   ifMatch?: string;
   resourceBody?: StoredDocument;
-}
-type PatchBody = object[] | { operations: object[]; condition?: string };
-interface PatchInput {
-  id: string;
-  partitionKey?: string;
-  ifMatch?: string;
-  operations: object[];
 }
 /** What a successful write changed, in order: each document as it was before and as it is after (none: deleted). */
 type Changes = { before?: ServerDocument; after?: ServerDocument }[];
