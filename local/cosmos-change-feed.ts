@@ -2,7 +2,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { PartitionKeyValue, StoredDocument } from './cosmos-disk.js';
 
-/** A document as the feed knows it: where the server keeps it (its id and first partition key level), and its partition key. */
+/** A document as the feed knows it: where the server keeps it (its id and partition), and its partition key. */
 export interface ChangedDocument {
   id: string;
   partition: unknown;
