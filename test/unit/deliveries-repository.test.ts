@@ -29,9 +29,9 @@ import {
 } from '../../shared/data/deliveries-repository.js';
 import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from '../../shared/data/events.js';
 import { createWebhook, getWebhook, readWebhook, updateWebhook, type WebhookDocument } from '../../shared/data/webhooks-repository.js';
-import { ApiError } from '../../shared/errors.js';
 import type { EventType } from '../../shared/schemas/events.js';
 import { newSecret } from '../../shared/webhooks/signing.js';
+import { errorOf, failureOf } from '../support/failures.js';
 import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
@@ -60,22 +60,6 @@ async function storeFields<D extends { id: string; tenantId: string }>(document:
     .item(document.id, document.tenantId)
     .replace({ ...current, ...fields });
   return resource as unknown as D;
-}
-
-/** What the call failed with. */
-async function errorOf(call: Promise<unknown>): Promise<Error & { code?: unknown }> {
-  const error = await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  if (!(error instanceof Error)) throw new Error(`Expected an error, got ${String(error)}`);
-  return error;
-}
-
-async function failureOf(call: Promise<unknown>): Promise<ApiError> {
-  const error = await errorOf(call);
-  if (!(error instanceof ApiError)) throw new Error(`Expected an ApiError, got ${String(error)}`);
-  return error;
 }
 
 /** A stored subscription of the caller's tenant to these events. */

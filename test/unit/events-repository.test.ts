@@ -11,8 +11,8 @@ import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../shared/data/events.js';
 import { getEvent, listEvents } from '../../shared/data/events-repository.js';
-import { ApiError } from '../../shared/errors.js';
 import type { EventType, ListEventsQuery } from '../../shared/schemas/events.js';
+import { failureOf } from '../support/failures.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 
@@ -32,15 +32,6 @@ async function storedEvent(tenantId: string, timestamp: string, type: EventType 
 
 /** The event as the list and GET /api/events/{eventId} show it. */
 const shown = (event: EventDocument) => ({ id: event.id, type: event.eventType, timestamp: event.timestamp, data: event.data });
-
-async function failureOf(call: Promise<unknown>): Promise<ApiError> {
-  const error = await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  if (!(error instanceof ApiError)) throw new Error(`Expected an ApiError, got ${String(error)}`);
-  return error;
-}
 
 const query = (fields: Partial<ListEventsQuery> = {}): ListEventsQuery => ({ limit: 50, cursor: undefined, ...fields });
 

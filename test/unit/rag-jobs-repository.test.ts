@@ -28,7 +28,7 @@ import {
   type RagJobDocument,
   type Sweep,
 } from '../../shared/data/rag-jobs-repository.js';
-import { ApiError } from '../../shared/errors.js';
+import { errorOf, failureOf } from '../support/failures.js';
 import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
@@ -58,25 +58,6 @@ async function storeFields(tenantId: string, jobId: string, fields: Partial<RagJ
   await direct()
     .item(jobId, tenantId)
     .replace({ ...current, ...fields });
-}
-
-/** What the call failed with. */
-async function failureOf(call: Promise<unknown>): Promise<ApiError> {
-  const error = await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  if (!(error instanceof ApiError)) throw new Error(`Expected an ApiError, got ${String(error)}`);
-  return error;
-}
-
-async function errorOf(call: Promise<unknown>): Promise<Error & { code?: unknown }> {
-  const error = await call.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  if (!(error instanceof Error)) throw new Error(`Expected an error, got ${String(error)}`);
-  return error;
 }
 
 const activeJobConflict = (jobId: string) => ({ status: 409, messageKey: 'ragJobActive', params: { id: jobId }, options: { extra: { activeJobId: jobId } } });
