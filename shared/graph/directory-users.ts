@@ -3,6 +3,7 @@ import type { Principal } from '../auth/principal.js';
 import { graphSettings } from '../config.js';
 import { ApiError, badRequest } from '../errors.js';
 import { decodeCursor, encodeCursor, type Page } from '../data/paging.js';
+import { readBefore } from '../http/read-before.js';
 import type { ListUsersQuery, User } from '../schemas/users.js';
 
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -40,10 +41,12 @@ function unavailable(retryAfter: string | null): ApiError {
 
 async function fetchPage(url: string, token: string): Promise<GraphPage> {
   let response: Response;
+  // One deadline for the answer, its body included.
+  const signal = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
   try {
     response = await fetch(url, {
       headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal,
       redirect: 'error',
     });
   } catch (error) {
@@ -55,14 +58,14 @@ async function fetchPage(url: string, token: string): Promise<GraphPage> {
   // What Graph refuses is a query the request made (its `q`): the caller's to change, never our 500.
   if (response.status === 400) throw new ApiError(400, 'directoryQueryRefused');
   if (!response.ok) throw new ApiError(502, 'directoryFailed', { status: response.status });
-  return readPage(response);
+  return readPage(response, signal);
 }
 
 /** The page Graph sent. A body that is cut off, too slow (the same deadline) or not a page is Graph failing, never our 500. */
-async function readPage(response: Response): Promise<GraphPage> {
+async function readPage(response: Response, signal: AbortSignal): Promise<GraphPage> {
   let page: Partial<GraphPage> | null;
   try {
-    page = (await response.json()) as Partial<GraphPage> | null;
+    page = (await readBefore(signal, response.json())) as Partial<GraphPage> | null;
   } catch (error) {
     throw new ApiError(502, 'directoryUnavailable', {}, { cause: error });
   }

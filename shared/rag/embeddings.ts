@@ -9,6 +9,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigurationError } from '../errors.js';
+import { readBefore } from '../http/read-before.js';
 
 export interface EmbeddingsSettings {
   /**
@@ -142,12 +143,14 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
   /** The vectors, or why this attempt may succeed later; throws when it will not, or when the endpoint throttles. */
   async function attempt(input: string[], done: number[][]): Promise<{ vectors: number[][] } | TransientFailure> {
     let response: Response;
+    // One deadline for the answer, its body included.
+    const signal = AbortSignal.timeout(requestTimeoutMs);
     try {
       response = await send(url, {
         method: 'POST',
         headers,
         body: JSON.stringify({ input, ...(settings.model ? { model: settings.model } : {}) }),
-        signal: AbortSignal.timeout(requestTimeoutMs),
+        signal,
         // Never followed: it would carry the key to wherever it points.
         redirect: 'manual',
       });
@@ -156,10 +159,10 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
     }
     if (response.status === 429) {
       const wait = Math.min(retryAfterMs(response.headers) ?? DEFAULT_THROTTLED_MS, MAX_THROTTLED_MS);
-      throw new EmbeddingsThrottledError(wait, done, `Embeddings endpoint ${where} throttled: ${redact(await apiErrorMessage(response))}`);
+      throw new EmbeddingsThrottledError(wait, done, `Embeddings endpoint ${where} throttled: ${redact(await apiErrorMessage(response, signal))}`);
     }
     if (RETRIED_STATUSES.has(response.status)) {
-      const reason = `answered ${response.status}: ${redact(await apiErrorMessage(response))}`;
+      const reason = `answered ${response.status}: ${redact(await apiErrorMessage(response, signal))}`;
       return {
         reason,
         cause: new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} ${reason}`),
@@ -177,10 +180,10 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
     if (!response.ok) {
       throw new EmbeddingsRequestError(
         response.status,
-        `Embeddings endpoint ${where} refused the request with ${response.status}: ${redact(await apiErrorMessage(response))}`,
+        `Embeddings endpoint ${where} refused the request with ${response.status}: ${redact(await apiErrorMessage(response, signal))}`,
       );
     }
-    const vectors = vectorsInInputOrder(await response.json().catch(() => undefined), input.length);
+    const vectors = vectorsInInputOrder(await readBefore(signal, response.json()).catch(() => undefined), input.length);
     if (!vectors) throw new EmbeddingsRequestError(response.status, `Embeddings endpoint ${where} answered with a body that is not ${input.length} embeddings`);
     return { vectors };
   }
@@ -245,8 +248,8 @@ function backoffMs(attempts: number): number {
 }
 
 /** OpenAI and Azure both say `{ error: { message } }`; anything else is quoted, briefly. */
-async function apiErrorMessage(response: Response): Promise<string> {
-  const text = await response.text().catch(() => '');
+async function apiErrorMessage(response: Response, signal: AbortSignal): Promise<string> {
+  const text = await readBefore(signal, response.text()).catch(() => '');
   try {
     const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
     if (typeof message === 'string' && message) return message;
