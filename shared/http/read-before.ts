@@ -9,7 +9,7 @@ export async function readBefore<T>(signal: AbortSignal, read: Promise<T>): Prom
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () => reject(signal.reason as Error);
     if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
+    else signal.addEventListener('abort', onAbort);
   });
   try {
     // The race handles a failure of the read that comes after the deadline won: none goes unhandled.
