@@ -3,6 +3,7 @@ import type { AuthSettings } from '../config.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';
 import { lazily } from '../lazy.js';
+import { readBefore } from '../http/read-before.js';
 import type { MessageKey } from '../messages.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';
@@ -22,9 +23,11 @@ export function invalidToken(messageKey: MessageKey = 'tokenInvalid'): ApiError 
 }
 
 async function fetchMetadata(url: string): Promise<{ issuer: string; jwks_uri: string }> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(METADATA_TIMEOUT_MS), redirect: 'error' });
+  // One deadline for the answer, its body included.
+  const signal = AbortSignal.timeout(METADATA_TIMEOUT_MS);
+  const response = await fetch(url, { signal, redirect: 'error' });
   if (!response.ok) throw new Error(`OpenID metadata ${url} answered ${response.status}`);
-  const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+  const metadata = (await readBefore(signal, response.json())) as { issuer?: unknown; jwks_uri?: unknown };
   if (typeof metadata.issuer !== 'string' || typeof metadata.jwks_uri !== 'string') {
     throw new Error(`OpenID metadata ${url} has no issuer or jwks_uri`);
   }
