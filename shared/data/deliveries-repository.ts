@@ -144,14 +144,7 @@ export function readDelivery(tenantId: string, id: string): Promise<DeliveryDocu
 export const deliveryResource = (document: DeliveryDocument): Delivery => deliveries.resourceOf(document);
 
 export function listDeliveries(principal: Principal, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
-  return listPage({
-    kind: deliveries,
-    tenantId: principal.tenantId,
-    filters: { webhookId: ['c.webhookId = @webhookId', webhookId] },
-    orderBy: 'c.createdAt DESC',
-    limit: query.limit,
-    cursor: query.cursor,
-  });
+  return listPage(deliveries, principal.tenantId, { ...query, webhookId }, { filters: { webhookId: 'c.webhookId = @webhookId' }, orderBy: 'c.createdAt DESC' });
 }
 
 /** Replaces a delivery as it was read; undefined when another writer changed it first. */

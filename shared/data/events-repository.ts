@@ -16,13 +16,11 @@ const events: DocumentKind<EventDocument, Event> = {
 };
 
 export function listEvents(principal: Principal, query: ListEventsQuery): Promise<Page<Event>> {
-  return listPage({
-    kind: events,
-    tenantId: principal.tenantId,
-    filters: { eventType: ['c.eventType = @eventType', query.type], since: ['c.timestamp >= @since', query.since] },
+  // `@type` is the kind's: the event's type is `@eventType`.
+  const values = { ...query, eventType: query.type };
+  return listPage(events, principal.tenantId, values, {
+    filters: { eventType: 'c.eventType = @eventType', since: 'c.timestamp >= @since' },
     orderBy: 'c.timestamp DESC',
-    limit: query.limit,
-    cursor: query.cursor,
   });
 }
 

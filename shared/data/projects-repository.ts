@@ -21,7 +21,7 @@ import {
   type Created,
   type DocumentKind,
 } from './tenant-data.js';
-import { idPage, inProjects, listPage, readByIds } from './tenant-queries.js';
+import { indexSources, listPage, type ListFilters } from './tenant-queries.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;
@@ -99,31 +99,19 @@ const SORT_CLAUSES: Record<ListProjectsQuery['sort'], string> = {
   '-name': 'c.nameSort DESC',
 };
 
+const FILTERS: ListFilters<ListProjectsQuery> = {
+  status: 'c.status = @status',
+  owner: 'c.owner = @owner',
+  member: 'ARRAY_CONTAINS(c.members, @member)',
+  q: 'CONTAINS(c.nameSort, @q)',
+};
+
 export function listProjects(principal: Principal, query: ListProjectsQuery): Promise<Page<Project>> {
-  return listPage({
-    kind: projects,
-    tenantId: principal.tenantId,
-    filters: {
-      status: ['c.status = @status', query.status],
-      owner: ['c.owner = @owner', query.owner],
-      member: ['ARRAY_CONTAINS(c.members, @member)', query.member],
-      q: ['CONTAINS(c.nameSort, @q)', query.q],
-    },
-    orderBy: SORT_CLAUSES[query.sort],
-    limit: query.limit,
-    cursor: query.cursor,
-  });
+  return listPage(projects, principal.tenantId, query, { filters: FILTERS, orderBy: SORT_CLAUSES[query.sort] });
 }
 
-/** The ids of the tenant's visible projects (of those named, when given), a page at a time: what the RAG index is built from. */
-export function projectIdPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
-  return idPage({ kind: projects, tenantId, where: inProjects('c.id', projectIds), pageSize, continuation });
-}
-
-/** The visible projects among these ids. */
-export function projectsByIds(tenantId: string, ids: readonly string[]): Promise<Project[]> {
-  return readByIds(projects, tenantId, ids);
-}
+/** The tenant's visible projects as the RAG index reads them. */
+export const projectSources = indexSources(projects, 'c.id');
 
 /** Applies the given fields, following the project rules (status moves, archived read-only, ownership). */
 export async function updateProject(principal: Principal, id: string, changes: UpdateProjectBody, expected: ExpectedVersion): Promise<Project> {

@@ -129,7 +129,7 @@ export async function getJob(principal: Principal, jobId: string): Promise<RagJo
 }
 
 export function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
-  return listPage({ kind: ragJobs, tenantId: principal.tenantId, filters: {}, orderBy: 'c.requestedAt DESC', limit: query.limit, cursor: query.cursor });
+  return listPage(ragJobs, principal.tenantId, query, { orderBy: 'c.requestedAt DESC' });
 }
 
 /** Changes a job that has not ended; undefined when it has (or is gone). */

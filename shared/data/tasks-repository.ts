@@ -9,7 +9,7 @@ import type { Page } from './paging.js';
 import { readProjectDocument, stillWritable, type ProjectDocument } from './projects-repository.js';
 import { changeDocument, createDocument, fieldsOf, readVisible, REMOVE, type Created, type DocumentKind } from './tenant-data.js';
 import type { NewEvent } from './events.js';
-import { idPage, inProjects, listPage, readByIds } from './tenant-queries.js';
+import { indexSources, listPage, type ListFilters } from './tenant-queries.js';
 
 interface TaskDocument extends Task {
   tenantId: string;
@@ -92,33 +92,21 @@ const SORT_CLAUSES: Record<ListTasksQuery['sort'], string> = {
   '-priority': 'c.priorityRank DESC',
 };
 
+const FILTERS: ListFilters<ListTasksQuery> = {
+  projectId: 'c.projectId = @projectId',
+  status: 'c.status = @status',
+  assignee: 'c.assignee = @assignee',
+  // Strictly before; a task with no due date is never due before anything.
+  dueBefore: 'IS_STRING(c.dueDate) AND c.dueDate < @dueBefore',
+};
+
 /** Tasks of the tenant; with `projectId`, of that project only. Every list reads the tenant's one partition. */
 export function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
-  return listPage({
-    kind: tasks,
-    tenantId: principal.tenantId,
-    filters: {
-      projectId: ['c.projectId = @projectId', query.projectId],
-      status: ['c.status = @status', query.status],
-      assignee: ['c.assignee = @assignee', query.assignee],
-      // Strictly before; a task with no due date is never due before anything.
-      dueBefore: ['IS_STRING(c.dueDate) AND c.dueDate < @dueBefore', query.dueBefore],
-    },
-    orderBy: SORT_CLAUSES[query.sort],
-    limit: query.limit,
-    cursor: query.cursor,
-  });
+  return listPage(tasks, principal.tenantId, query, { filters: FILTERS, orderBy: SORT_CLAUSES[query.sort] });
 }
 
-/** The ids of the tenant's tasks (of the projects named, when given), a page at a time: what the RAG index is built from. */
-export function taskIdPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
-  return idPage({ kind: tasks, tenantId, where: inProjects('c.projectId', projectIds), pageSize, continuation });
-}
-
-/** The tasks among these ids. */
-export function tasksByIds(tenantId: string, ids: readonly string[]): Promise<Task[]> {
-  return readByIds(tasks, tenantId, ids);
-}
+/** The tenant's tasks as the RAG index reads them. */
+export const taskSources = indexSources(tasks, 'c.projectId');
 
 /**
  * A change to a task, made while its project is writable: checked first (404, 409), and guarded in the

@@ -17,89 +17,73 @@ function visibleOfKind<D extends StoredDocument, R>(kind: DocumentKind<D, R>, te
   };
 }
 
-/** A filter of a list: its condition (naming its value `@<filter name>`) and the value, if the caller gave one. */
-export type ListFilter = [condition: string, value: JSONValue | undefined];
+/** The conditions a list filters by, for each of its values that filters: a condition naming its value `@<name>`. */
+export type ListFilters<Values> = Partial<Record<keyof Values & string, string>>;
 
 /**
- * One page of the visible documents of one kind in the tenant's partition. Each filter given adds
- * its condition; every value reaches Cosmos as a parameter, never as query text. The cursor is
- * bound to the tenant, the kind, the filters and the order.
+ * One page of the visible documents of one kind in the tenant's partition. Each filter whose value is
+ * given adds its condition; every value reaches Cosmos as a parameter, never as query text. The cursor
+ * is bound to the tenant, the kind, the filters and the order.
  */
-export async function listPage<D extends StoredDocument, R>(options: {
-  kind: DocumentKind<D, R>;
-  tenantId: string;
-  filters: Record<string, ListFilter>;
-  orderBy: string;
-  limit: number;
-  cursor: string | undefined;
-}): Promise<Page<R>> {
-  const { kind, tenantId } = options;
+export async function listPage<D extends StoredDocument, R, Values extends { limit: number; cursor?: string | undefined }>(
+  kind: DocumentKind<D, R>,
+  tenantId: string,
+  values: Values,
+  { filters = {}, orderBy }: { filters?: ListFilters<Values>; orderBy: string },
+): Promise<Page<R>> {
   const { conditions, parameters } = visibleOfKind(kind, tenantId);
-  for (const [name, [condition, value]] of Object.entries(options.filters)) {
-    if (value === undefined) continue;
+  for (const [name, condition] of Object.entries<string | undefined>(filters)) {
+    const value = values[name as keyof Values] as JSONValue | undefined;
+    if (value === undefined || condition === undefined) continue;
     conditions.push(condition);
     parameters.push({ name: `@${name}`, value });
   }
-  const query = { query: `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${options.orderBy}`, parameters };
-  const scope = JSON.stringify([tenantId, kind.type, options.orderBy, parameters]);
-  const page = await queryPage<D>(await tenantData(), tenantId, query, { limit: options.limit, cursor: options.cursor, scope });
+  const query = { query: `SELECT * FROM c WHERE ${conditions.join(' AND ')} ORDER BY ${orderBy}`, parameters };
+  const scope = JSON.stringify([tenantId, kind.type, orderBy, parameters]);
+  const page = await queryPage<D>(await tenantData(), tenantId, query, { limit: values.limit, cursor: values.cursor, scope });
   return { items: page.items.map((document) => kind.resourceOf(document)), nextCursor: page.nextCursor };
 }
 
-/** A condition on documents of a kind, its values named in it as parameters. */
-export interface Where {
-  condition: string;
-  parameters: SqlParameter[];
-}
-
 /**
- * Documents that belong to one of the projects named (the document's project id is `projectField`):
- * the scope of a RAG index rebuild. No condition when projectIds is null: every project.
+ * A kind's documents as the RAG index reads them (the document's project id is `projectField`): the ids
+ * of those in the projects named (every project when null), and the visible documents among some ids.
  */
-export function inProjects(projectField: string, projectIds: readonly string[] | null): Where | undefined {
-  return projectIds ? { condition: `ARRAY_CONTAINS(@projectIds, ${projectField})`, parameters: [{ name: '@projectIds', value: [...projectIds] }] } : undefined;
-}
+export function indexSources<D extends StoredDocument, R>(kind: DocumentKind<D, R>, projectField: string) {
+  return {
+    /**
+     * A page of ids from `continuation` (undefined: from the start): the next page's continuation goes with
+     * them, so that a reader can stop and go on later, or in another process, without holding the whole tenant.
+     */
+    async idPage(tenantId: string, projectIds: readonly string[] | null, pageSize: number, continuation: string | undefined) {
+      const { conditions, parameters } = visibleOfKind(kind, tenantId);
+      if (projectIds) {
+        conditions.push(`ARRAY_CONTAINS(@projectIds, ${projectField})`);
+        parameters.push({ name: '@projectIds', value: [...projectIds] });
+      }
+      const query = { query: `SELECT VALUE c.id FROM c WHERE ${conditions.join(' AND ')}`, parameters };
+      const ids: string[] = [];
+      // Cosmos may answer short pages before the end: ask again until the page is full or the query ends.
+      do {
+        const page = await (
+          await tenantData()
+        ).items
+          .query<string>(query, { partitionKey: tenantId, maxItemCount: pageSize - ids.length, continuationToken: continuation })
+          .fetchNext();
+        ids.push(...page.resources);
+        continuation = page.continuationToken || undefined;
+      } while (continuation !== undefined && ids.length < pageSize);
+      return { ids, continuation };
+    },
 
-/**
- * The ids of visible documents of one kind that meet `where`, a page at a time from `continuation`
- * (undefined: from the start): the next page's continuation goes with them, so that a reader can
- * stop and go on later, or in another process, without holding the whole tenant.
- */
-export async function idPage<D extends StoredDocument, R>(options: {
-  kind: DocumentKind<D, R>;
-  tenantId: string;
-  where: Where | undefined;
-  pageSize: number;
-  continuation: string | undefined;
-}): Promise<{ ids: string[]; continuation: string | undefined }> {
-  const { conditions, parameters } = visibleOfKind(options.kind, options.tenantId);
-  if (options.where) {
-    conditions.push(options.where.condition);
-    parameters.push(...options.where.parameters);
-  }
-  const query = { query: `SELECT VALUE c.id FROM c WHERE ${conditions.join(' AND ')}`, parameters };
-  const ids: string[] = [];
-  let continuation = options.continuation;
-  // Cosmos may answer short pages before the end: ask again until the page is full or the query ends.
-  do {
-    const page = await (
-      await tenantData()
-    ).items
-      .query<string>(query, { partitionKey: options.tenantId, maxItemCount: options.pageSize - ids.length, continuationToken: continuation })
-      .fetchNext();
-    ids.push(...page.resources);
-    continuation = page.continuationToken || undefined;
-  } while (continuation !== undefined && ids.length < options.pageSize);
-  return { ids, continuation };
-}
-
-/** The visible documents of one kind among these ids, as resources (an id that names none is left out). */
-export async function readByIds<D extends StoredDocument, R>(kind: DocumentKind<D, R>, tenantId: string, ids: readonly string[]): Promise<R[]> {
-  const { conditions, parameters } = visibleOfKind(kind, tenantId);
-  const query = {
-    query: `SELECT * FROM c WHERE ${[...conditions, 'ARRAY_CONTAINS(@ids, c.id)'].join(' AND ')}`,
-    parameters: [...parameters, { name: '@ids', value: [...ids] }],
+    /** The visible documents among these ids, as resources (an id that names none is left out). */
+    async byIds(tenantId: string, ids: readonly string[]): Promise<R[]> {
+      const { conditions, parameters } = visibleOfKind(kind, tenantId);
+      const query = {
+        query: `SELECT * FROM c WHERE ${[...conditions, 'ARRAY_CONTAINS(@ids, c.id)'].join(' AND ')}`,
+        parameters: [...parameters, { name: '@ids', value: [...ids] }],
+      };
+      const { resources } = await (await tenantData()).items.query<D>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
+      return resources.map((document) => kind.resourceOf(document));
+    },
   };
-  const { resources } = await (await tenantData()).items.query<D>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
-  return resources.map((document) => kind.resourceOf(document));
 }

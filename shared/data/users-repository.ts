@@ -5,7 +5,7 @@ import { user, type ListUsersQuery, type User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';
 import { fieldsOf, readVisible, tenantData, type DocumentKind } from './tenant-data.js';
-import { listPage } from './tenant-queries.js';
+import { listPage, type ListFilters } from './tenant-queries.js';
 
 interface UserDocument extends User {
   tenantId: string;
@@ -69,17 +69,12 @@ export async function getCurrentUser(principal: Principal): Promise<User> {
   return users.resourceOf(await readVisible(users, principal.tenantId, principal.objectId));
 }
 
+const FILTERS: ListFilters<ListUsersQuery> = {
+  q: '(STARTSWITH(c.nameSort, @q) OR STARTSWITH(c.email, @q))',
+  role: 'ARRAY_CONTAINS(c.roles, @role)',
+};
+
 /** The users of the tenant who have called the API, by name. */
 export function listRecordedUsers(principal: Principal, query: ListUsersQuery): Promise<Page<User>> {
-  return listPage({
-    kind: users,
-    tenantId: principal.tenantId,
-    filters: {
-      q: ['(STARTSWITH(c.nameSort, @q) OR STARTSWITH(c.email, @q))', query.q],
-      role: ['ARRAY_CONTAINS(c.roles, @role)', query.role],
-    },
-    orderBy: 'c.nameSort ASC',
-    limit: query.limit,
-    cursor: query.cursor,
-  });
+  return listPage(users, principal.tenantId, query, { filters: FILTERS, orderBy: 'c.nameSort ASC' });
 }

@@ -160,7 +160,7 @@ export function readWebhook(tenantId: string, id: string): Promise<WebhookDocume
 }
 
 export function listWebhooks(principal: Principal, query: ListWebhooksQuery): Promise<Page<Webhook>> {
-  return listPage({ kind: webhooks, tenantId: principal.tenantId, filters: {}, orderBy: 'c.createdAt DESC', limit: query.limit, cursor: query.cursor });
+  return listPage(webhooks, principal.tenantId, query, { orderBy: 'c.createdAt DESC' });
 }
 
 /** Changes the fields given; switching a subscription on again forgets why it went off. `url` must already have passed the URL rules. */

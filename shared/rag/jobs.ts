@@ -20,7 +20,7 @@
  * they are made.
  */
 import { embeddingsSettings } from '../config.js';
-import { projectIdPage, projectsByIds } from '../data/projects-repository.js';
+import { projectSources } from '../data/projects-repository.js';
 import {
   chunkPages,
   chunksOfSources,
@@ -55,7 +55,7 @@ import {
   type RagJobDocument,
   type SourceKind,
 } from '../data/rag-jobs-repository.js';
-import { taskIdPage, tasksByIds } from '../data/tasks-repository.js';
+import { taskSources } from '../data/tasks-repository.js';
 import { enqueueRagWork } from '../queues.js';
 import type { RagCounts } from '../schemas/rag.js';
 import { projectChunks, taskChunks } from './chunker.js';
@@ -82,8 +82,10 @@ function configuredEmbedder(): Embedder | null {
   return embedder;
 }
 
+const SOURCES = { project: projectSources, task: taskSources };
+
 const idPage = (kind: SourceKind, job: RagJobDocument, continuation: string | undefined) =>
-  (kind === 'project' ? projectIdPage : taskIdPage)(job.tenantId, job.projectIds, BATCH_SOURCES, continuation);
+  SOURCES[kind].idPage(job.tenantId, job.projectIds, BATCH_SOURCES, continuation);
 
 /**
  * Puts a stored job that is still Queued on the RAG queue, for its planning; the change feed shows
@@ -167,10 +169,14 @@ async function afterBatch(tenantId: string, jobId: string): Promise<void> {
   if (job?.planned && done >= job.progress!.batches) await enqueueRagWork({ tenantId, jobId, finish: true });
 }
 
-function chunksOf(kind: SourceKind, sources: Awaited<ReturnType<typeof projectsByIds | typeof tasksByIds>>): Chunk[] {
-  return kind === 'project'
-    ? (sources as Awaited<ReturnType<typeof projectsByIds>>).flatMap(projectChunks)
-    : (sources as Awaited<ReturnType<typeof tasksByIds>>).flatMap(taskChunks);
+/** The sources among these ids (those still there), and their chunks. */
+async function chunkedSources(kind: SourceKind, tenantId: string, ids: readonly string[]): Promise<{ sources: number; chunks: Chunk[] }> {
+  if (kind === 'project') {
+    const projects = await projectSources.byIds(tenantId, ids);
+    return { sources: projects.length, chunks: projects.flatMap(projectChunks) };
+  }
+  const tasks = await taskSources.byIds(tenantId, ids);
+  return { sources: tasks.length, chunks: tasks.flatMap(taskChunks) };
 }
 
 /**
@@ -181,11 +187,10 @@ function chunksOf(kind: SourceKind, sources: Awaited<ReturnType<typeof projectsB
  */
 async function indexBatch(job: RagJobDocument, batch: RagBatchDocument): Promise<RagCounts | undefined> {
   const { tenantId } = job;
-  const [sources, stored] = await Promise.all([
-    batch.kind === 'project' ? projectsByIds(tenantId, batch.sourceIds) : tasksByIds(tenantId, batch.sourceIds),
+  const [{ sources, chunks: wanted }, stored] = await Promise.all([
+    chunkedSources(batch.kind, tenantId, batch.sourceIds),
     chunksOfSources(tenantId, batch.sourceIds),
   ]);
-  const wanted = chunksOf(batch.kind, sources);
   const storedById = new Map(stored.map((summary) => [summary.id, summary]));
   const embed = configuredEmbedder();
   const changed = wanted.filter((chunk) => {
@@ -238,13 +243,13 @@ async function indexBatch(job: RagJobDocument, batch: RagBatchDocument): Promise
   }
   // A chunk an earlier run of this job wrote is unchanged now, but this job wrote it (a chunk not changed is a stored one).
   const written = wanted.filter((chunk) => job.mode === 'full' || changedIds.has(chunk.id) || storedById.get(chunk.id)!.jobId === job.id).length;
-  return { sources: sources.length, chunks: wanted.length, written, unchanged: wanted.length - written, deleted };
+  return { sources, chunks: wanted.length, written, unchanged: wanted.length - written, deleted };
 }
 
 /** Whether each source of these chunks still exists, as the batches saw sources. */
 async function existingSources(tenantId: string, chunks: readonly Chunk[] | readonly { sourceType: SourceKind; sourceId: string }[]): Promise<Set<string>> {
   const ids = (kind: SourceKind) => [...new Set(chunks.filter((chunk) => chunk.sourceType === kind).map((chunk) => chunk.sourceId))];
-  const [projects, tasks] = await Promise.all([projectsByIds(tenantId, ids('project')), tasksByIds(tenantId, ids('task'))]);
+  const [projects, tasks] = await Promise.all([projectSources.byIds(tenantId, ids('project')), taskSources.byIds(tenantId, ids('task'))]);
   return new Set([...projects, ...tasks].map((source) => source.id));
 }
 

@@ -20,7 +20,7 @@ import {
   deleteProject,
   getProject,
   listProjects,
-  projectsByIds,
+  projectSources,
   readProjectDocument,
   updateProject,
   type ProjectDocument,
@@ -189,7 +189,7 @@ describe('listProjects', () => {
     expect(await ids({ status: 'Planning' })).toEqual([third.id]);
     expect(await ids({ owner: 'ann@contoso.test' })).toEqual([first.id]);
     expect(await ids({ member: 'ann@contoso.test', sort: 'createdAt' })).toEqual([first.id, second.id]);
-    expect(await projectsByIds(principal.tenantId, [first.id, 'PRJ-999999'])).toEqual([await getProject(principal, first.id)]);
+    expect(await projectSources.byIds(principal.tenantId, [first.id, 'PRJ-999999'])).toEqual([await getProject(principal, first.id)]);
   });
 });
 

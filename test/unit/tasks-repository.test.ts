@@ -14,7 +14,7 @@ import { versionOf } from '../../shared/domain/versions.js';
 import { ApiError } from '../../shared/errors.js';
 import type { EventDocument } from '../../shared/data/events.js';
 import { createProject, updateProject, type ProjectDocument } from '../../shared/data/projects-repository.js';
-import { createTask, deleteTask, getTask, listTasks, taskDocument, taskIdPage, tasksByIds, updateTask } from '../../shared/data/tasks-repository.js';
+import { createTask, deleteTask, getTask, listTasks, taskDocument, taskSources, updateTask } from '../../shared/data/tasks-repository.js';
 import type { CreateTaskBody, ListTasksQuery, Task } from '../../shared/schemas/tasks.js';
 import { beforeRequest, isBatch, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
@@ -173,7 +173,7 @@ describe('createTask', () => {
   });
 });
 
-describe('getTask and tasksByIds', () => {
+describe('getTask and taskSources.byIds', () => {
   it('show the caller’s tenant’s tasks only: another tenant’s, a missing one and a project’s id are 404 taskNotFound', async () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
@@ -187,9 +187,9 @@ describe('getTask and tasksByIds', () => {
     }
     const long = `TSK-${'9'.repeat(150)}`;
     await expect(getTask(principal, long)).rejects.toMatchObject({ status: 404, params: { id: long.slice(0, 100) } });
-    expect(await tasksByIds(principal.tenantId, [task.id, 'TSK-999999'])).toEqual([task]);
-    expect(await tasksByIds(adminCaller().tenantId, [task.id])).toEqual([]);
-    expect(await taskIdPage(principal.tenantId, [projectId], 10, undefined)).toEqual({ ids: [task.id], continuation: undefined });
+    expect(await taskSources.byIds(principal.tenantId, [task.id, 'TSK-999999'])).toEqual([task]);
+    expect(await taskSources.byIds(adminCaller().tenantId, [task.id])).toEqual([]);
+    expect(await taskSources.idPage(principal.tenantId, [projectId], 10, undefined)).toEqual({ ids: [task.id], continuation: undefined });
   });
 });
 

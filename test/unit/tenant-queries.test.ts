@@ -9,8 +9,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Container, SqlQuerySpec } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { listProjects, projectIdPage, projectsByIds } from '../../shared/data/projects-repository.js';
-import { listTasks, taskIdPage, tasksByIds } from '../../shared/data/tasks-repository.js';
+import { listProjects, projectSources } from '../../shared/data/projects-repository.js';
+import { listTasks, taskSources } from '../../shared/data/tasks-repository.js';
 import type { ListProjectsQuery } from '../../shared/schemas/projects.js';
 import type { ListTasksQuery } from '../../shared/schemas/tasks.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
@@ -100,8 +100,8 @@ describe('every query', () => {
     const { tenantId } = await twoTenants();
     const from = embedded.store.requests.length;
     await listProjects(adminCaller(tenantId), projectsQuery());
-    await projectIdPage(tenantId, null, 100, undefined);
-    await projectsByIds(tenantId, ['PRJ-1']);
+    await projectSources.idPage(tenantId, null, 100, undefined);
+    await projectSources.byIds(tenantId, ['PRJ-1']);
     const queries = queriesSince(from);
     expect(queries).toHaveLength(3);
     for (const query of queries) expect(query.partitionKey).toBe(JSON.stringify([tenantId]));
@@ -225,10 +225,10 @@ describe('a page of ids', () => {
 
   it("holds the ids of the caller's tenant's visible documents, of the projects named or of all", async () => {
     const { tenantId, otherTenantId } = await twoTenants();
-    expect(sorted(await projectIdPage(tenantId, null, 100, undefined))).toEqual({ ids: ['PRJ-1', 'PRJ-2'], continuation: undefined });
-    expect(sorted(await projectIdPage(otherTenantId, null, 100, undefined))).toEqual({ ids: ['PRJ-1', 'PRJ-4'], continuation: undefined });
-    expect(await projectIdPage(tenantId, ['PRJ-2', 'PRJ-3', 'PRJ-4', 'LOOK-1'], 100, undefined)).toEqual({ ids: ['PRJ-2'], continuation: undefined });
-    expect(await projectIdPage(tenantId, [], 100, undefined)).toEqual({ ids: [], continuation: undefined });
+    expect(sorted(await projectSources.idPage(tenantId, null, 100, undefined))).toEqual({ ids: ['PRJ-1', 'PRJ-2'], continuation: undefined });
+    expect(sorted(await projectSources.idPage(otherTenantId, null, 100, undefined))).toEqual({ ids: ['PRJ-1', 'PRJ-4'], continuation: undefined });
+    expect(await projectSources.idPage(tenantId, ['PRJ-2', 'PRJ-3', 'PRJ-4', 'LOOK-1'], 100, undefined)).toEqual({ ids: ['PRJ-2'], continuation: undefined });
+    expect(await projectSources.idPage(tenantId, [], 100, undefined)).toEqual({ ids: [], continuation: undefined });
   });
 
   it("of a kind's documents that belong to the projects named", async () => {
@@ -237,18 +237,18 @@ describe('a page of ids', () => {
     await storedTask(tenantId, taskResource('TSK-2', 'PRJ-2'));
     await storedTask(tenantId, taskResource('TSK-3', 'PRJ-1'));
     await storedTask(randomUUID(), taskResource('TSK-4', 'PRJ-1'));
-    expect(sorted(await taskIdPage(tenantId, ['PRJ-1'], 100, undefined))).toEqual({ ids: ['TSK-1', 'TSK-3'], continuation: undefined });
-    expect(sorted(await taskIdPage(tenantId, null, 100, undefined))).toEqual({ ids: ['TSK-1', 'TSK-2', 'TSK-3'], continuation: undefined });
+    expect(sorted(await taskSources.idPage(tenantId, ['PRJ-1'], 100, undefined))).toEqual({ ids: ['TSK-1', 'TSK-3'], continuation: undefined });
+    expect(sorted(await taskSources.idPage(tenantId, null, 100, undefined))).toEqual({ ids: ['TSK-1', 'TSK-2', 'TSK-3'], continuation: undefined });
   });
 
   it('is as long as asked, and goes on from its continuation to the end, each id once', async () => {
     const tenantId = randomUUID();
     for (const index of [1, 2, 3, 4, 5]) await storedProject(tenantId, projectResource(`PRJ-${index}`));
-    const first = await projectIdPage(tenantId, null, 2, undefined);
+    const first = await projectSources.idPage(tenantId, null, 2, undefined);
     expect(first).toEqual({ ids: [expect.any(String), expect.any(String)], continuation: expect.any(String) });
-    const second = await projectIdPage(tenantId, null, 2, first.continuation);
+    const second = await projectSources.idPage(tenantId, null, 2, first.continuation);
     expect(second).toEqual({ ids: [expect.any(String), expect.any(String)], continuation: expect.any(String) });
-    const last = await projectIdPage(tenantId, null, 2, second.continuation);
+    const last = await projectSources.idPage(tenantId, null, 2, second.continuation);
     expect(last).toEqual({ ids: [expect.any(String)], continuation: undefined });
     expect([...first.ids, ...second.ids, ...last.ids].sort()).toEqual(['PRJ-1', 'PRJ-2', 'PRJ-3', 'PRJ-4', 'PRJ-5']);
   });
@@ -267,10 +267,10 @@ describe('a page of ids', () => {
       return { status: 200, headers: { 'x-ms-continuation': page.continuationToken, 'x-ms-item-count': '1' }, body: { Documents: page.resources, _count: 1 } };
     };
     const from = embedded.store.requests.length;
-    const page = await projectIdPage(tenantId, null, 3, undefined);
+    const page = await projectSources.idPage(tenantId, null, 3, undefined);
     expect(page).toEqual({ ids: [expect.any(String), expect.any(String), expect.any(String)], continuation: expect.any(String) });
     expect(queriesSince(from)).toHaveLength(2);
-    const rest = await projectIdPage(tenantId, null, 3, page.continuation);
+    const rest = await projectSources.idPage(tenantId, null, 3, page.continuation);
     expect(rest).toEqual({ ids: [expect.any(String), expect.any(String), expect.any(String)], continuation: undefined });
     expect([...page.ids, ...rest.ids].sort()).toEqual(['PRJ-1', 'PRJ-2', 'PRJ-3', 'PRJ-4', 'PRJ-5', 'PRJ-6']);
   });
@@ -279,10 +279,10 @@ describe('a page of ids', () => {
 describe('the documents among some ids', () => {
   it("are the caller's tenant's visible documents of the kind among them, as resources", async () => {
     const { tenantId, visible } = await twoTenants();
-    const found = await projectsByIds(tenantId, ['PRJ-1', 'PRJ-2', 'PRJ-3', 'PRJ-4', 'LOOK-1', 'PRJ-none']);
+    const found = await projectSources.byIds(tenantId, ['PRJ-1', 'PRJ-2', 'PRJ-3', 'PRJ-4', 'LOOK-1', 'PRJ-none']);
     expect(found.sort((a, b) => a.id.localeCompare(b.id))).toEqual(visible);
-    expect(await projectsByIds(tenantId, ['PRJ-2'])).toEqual([visible[1]]);
-    expect(await projectsByIds(tenantId, [])).toEqual([]);
+    expect(await projectSources.byIds(tenantId, ['PRJ-2'])).toEqual([visible[1]]);
+    expect(await projectSources.byIds(tenantId, [])).toEqual([]);
   });
 
   it('of a kind that hides nothing', async () => {
@@ -290,6 +290,6 @@ describe('the documents among some ids', () => {
     const first = await storedTask(tenantId, taskResource('TSK-1', 'PRJ-1'));
     await storedTask(tenantId, taskResource('TSK-2', 'PRJ-1'));
     await storedTask(randomUUID(), taskResource('TSK-1', 'PRJ-1', { status: 'Done' }));
-    expect(await tasksByIds(tenantId, ['TSK-1', 'TSK-3'])).toEqual([first]);
+    expect(await taskSources.byIds(tenantId, ['TSK-1', 'TSK-3'])).toEqual([first]);
   });
 });
