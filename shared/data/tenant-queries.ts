@@ -18,7 +18,7 @@ function visibleOfKind<D extends StoredDocument, R>(kind: DocumentKind<D, R>, te
 }
 
 /** The conditions a list filters by, for each of its values that filters: a condition naming its value `@<name>`. */
-export type ListFilters<Values> = Partial<Record<keyof Values & string, string>>;
+export type ListFilters<Values> = { [Name in keyof Values & string]?: string };
 
 /**
  * One page of the visible documents of one kind in the tenant's partition. Each filter whose value is
@@ -32,9 +32,9 @@ export async function listPage<D extends StoredDocument, R, Values extends { lim
   { filters = {}, orderBy }: { filters?: ListFilters<Values>; orderBy: string },
 ): Promise<Page<R>> {
   const { conditions, parameters } = visibleOfKind(kind, tenantId);
-  for (const [name, condition] of Object.entries<string | undefined>(filters)) {
-    const value = values[name as keyof Values] as JSONValue | undefined;
-    if (value === undefined || condition === undefined) continue;
+  for (const [name, condition] of Object.entries(filters) as [keyof Values & string, string][]) {
+    const value = values[name] as JSONValue | undefined;
+    if (value === undefined) continue;
     conditions.push(condition);
     parameters.push({ name: `@${name}`, value });
   }
