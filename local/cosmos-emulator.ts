@@ -29,9 +29,7 @@ const { default: readJson } = lib<{ default: (request: IncomingMessage) => Promi
 const { parsePartitionKey } = lib<{ parsePartitionKey: (value: unknown, id: string) => unknown }>('utils/get-partition-from-header');
 type BatchOperationRunner = (collection: ServerCollection, input: BatchOperation) => { statusCode: number; body?: ServerDocument };
 const operations = lib<Record<string, BatchOperationRunner>>('handler/_document-operations');
-const { patchOperation } = lib<{ patchOperation: (collection: ServerCollection, input: object) => ReturnType<BatchOperationRunner> }>(
-  'handler/_patch-operations',
-);
+const { patchOperation } = lib<{ patchOperation: BatchOperationRunner }>('handler/_patch-operations');
 /** A patch in a batch: its body the operations, or the operations and a condition (`FROM c WHERE …`, checked as the patched package does). */
 const batchPatch: BatchOperationRunner = (collection, { resourceBody, ...input }) =>
   patchOperation(collection, { ...input, ...(Array.isArray(resourceBody) ? { operations: resourceBody } : resourceBody) });
