@@ -17,18 +17,13 @@ const LISTENING = /successfully listens on (https?:\/\/\S+)/;
 // Azurite does not notice that its parent is gone; this makes a closed IPC channel a normal shutdown (SIGTERM).
 const EXIT_WITH_PARENT = 'data:text/javascript,process.once("disconnect",()=>process.kill(process.pid,"SIGTERM"))';
 
-export interface AzuriteQueue {
-  connectionString: string;
-  /** `http(s)://127.0.0.1:<port>/devstoreaccount1` */
-  queueEndpoint: string;
-  close(): Promise<void>;
-}
+export type AzuriteQueue = Awaited<ReturnType<typeof startAzuriteQueue>>;
 
 /**
  * Azurite's queue service on a free port; with `dataDir` its queues are kept there between runs, else in memory only. With `tls`
  * (certificate and key files) it serves HTTPS and takes Entra tokens too (its basic OAuth: lifetime, issuer, audience; no signature).
  */
-export async function startAzuriteQueue(options: { dataDir?: string; tls?: { certPath: string; keyPath: string } } = {}): Promise<AzuriteQueue> {
+export async function startAzuriteQueue(options: { dataDir?: string; tls?: { certPath: string; keyPath: string } } = {}) {
   const script = join(createRequire(import.meta.url).resolve('azurite/package.json'), '..', 'dist', 'src', 'queue', 'main.js');
   const args = [
     ...['--queueHost', '127.0.0.1', '--queuePort', '0'],
@@ -68,6 +63,7 @@ export async function startAzuriteQueue(options: { dataDir?: string; tls?: { cer
   const protocol = options.tls ? 'https' : 'http';
   return {
     connectionString: `DefaultEndpointsProtocol=${protocol};AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueEndpoint};`,
+    /** `http(s)://127.0.0.1:<port>/devstoreaccount1` */
     queueEndpoint,
     close: () =>
       new Promise<void>((resolve) => {

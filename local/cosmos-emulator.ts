@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Agent, createServer } from 'node:https';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { CosmosClient } from '@azure/cosmos';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { ContainerFeed, feedRequest, type ChangedDocument } from './cosmos-change-feed.js';
 import { installQueryShortcuts } from './cosmos-query-shortcuts.js';
 import { DocumentStore, type Kept, type PartitionKeyValue, type StoredDocument } from './cosmos-disk.js';
+import { listen } from './embedded-http.js';
 import { checkEntraToken, TokenCheckFailed, type ExpectedToken } from './entra-token.js';
 import { keepIdleConnectionsOpen } from './idle-connections.js';
 
@@ -29,9 +29,7 @@ const { default: readJson } = lib<{ default: (request: IncomingMessage) => Promi
 const { parsePartitionKey } = lib<{ parsePartitionKey: (value: unknown, id: string) => unknown }>('utils/get-partition-from-header');
 type BatchOperationRunner = (collection: ServerCollection, input: BatchOperation) => { statusCode: number; body?: ServerDocument };
 const operations = lib<Record<string, BatchOperationRunner>>('handler/_document-operations');
-const { patchOperation } = lib<{ patchOperation: (collection: ServerCollection, input: object) => ReturnType<BatchOperationRunner> }>(
-  'handler/_patch-operations',
-);
+const { patchOperation } = lib<{ patchOperation: BatchOperationRunner }>('handler/_patch-operations');
 /** A patch in a batch: its body the operations, or the operations and a condition (`FROM c WHERE …`, checked as the patched package does). */
 const batchPatch: BatchOperationRunner = (collection, { resourceBody, ...input }) =>
   patchOperation(collection, { ...input, ...(Array.isArray(resourceBody) ? { operations: resourceBody } : resourceBody) });
@@ -177,8 +175,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0 };
   const entraClients = new Set<string>();
   const server = keepIdleConnectionsOpen(createServer({ ...options.tls, keepAlive: true }, (request, response) => void serve(request, response)));
-  await new Promise<void>((resolve) => server.listen(options.port, options.host, resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port, options.host, 'embedded Cosmos DB');
   // Made once the server listens: the package's account names its own address.
   const account = new Account(options.host, port);
   const endpoint = `https://${options.host}:${port}/`;

@@ -18,7 +18,6 @@ import {
   type Environment,
   type Registration,
   type RetryOptions,
-  type Started,
   type TriggerHost,
   type Triggers,
 } from './registrations.js';
@@ -26,13 +25,7 @@ import {
 /** After a failed read of the change feed (the database unreachable), the range's next try waits this long. */
 const READ_FAILURE_BACKOFF_MS = 1_000;
 
-export interface CosmosFunction {
-  name: string;
-  container: string;
-  leaseContainer: string;
-}
-
-export type CosmosTriggers = Triggers<CosmosFunction>;
+export type CosmosTriggers = Triggers<{ name: string; container: string; leaseContainer: string }>;
 
 /** A lease as the change feed processor keeps one per range in the lease container: the fields read here. */
 interface Lease {
@@ -111,7 +104,7 @@ async function listen(
   trigger: Binding,
   { environment, log }: TriggerHost,
   instance: string,
-): Promise<Started<CosmosFunction>> {
+) {
   const binding = cosmosBinding(trigger, environment);
   const { databaseName, containerName, leaseContainerName } = binding;
   const leaseDatabaseName = binding.leaseDatabaseName ?? databaseName;

@@ -87,7 +87,7 @@ function logRequest(req: IncomingMessage, res: ServerResponse, path: string): vo
   res.once('close', () => console.log(line(res.writableFinished ? String(res.statusCode) : 'closed by the client')));
 }
 
-const appRoot = process.env.LOCAL_APP_ROOT ?? process.cwd();
+const appRoot = process.cwd();
 const hostJson = withAppSettingOverrides(JSON.parse(await readFile(join(appRoot, 'host.json'), 'utf8')) as Record<string, unknown>, process.env) as {
   extensions?: { http?: { routePrefix?: string }; queues?: Record<string, unknown> };
 };

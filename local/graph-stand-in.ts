@@ -28,13 +28,7 @@ export interface GraphUser {
   createdDateTime?: string;
 }
 
-export interface GraphStandIn {
-  /** 'http://127.0.0.1:<port>': the value for GRAPH_BASE_URL. */
-  baseUrl: string;
-  /** From now on every request fails this way (until called with undefined); 'drop' closes the connection unanswered. */
-  setFailure(failure: 400 | 503 | 'drop' | undefined): void;
-  close(): Promise<void>;
-}
+export type GraphStandIn = Awaited<ReturnType<typeof startGraphStandIn>>;
 
 const DEFAULT_PAGE_SIZE = 100;
 const MAX_PAGE_SIZE = 999;
@@ -83,10 +77,7 @@ const FAILURES = {
  * Serves `users` (by tenant id; a tenant without an entry has an empty directory) to tokens of the identity
  * provider at `authorityHost`, whose keys it fetches trusting caCertPem (an IdentityProvider or the tests' stack info fits).
  */
-export async function startGraphStandIn(options: {
-  identityProvider: { authorityHost: string; caCertPem: string };
-  users?: Record<string, GraphUser[]>;
-}): Promise<GraphStandIn> {
+export async function startGraphStandIn(options: { identityProvider: { authorityHost: string; caCertPem: string }; users?: Record<string, GraphUser[]> }) {
   const directories = new Map(Object.entries(options.users ?? {}).map(([tenantId, users]) => [tenantId.toLowerCase(), users]));
   const verify = tokenVerifier(options.identityProvider);
   let failure: 400 | 503 | 'drop' | undefined;
@@ -133,8 +124,10 @@ export async function startGraphStandIn(options: {
   );
   baseUrl = `http://127.0.0.1:${await listen(server, 0, '127.0.0.1', 'Graph stand-in')}`;
   return {
+    /** 'http://127.0.0.1:<port>': the value for GRAPH_BASE_URL. */
     baseUrl,
-    setFailure(next) {
+    /** From now on every request fails this way (until called with undefined); 'drop' closes the connection unanswered. */
+    setFailure(next: typeof failure) {
       failure = next;
     },
     close: () => close(server),

@@ -40,8 +40,7 @@ export function plainAnswer(init: HttpResponseInit): Answer | undefined {
 }
 
 export async function answerOf(response: InstanceType<typeof HttpResponse>): Promise<Answer> {
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
+  const headers: Record<string, string | string[]> = Object.fromEntries(response.headers);
   const cookies = response.cookies.map((cookie) => `${cookie.name}=${cookie.value}`);
   if (cookies.length) headers['set-cookie'] = cookies;
   const body = response.body && !NULL_BODY_STATUSES.has(response.status) ? Buffer.from(await response.arrayBuffer()) : undefined;

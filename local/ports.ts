@@ -1,6 +1,7 @@
 /** The ports of `npm start`, from PORT and LOCAL_IDP_PORT; a port that is taken is told in one line naming the setting that moves it. */
-import { createServer } from 'node:net';
+import { createServer } from 'node:http';
 import { SETTINGS } from '../shared/settings.js';
+import { close, listen } from './embedded-http.js';
 
 /** A mistake the user can fix from its message alone: `npm start` prints the message, not a stack. */
 export class StartError extends Error {}
@@ -19,14 +20,12 @@ export function portSetting(name: PortSetting): number {
 export async function ensurePortFree(setting: PortSetting, port: number): Promise<void> {
   if (port === 0) return;
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EADDRINUSE') return reject(error);
-      const example = `${setting}=${port + 10 <= 65535 ? port + 10 : port - 10} npm start`;
-      reject(new StartError(`Port ${port}, ${WHAT[setting]}, is in use (another \`npm start\`?): set ${setting} to a free port, e.g. ${example}`));
-    });
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
+  await listen(server, port, '127.0.0.1', 'port check').catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EADDRINUSE') throw error;
+    const example = `${setting}=${port + 10 <= 65535 ? port + 10 : port - 10} npm start`;
+    throw new StartError(`Port ${port}, ${WHAT[setting]}, is in use (another \`npm start\`?): set ${setting} to a free port, e.g. ${example}`);
   });
+  await close(server);
 }
 
 /** Ends `npm start` with the one line a StartError says; anything else is a bug, and keeps its stack. */

@@ -1,8 +1,8 @@
 /** The functions an app registers with `@azure/functions-core` (locally local/functions-core, on NODE_PATH), and what the host does with each. */
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import functions, {
@@ -13,6 +13,7 @@ import functions, {
   type TimerTriggerOptions,
 } from '@azure/functions';
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from '@azure/identity';
+import { glob } from 'tinyglobby';
 import { z } from 'zod';
 
 // The library's classes are not visible to ESM's named-import detection, so they come from the default export.
@@ -55,17 +56,13 @@ const functionsCore = () =>
 /** Every function registered so far. */
 export const registrations = (): Registration[] => functionsCore().registrations;
 
-/** The files of package.json's `main` (a path or a `dir/*.js` pattern), as the worker resolves them. */
+/** The files of package.json's `main`, a path or a glob, as the worker resolves them (with globby; here tinyglobby), in name order. */
 export async function appFiles(appRoot: string): Promise<string[]> {
   const { main } = JSON.parse(await readFile(join(appRoot, 'package.json'), 'utf8')) as { main?: string };
   if (!main) throw new Error('package.json has no "main": the host would find no functions');
-  const pattern = resolve(appRoot, main);
-  const name = pattern.slice(dirname(pattern).length + 1);
-  if (!name.includes('*')) return [pattern];
-  if (dirname(pattern).includes('*')) throw new Error(`Only the file name of "main" may hold a wildcard: ${main}`);
-  const matcher = new RegExp(`^${name.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
-  const entries = (await readdir(dirname(pattern))).filter((entry) => matcher.test(entry)).sort();
-  return entries.map((entry) => join(dirname(pattern), entry));
+  const files = await glob(main, { cwd: appRoot, absolute: true });
+  if (files.length === 0) throw new Error(`Found zero files matching package.json's "main": ${main}`);
+  return files.sort();
 }
 
 /** Loads the app as the worker does (every file of `main`, then the `appStart` hooks): its functions but those `AzureWebJobs.<name>.Disabled` switches off. */

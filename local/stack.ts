@@ -179,7 +179,6 @@ export async function startHostProcess(options: HostProcessOptions) {
       PATH: process.env.PATH ?? '',
       NODE_PATH: join(root, 'local', 'functions-core'),
       ...(options.extraCaCerts ? { NODE_EXTRA_CA_CERTS: options.extraCaCerts } : {}),
-      LOCAL_APP_ROOT: functionApp,
       LOCAL_PORT: String(options.port),
     },
     stdio: ['ignore', output, output, 'ipc'],

@@ -47,12 +47,7 @@ if (stack.environment.CORS_ALLOWED_ORIGINS) console.log(`Browsers may call it fr
 if (stack.identityProvider) console.log('Get a token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');
 console.log('Press Ctrl+C to stop.\n');
 
-let stopping = false;
-async function stop(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  await stack.stop();
-  process.exit(0);
-}
-process.on('SIGINT', () => void stop());
-process.on('SIGTERM', () => void stop());
+// Serves until Ctrl+C or SIGTERM; a signal repeated while it stops changes nothing.
+await new Promise((resolve) => ['SIGINT', 'SIGTERM'].forEach((signal) => process.on(signal, resolve)));
+await stack.stop();
+process.exit(0);

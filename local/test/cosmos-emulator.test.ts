@@ -6,6 +6,7 @@ import { ChangeFeedStartFrom, CosmosClient, type Container } from '@azure/cosmos
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
 import { appRoot } from '../stack.js';
+import { heldPort } from '../../test/support/commands.js';
 import { waitFor } from '../../test/support/wait.js';
 import { temporaryEmulators } from './temporary-emulators.js';
 
@@ -398,5 +399,16 @@ describe('the embedded Cosmos DB', () => {
     await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: emulators.tls, dataDir })).rejects.toThrow(
       /holds the journals of a local database from before/,
     );
+  });
+
+  it('refuses a port that is taken with a message naming it, rather than end the process with an unhandled error', async () => {
+    const held = await heldPort();
+    try {
+      await expect(startCosmosEmulator({ port: held.port, host: '127.0.0.1', database: 'lms', tls: emulators.tls })).rejects.toThrow(
+        `The embedded Cosmos DB cannot listen on 127.0.0.1:${held.port}: the port is in use.`,
+      );
+    } finally {
+      await held.release();
+    }
   });
 });

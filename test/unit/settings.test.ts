@@ -56,7 +56,7 @@ describe('the list of settings', () => {
 
   it('has every setting that the app and the local stack read', async () => {
     // Not settings: Node's own variables, Azure's (WEBSITE_INSTANCE_ID), what the local stack hands its host process, and the listener's token.
-    const notSettings = new Set(['PATH', 'NODE_PATH', 'NODE_EXTRA_CA_CERTS', 'WEBSITE_INSTANCE_ID', 'LOCAL_APP_ROOT', 'LOCAL_PORT', 'TOKEN']);
+    const notSettings = new Set(['PATH', 'NODE_PATH', 'NODE_EXTRA_CA_CERTS', 'WEBSITE_INSTANCE_ID', 'LOCAL_PORT', 'TOKEN']);
     const read = /\b(?:process\.env|env|environment|hostEnvironment)\.(\w+)|\bgiven\((?:options\.)?settings, '(\w+)'\)|\bport\('(\w+)'/g;
     const unlisted: string[] = [];
     for (const folder of ['functions', 'shared', 'local', 'tools']) {
