@@ -2,8 +2,9 @@
  * Transactional batches (shared/data/batches.ts), in process, against the embedded Cosmos store of the
  * local stack started by this file: many writes to one partition cut into batches within Cosmos's
  * limits and sent in order, a delete that finds nothing counted as done (and the rest of its batch,
- * which Cosmos answers 424, sent again), any other failed operation failing the call, and a batch that
- * cannot be sent reported as the database being unavailable. The app reaches the store through a proxy
+ * which Cosmos answers 424, sent again), any other failed operation failing the call, a tally sent with
+ * each batch and made again from what it sends again, and a batch that cannot be sent reported as the
+ * database being unavailable. The app reaches the store through a proxy
  * (test/support/cosmos-proxy.ts) that counts the batches and can answer one itself.
  */
 import { randomUUID } from 'node:crypto';
@@ -205,6 +206,47 @@ describe('writing in batches', () => {
     answerNextBatch([201, 204, 399]);
     const operations = [create(tenantId, 'a'), remove(tenantId, 'b'), create(tenantId, 'c')];
     expect(await batchesOf(async () => writeInBatches(await tenantData(), tenantId, operations))).toHaveLength(1);
+  });
+});
+
+describe('writing in batches with a tally', () => {
+  /** A tally that adds the number of operations it is sent with to the `removed` of the document `tally`. */
+  const countOn =
+    (tenantId: string) =>
+    (operations: readonly OperationInput[]): OperationInput => ({
+      operationType: 'Patch',
+      id: 'tally',
+      partitionKey: tenantId,
+      resourceBody: { operations: [{ op: 'incr', path: '/removed', value: operations.length }] },
+    });
+
+  it('sends each batch with its tally first, 100 operations in all, made again from what a batch sends again: it counts what committed', async () => {
+    const tenantId = partition();
+    const names = ids(150);
+    await writeInBatches(await tenantData(), tenantId, [create(tenantId, 'tally', { removed: 0 }), ...names.map((id) => create(tenantId, id))]);
+    // Gone before the batches run: each makes Cosmos answer 404 for it and 424 for the rest of its batch, the tally too.
+    for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
+    const batches = await batchesOf(async () =>
+      writeInBatches(
+        await tenantData(),
+        tenantId,
+        names.map((id) => remove(tenantId, id)),
+        { tally: countOn(tenantId) },
+      ),
+    );
+    expect(await stored(tenantId)).toEqual([expect.objectContaining({ id: 'tally', removed: 147 })]);
+    // 99 deletes and the tally a batch: the first (doc-0000 to doc-0098) goes out three times, the second twice.
+    expect(batches).toHaveLength(5);
+    for (const batch of batches) expect(batch.body).toMatch(/^\[\{"operationType":"Patch","id":"tally"/);
+  });
+
+  it('fails when the tally fails, its status as the error’s code, and writes nothing of its batch', async () => {
+    const tenantId = partition();
+    await writeInBatches(await tenantData(), tenantId, [create(tenantId, 'kept')]);
+    const failure = writeInBatches(await tenantData(), tenantId, [remove(tenantId, 'kept')], { tally: countOn(tenantId) });
+    await expect(failure).rejects.toThrow('A batch write failed: Patch answered 404');
+    await expect(failure).rejects.toMatchObject({ code: 404 });
+    expect(await storedIds(tenantId)).toEqual(['kept']);
   });
 });
 
