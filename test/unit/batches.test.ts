@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Container, CreateOperationInput, OperationInput } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { MAX_OPERATIONS, sendBatch, writeInBatches } from '../../shared/data/batches.js';
+import { MAX_OPERATIONS, sendBatch, writeInBatches, type Tally } from '../../shared/data/batches.js';
 import { tenantData } from '../../shared/data/tenant-data.js';
 import { DependencyUnavailableError } from '../../shared/errors.js';
 import { type CosmosRequestRecord, isBatch, STORE_FAILURE } from '../support/cosmos-proxy.js';
@@ -42,6 +42,26 @@ async function batchesOf(work: () => Promise<unknown>): Promise<CosmosRequestRec
   const before = embedded.store.requests.length;
   await work();
   return embedded.store.requests.slice(before).filter(isBatch);
+}
+
+/** Deletes 150 documents in batches, three of them gone before the batches run: answers the batches sent. */
+async function deleteWithThreeGone(tenantId: string, options: { tally?: Tally } = {}): Promise<CosmosRequestRecord[]> {
+  const names = ids(150);
+  await writeInBatches(
+    await tenantData(),
+    tenantId,
+    names.map((id) => create(tenantId, id)),
+  );
+  // Each makes Cosmos answer 404 for it and 424 for the rest of its batch.
+  for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
+  return batchesOf(async () =>
+    writeInBatches(
+      await tenantData(),
+      tenantId,
+      names.map((id) => remove(tenantId, id)),
+      options,
+    ),
+  );
 }
 
 /** Answers the next batch with these per-operation statuses, as Cosmos shapes a batch's answer. */
@@ -139,21 +159,7 @@ describe('writing in batches', () => {
 
   it('counts a delete that finds nothing as done, and sends the rest of its batch again', async () => {
     const tenantId = partition();
-    const names = ids(150);
-    await writeInBatches(
-      await tenantData(),
-      tenantId,
-      names.map((id) => create(tenantId, id)),
-    );
-    // Gone before the batches run: each makes Cosmos answer 404 for it and 424 for the rest of its batch.
-    for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
-    const batches = await batchesOf(async () =>
-      writeInBatches(
-        await tenantData(),
-        tenantId,
-        names.map((id) => remove(tenantId, id)),
-      ),
-    );
+    const batches = await deleteWithThreeGone(tenantId);
     expect(await storedIds(tenantId)).toEqual([]);
     // Cosmos stops a batch at its first failure: the first batch goes out three times (404 at doc-0000,
     // then at doc-0057, then it runs), the second twice.
@@ -222,18 +228,9 @@ describe('writing in batches with a tally', () => {
 
   it('sends each batch with its tally first, 100 operations in all, made again from what a batch sends again: it counts what committed', async () => {
     const tenantId = partition();
-    const names = ids(150);
-    await writeInBatches(await tenantData(), tenantId, [create(tenantId, 'tally', { removed: 0 }), ...names.map((id) => create(tenantId, id))]);
-    // Gone before the batches run: each makes Cosmos answer 404 for it and 424 for the rest of its batch, the tally too.
-    for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
-    const batches = await batchesOf(async () =>
-      writeInBatches(
-        await tenantData(),
-        tenantId,
-        names.map((id) => remove(tenantId, id)),
-        { tally: countOn(tenantId) },
-      ),
-    );
+    await writeInBatches(await tenantData(), tenantId, [create(tenantId, 'tally', { removed: 0 })]);
+    // Each gone document makes Cosmos answer 424 for the tally too.
+    const batches = await deleteWithThreeGone(tenantId, { tally: countOn(tenantId) });
     expect(await stored(tenantId)).toEqual([expect.objectContaining({ id: 'tally', removed: 147 })]);
     // 99 deletes and the tally a batch: the first (doc-0000 to doc-0098) goes out three times, the second twice.
     expect(batches).toHaveLength(5);
