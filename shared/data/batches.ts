@@ -29,22 +29,30 @@ export async function sendBatch(container: Container, operations: readonly Opera
   }
 }
 
+/** An operation made from the operations of a batch and sent first in it (a count of them, say): it commits with exactly those. */
+export type Tally = (operations: readonly OperationInput[]) => OperationInput;
+
 /**
  * Sends one batch until each of its operations has either run or counts as done. A delete that
  * finds nothing (404) is done; a batch holding one is rolled back by Cosmos, which answers 424 for
- * the others, so those are sent again without it. Any other failure fails the call.
+ * the others, so those are sent again without it, with their tally made again. Any other failure
+ * fails the call, with the operation's status as the error's code.
  */
-async function runBatch(container: Container, partitionKey: PartitionKey, operations: readonly OperationInput[]): Promise<void> {
+async function runBatch(container: Container, partitionKey: PartitionKey, operations: readonly OperationInput[], tally: Tally | undefined): Promise<void> {
   let pending = operations;
   while (pending.length > 0) {
-    const result = await sendBatch(container, pending, partitionKey);
+    const tallied = tally?.(pending);
+    const sent = tallied ? [tallied, ...pending] : pending;
+    const result = await sendBatch(container, sent, partitionKey);
     const again: OperationInput[] = [];
-    pending.forEach((operation, index) => {
+    sent.forEach((operation, index) => {
       const status = result[index]?.statusCode;
       if (status === undefined) throw new Error(`A batch write got no answer for its ${operation.operationType} operation`);
-      if (status === FAILED_DEPENDENCY) again.push(operation);
-      else if (status >= 400 && !(status === 404 && operation.operationType === 'Delete')) {
-        throw new Error(`A batch write failed: ${operation.operationType} answered ${status}`);
+      // The tally is not sent again as it was: it is made again from what is.
+      if (status === FAILED_DEPENDENCY) {
+        if (operation !== tallied) again.push(operation);
+      } else if (status >= 400 && !(status === 404 && operation.operationType === 'Delete')) {
+        throw Object.assign(new Error(`A batch write failed: ${operation.operationType} answered ${status}`), { code: status });
       }
     });
     // Every 424 needs another operation's failure to cause it; all 424s would mean no progress.
@@ -57,19 +65,28 @@ async function runBatch(container: Container, partitionKey: PartitionKey, operat
  * Runs many writes to one logical partition as transactional batches, as few as the limits allow:
  * one round trip per batch, where the SDK's bulk executor waits to gather work. A 404 on a delete
  * counts as done (a concurrent delete got there first); any other failed operation fails the call.
+ * A `tally` goes first in each batch (which then holds one write fewer), made from the writes sent
+ * with it, so that it commits with them or not at all.
  */
-export async function writeInBatches(container: Container, partitionKey: PartitionKey, operations: readonly OperationInput[]): Promise<void> {
+export async function writeInBatches(
+  container: Container,
+  partitionKey: PartitionKey,
+  operations: readonly OperationInput[],
+  options: { tally?: Tally } = {},
+): Promise<void> {
+  const { tally } = options;
+  const most = tally ? MAX_OPERATIONS - 1 : MAX_OPERATIONS;
   let batch: OperationInput[] = [];
   let bytes = 0;
   for (const operation of operations) {
     const size = sizeOf(operation);
-    if (batch.length === MAX_OPERATIONS || (batch.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
-      await runBatch(container, partitionKey, batch);
+    if (batch.length === most || (batch.length > 0 && bytes + size > MAX_BATCH_BYTES)) {
+      await runBatch(container, partitionKey, batch, tally);
       batch = [];
       bytes = 0;
     }
     batch.push(operation);
     bytes += size;
   }
-  if (batch.length > 0) await runBatch(container, partitionKey, batch);
+  if (batch.length > 0) await runBatch(container, partitionKey, batch, tally);
 }

@@ -4,7 +4,7 @@ import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner, own
 import type { ExpectedVersion } from '../domain/versions.js';
 import { notFound } from '../errors.js';
 import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
-import { sendBatch, writeInBatches } from './batches.js';
+import { sendBatch, writeInBatches, type Tally } from './batches.js';
 import { eventWrite } from './events.js';
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
@@ -30,6 +30,8 @@ export interface ProjectDocument extends Project {
   nameSort: string;
   /** Set while a delete removes the project's tasks. */
   deleting?: true;
+  /** While it is deleted: the tasks removed so far, by every DELETE (what its `project.deleted` event counts). Never shown. */
+  deletedTaskCount?: number;
   _etag: string;
 }
 
@@ -143,11 +145,12 @@ export async function updateProject(principal: Principal, id: string, changes: U
 
 /**
  * Deletes a project and its tasks. The project is first marked as deleting, which hides it from
- * readers and from new task creates; then its tasks go, in batches; then the project itself,
- * together with its `project.deleted` event (one event: its tasks send none); then one last sweep.
+ * readers and from new task creates; then its tasks go, in batches, each batch counting what it
+ * removes on the project; then the project itself, together with its `project.deleted` event (one
+ * event: its tasks send none), which carries that count; then one last sweep.
  * A task create is guarded by the project in its transactional batch (stillWritable), so a create that
  * raced the delete either committed before the mark (and a sweep removes it) or fails. A delete that
- * stopped half way is finished by the next DELETE.
+ * stopped half way is finished by the next DELETE, and the count is of every task any of them removed.
  */
 export async function deleteProject(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
   const { tenantId } = principal;
@@ -170,17 +173,56 @@ export async function deleteProject(principal: Principal, id: string, expected: 
       change: (current) => ({ ...current, deleting: true as const }),
     });
   }
-  const deletedTasks = await deleteTasksOfProject(documents, tenantId, id);
-  const event = eventWrite(tenantId, { type: 'project.deleted', data: { id, deletedTasks } });
-  const result = await sendBatch(documents, [{ operationType: 'Delete', id, partitionKey: tenantId }, event], tenantId);
-  // 404: a concurrent DELETE finished first, and its batch wrote the event.
-  if (result[0]?.statusCode !== 204 && result[0]?.statusCode !== 404) throw batchFailure('Deleting a project', result);
-  // Now that no create can pass its guard, remove what slipped in while the first sweep ran.
-  await deleteTasksOfProject(documents, tenantId, id);
+  if (await sweepCounting(documents, tenantId, id)) await deleteWithEvent(documents, tenantId, id);
+  // Now that no create can pass its guard, remove what slipped in while the first sweep ran (the event is written: uncounted).
+  await writeInBatches(documents, tenantId, await taskDeletes(documents, tenantId, id));
 }
 
-/** Removes every task of the project, in transactional batches, and says how many there were. */
-async function deleteTasksOfProject(documents: Container, tenantId: string, id: string): Promise<number> {
+/**
+ * Removes the project's tasks, each transactional batch adding the tasks it removes to the project's
+ * `deletedTaskCount`: the count commits with the removals, once, and a batch sent again without the
+ * tasks already gone counts only those it removes. False when the project is gone (the count's patch
+ * finds nothing): a concurrent DELETE finished it, and its batch wrote the event.
+ */
+async function sweepCounting(documents: Container, tenantId: string, id: string): Promise<boolean> {
+  const countRemoved: Tally = (removals) => ({
+    operationType: 'Patch',
+    id,
+    partitionKey: tenantId,
+    resourceBody: { operations: [{ op: 'incr', path: '/deletedTaskCount', value: removals.length }] },
+  });
+  try {
+    await writeInBatches(documents, tenantId, await taskDeletes(documents, tenantId, id), { tally: countRemoved });
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 404) return false;
+    throw error;
+  }
+}
+
+/**
+ * Deletes the project with its `project.deleted` event, which carries the count read from the project,
+ * under the etag it was read with: a sweep that lands in between changes the etag (412), and the count
+ * is read again. Each such clash is a batch that removed tasks, and a marked project gets none, so
+ * this ends.
+ */
+async function deleteWithEvent(documents: Container, tenantId: string, id: string): Promise<void> {
+  for (;;) {
+    const project = await readDocument<ProjectDocument>(tenantId, id, projects.type);
+    // Gone: a concurrent DELETE finished first, and its batch wrote the event.
+    if (!project) return;
+    const event = eventWrite(tenantId, { type: 'project.deleted', data: { id, deletedTasks: project.deletedTaskCount ?? 0 } });
+    // The SDK's types leave ifMatch off a delete; Cosmos's batches take it.
+    const remove = { operationType: 'Delete', id, partitionKey: tenantId, ifMatch: project._etag } as OperationInput;
+    const result = await sendBatch(documents, [remove, event], tenantId);
+    const status = result[0]?.statusCode;
+    if (status === 204 || status === 404) return;
+    if (status !== 412) throw batchFailure('Deleting a project', result);
+  }
+}
+
+/** A delete of each task of the project. */
+async function taskDeletes(documents: Container, tenantId: string, id: string): Promise<OperationInput[]> {
   const query = {
     query: "SELECT c.id FROM c WHERE c.tenantId = @tenantId AND c.type = 'task' AND c.projectId = @projectId",
     parameters: [
@@ -189,10 +231,5 @@ async function deleteTasksOfProject(documents: Container, tenantId: string, id: 
     ],
   };
   const { resources: tasks } = await documents.items.query<{ id: string }>(query, { partitionKey: tenantId, maxItemCount: FULL_SCAN_PAGE }).fetchAll();
-  await writeInBatches(
-    documents,
-    tenantId,
-    tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId })),
-  );
-  return tasks.length;
+  return tasks.map(({ id: taskId }): OperationInput => ({ operationType: 'Delete', id: taskId, partitionKey: tenantId }));
 }

@@ -119,8 +119,9 @@ describe('round trips per operation', () => {
       resourceBody: taskDocument(HOME_TENANT, 900_000 + index, { projectId: project.body.id, title: `Task ${index}` }, 'seed', now),
     }));
     await writeInBatches(cosmos.client.database('lms').container('tenant-data'), HOME_TENANT, tasks);
-    // Read, mark as deleting, list the tasks, 5 batches of 100, delete the project, list again: 10.
-    expect(await cosmosRequests(() => call('DELETE', `/projects/${project.body.id}`), 204)).toBe(10);
+    // Read, mark as deleting, list the tasks, 6 batches of 99 deletes and their count, read the count,
+    // delete the project, list again: 12.
+    expect(await cosmosRequests(() => call('DELETE', `/projects/${project.body.id}`), 204)).toBe(12);
     expect((await call('GET', `/tasks?projectId=${project.body.id}`)).body).toEqual([]);
   });
 

@@ -2,14 +2,15 @@
  * Transactional batches (shared/data/batches.ts), in process, against the embedded Cosmos store of the
  * local stack started by this file: many writes to one partition cut into batches within Cosmos's
  * limits and sent in order, a delete that finds nothing counted as done (and the rest of its batch,
- * which Cosmos answers 424, sent again), any other failed operation failing the call, and a batch that
- * cannot be sent reported as the database being unavailable. The app reaches the store through a proxy
+ * which Cosmos answers 424, sent again), any other failed operation failing the call, a tally sent with
+ * each batch and made again from what it sends again, and a batch that cannot be sent reported as the
+ * database being unavailable. The app reaches the store through a proxy
  * (test/support/cosmos-proxy.ts) that counts the batches and can answer one itself.
  */
 import { randomUUID } from 'node:crypto';
 import type { Container, CreateOperationInput, OperationInput } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { MAX_OPERATIONS, sendBatch, writeInBatches } from '../../shared/data/batches.js';
+import { MAX_OPERATIONS, sendBatch, writeInBatches, type Tally } from '../../shared/data/batches.js';
 import { tenantData } from '../../shared/data/tenant-data.js';
 import { DependencyUnavailableError } from '../../shared/errors.js';
 import { type CosmosRequestRecord, isBatch, STORE_FAILURE } from '../support/cosmos-proxy.js';
@@ -41,6 +42,26 @@ async function batchesOf(work: () => Promise<unknown>): Promise<CosmosRequestRec
   const before = embedded.store.requests.length;
   await work();
   return embedded.store.requests.slice(before).filter(isBatch);
+}
+
+/** Deletes 150 documents in batches, three of them gone before the batches run: answers the batches sent. */
+async function deleteWithThreeGone(tenantId: string, options: { tally?: Tally } = {}): Promise<CosmosRequestRecord[]> {
+  const names = ids(150);
+  await writeInBatches(
+    await tenantData(),
+    tenantId,
+    names.map((id) => create(tenantId, id)),
+  );
+  // Each makes Cosmos answer 404 for it and 424 for the rest of its batch.
+  for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
+  return batchesOf(async () =>
+    writeInBatches(
+      await tenantData(),
+      tenantId,
+      names.map((id) => remove(tenantId, id)),
+      options,
+    ),
+  );
 }
 
 /** Answers the next batch with these per-operation statuses, as Cosmos shapes a batch's answer. */
@@ -138,21 +159,7 @@ describe('writing in batches', () => {
 
   it('counts a delete that finds nothing as done, and sends the rest of its batch again', async () => {
     const tenantId = partition();
-    const names = ids(150);
-    await writeInBatches(
-      await tenantData(),
-      tenantId,
-      names.map((id) => create(tenantId, id)),
-    );
-    // Gone before the batches run: each makes Cosmos answer 404 for it and 424 for the rest of its batch.
-    for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
-    const batches = await batchesOf(async () =>
-      writeInBatches(
-        await tenantData(),
-        tenantId,
-        names.map((id) => remove(tenantId, id)),
-      ),
-    );
+    const batches = await deleteWithThreeGone(tenantId);
     expect(await storedIds(tenantId)).toEqual([]);
     // Cosmos stops a batch at its first failure: the first batch goes out three times (404 at doc-0000,
     // then at doc-0057, then it runs), the second twice.
@@ -205,6 +212,38 @@ describe('writing in batches', () => {
     answerNextBatch([201, 204, 399]);
     const operations = [create(tenantId, 'a'), remove(tenantId, 'b'), create(tenantId, 'c')];
     expect(await batchesOf(async () => writeInBatches(await tenantData(), tenantId, operations))).toHaveLength(1);
+  });
+});
+
+describe('writing in batches with a tally', () => {
+  /** A tally that adds the number of operations it is sent with to the `removed` of the document `tally`. */
+  const countOn =
+    (tenantId: string) =>
+    (operations: readonly OperationInput[]): OperationInput => ({
+      operationType: 'Patch',
+      id: 'tally',
+      partitionKey: tenantId,
+      resourceBody: { operations: [{ op: 'incr', path: '/removed', value: operations.length }] },
+    });
+
+  it('sends each batch with its tally first, 100 operations in all, made again from what a batch sends again: it counts what committed', async () => {
+    const tenantId = partition();
+    await writeInBatches(await tenantData(), tenantId, [create(tenantId, 'tally', { removed: 0 })]);
+    // Each gone document makes Cosmos answer 424 for the tally too.
+    const batches = await deleteWithThreeGone(tenantId, { tally: countOn(tenantId) });
+    expect(await stored(tenantId)).toEqual([expect.objectContaining({ id: 'tally', removed: 147 })]);
+    // 99 deletes and the tally a batch: the first (doc-0000 to doc-0098) goes out three times, the second twice.
+    expect(batches).toHaveLength(5);
+    for (const batch of batches) expect(batch.body).toMatch(/^\[\{"operationType":"Patch","id":"tally"/);
+  });
+
+  it('fails when the tally fails, its status as the error’s code, and writes nothing of its batch', async () => {
+    const tenantId = partition();
+    await writeInBatches(await tenantData(), tenantId, [create(tenantId, 'kept')]);
+    const failure = writeInBatches(await tenantData(), tenantId, [remove(tenantId, 'kept')], { tally: countOn(tenantId) });
+    await expect(failure).rejects.toThrow('A batch write failed: Patch answered 404');
+    await expect(failure).rejects.toMatchObject({ code: 404 });
+    expect(await storedIds(tenantId)).toEqual(['kept']);
   });
 });
 

@@ -20,6 +20,7 @@ import {
   deleteProject,
   getProject,
   listProjects,
+  projects,
   projectSources,
   readProjectDocument,
   updateProject,
@@ -72,6 +73,23 @@ async function taskElsewhere(tenantId: string, projectId: string, number: number
 /** The transactional batch that deletes the project (with its event). */
 const isProjectDelete = (id: string) => (record: CosmosRequestRecord) =>
   isBatch(record) && record.body.includes('"operationType":"Delete"') && record.body.includes(`"id":"${id}"`) && record.body.includes('project.deleted');
+
+/** A transactional batch of a delete's sweep: it deletes tasks. */
+const isSweep = (record: CosmosRequestRecord) => isBatch(record) && record.body.includes('"operationType":"Delete"') && record.body.includes('"id":"TSK-');
+
+/** The second sweep batch to reach the store: the first one went through. */
+function secondSweep(): (record: CosmosRequestRecord) => boolean {
+  let sweeps = 0;
+  return (record) => isSweep(record) && ++sweeps === 2;
+}
+
+/** The store's answer to a transactional batch that it refused: 503 for the first operation, 424 for the rest. */
+const REFUSED_BATCH = {
+  status: 207,
+  body: [{ statusCode: 503, requestCharge: 0 }, ...Array.from({ length: 100 }, () => ({ statusCode: 424, requestCharge: 0 }))],
+};
+
+const deletedEventsOf = async (tenantId: string) => (await eventsOf(tenantId)).filter(({ type }) => type === 'project.deleted');
 
 const listQuery = (query: Partial<ListProjectsQuery> = {}): ListProjectsQuery => ({ sort: '-createdAt', limit: 50, cursor: undefined, ...query });
 
@@ -405,11 +423,62 @@ describe('deleteProject', () => {
     beforeRequest(embedded.store, isProjectDelete(id), () => deleteProject(principal, id, undefined));
     await deleteProject(principal, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
-    // The count is of the tasks the delete that writes the event removed: here the other one's sweep took them.
-    expect((await eventsOf(principal.tenantId)).filter(({ type }) => type === 'project.deleted')).toEqual([
-      { type: 'project.deleted', data: { id, deletedTasks: expect.any(Number) } },
-    ]);
+    // The event counts the task, though the delete that wrote it removed none: the other one's sweep took it.
+    expect(await deletedEventsOf(principal.tenantId)).toEqual([{ type: 'project.deleted', data: { id, deletedTasks: 1 } }]);
     expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+  });
+
+  it('of two at once, each removing some of the tasks, writes one event that counts them all', async () => {
+    const principal = adminCaller();
+    const { id } = await make(principal);
+    for (let number = 1; number <= 130; number++) await taskElsewhere(principal.tenantId, id, 2000 + number);
+    // After the first one's first sweep batch, the second one runs from start to end.
+    beforeRequest(embedded.store, secondSweep(), () => deleteProject(principal, id, undefined));
+    await deleteProject(principal, id, undefined);
+    expect(await stored(principal.tenantId, id)).toBeUndefined();
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+    expect(await deletedEventsOf(principal.tenantId)).toEqual([{ type: 'project.deleted', data: { id, deletedTasks: 130 } }]);
+  });
+
+  it('counts the tasks removed by a DELETE that stopped after its first sweep batch in the event of the one that finishes it', async () => {
+    const principal = adminCaller();
+    const project = await make(principal);
+    for (let number = 1; number <= 130; number++) await taskElsewhere(principal.tenantId, project.id, 2000 + number);
+    const interrupt = secondSweep();
+    embedded.store.intercept = (record) => (interrupt(record) ? REFUSED_BATCH : undefined);
+    await expect(deleteProject(principal, project.id, undefined)).rejects.toThrow(/answered 503/);
+    embedded.store.intercept = undefined;
+    const left = await taskIdsOf(principal.tenantId);
+    expect(left.length).toBeGreaterThan(0);
+    expect(left.length).toBeLessThan(130);
+    // The count kept on the project while it is deleted is not part of it: what it shows, and so its version, is as before.
+    const halfDeleted = (await stored(principal.tenantId, project.id))!;
+    expect(halfDeleted.deleting).toBe(true);
+    expect(projects.resourceOf(halfDeleted)).toEqual(project);
+    expect(versionOf(projects.resourceOf(halfDeleted))).toBe(versionOf(project));
+
+    await deleteProject(principal, project.id, undefined);
+    expect(await stored(principal.tenantId, project.id)).toBeUndefined();
+    expect(await taskIdsOf(principal.tenantId)).toEqual([]);
+    expect(await deletedEventsOf(principal.tenantId)).toEqual([{ type: 'project.deleted', data: { id: project.id, deletedTasks: 130 } }]);
+  });
+
+  it('reads the count again when another DELETE’s sweep removed tasks between its read of the project and its delete', async () => {
+    const principal = adminCaller();
+    const { tenantId } = principal;
+    const { id } = await make(principal);
+    for (let index = 0; index < 3; index++) await createTask(principal, { projectId: id, title: 'Work' }, undefined);
+    // Once the first one has read the count, a task slips in, and another DELETE sweeps it and stops before its own delete.
+    beforeRequest(embedded.store, isProjectDelete(id), async () => {
+      await taskElsewhere(tenantId, id, 5001);
+      embedded.store.intercept = (record) => (isProjectDelete(id)(record) ? REFUSED_BATCH : undefined);
+      await expect(deleteProject(principal, id, undefined)).rejects.toMatchObject({ code: 503 });
+      embedded.store.intercept = undefined;
+    });
+    await deleteProject(principal, id, undefined);
+    expect(await stored(tenantId, id)).toBeUndefined();
+    expect(await taskIdsOf(tenantId)).toEqual([]);
+    expect(await deletedEventsOf(tenantId)).toEqual([{ type: 'project.deleted', data: { id, deletedTasks: 4 } }]);
   });
 
   it('removes a task another instance created while the delete ran, and sends no task.deleted', async () => {
