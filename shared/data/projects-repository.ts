@@ -173,7 +173,8 @@ export async function deleteProject(principal: Principal, id: string, expected: 
       change: (current) => ({ ...current, deleting: true as const }),
     });
   }
-  if (await sweepCounting(documents, tenantId, id)) await deleteWithEvent(documents, tenantId, id);
+  await sweepCounting(documents, tenantId, id);
+  await deleteWithEvent(documents, tenantId, id);
   // Now that no create can pass its guard, remove what slipped in while the first sweep ran (the event is written: uncounted).
   await writeInBatches(documents, tenantId, await taskDeletes(documents, tenantId, id));
 }
@@ -181,10 +182,10 @@ export async function deleteProject(principal: Principal, id: string, expected: 
 /**
  * Removes the project's tasks, each transactional batch adding the tasks it removes to the project's
  * `deletedTaskCount`: the count commits with the removals, once, and a batch sent again without the
- * tasks already gone counts only those it removes. False when the project is gone (the count's patch
- * finds nothing): a concurrent DELETE finished it, and its batch wrote the event.
+ * tasks already gone counts only those it removes. It stops when the project is gone (the count's
+ * patch finds nothing): a concurrent DELETE finished it.
  */
-async function sweepCounting(documents: Container, tenantId: string, id: string): Promise<boolean> {
+async function sweepCounting(documents: Container, tenantId: string, id: string): Promise<void> {
   const countRemoved: Tally = (removals) => ({
     operationType: 'Patch',
     id,
@@ -193,10 +194,8 @@ async function sweepCounting(documents: Container, tenantId: string, id: string)
   });
   try {
     await writeInBatches(documents, tenantId, await taskDeletes(documents, tenantId, id), { tally: countRemoved });
-    return true;
   } catch (error) {
-    if ((error as { code?: unknown }).code === 404) return false;
-    throw error;
+    if ((error as { code?: unknown }).code !== 404) throw error;
   }
 }
 
