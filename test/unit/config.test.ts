@@ -73,8 +73,15 @@ describe('settings pasted with spaces around, or left blank', () => {
   const padded = (settings: Record<string, string>) => Object.fromEntries(Object.entries(settings).map(([name, value]) => [name, ` ${value} `]));
   const leftBlank = (names: string[]) => Object.fromEntries(names.map((name) => [name, ' ']));
 
-  // Each reader: settings it reads, and settings left blank beside them, which must read as not set.
-  it.each([
+  /** A reader, settings it reads, and settings left blank beside them, which must read as not set. */
+  interface Pasted {
+    reader: string;
+    read: (env: NodeJS.ProcessEnv) => unknown;
+    set: Record<string, string>;
+    blank: string[];
+  }
+
+  it.each<Pasted>([
     {
       reader: 'auth',
       read: readAuthSettings,
