@@ -62,6 +62,14 @@ async function storeFields(tenantId: string, jobId: string, fields: Partial<RagJ
 
 const activeJobConflict = (jobId: string) => ({ status: 409, messageKey: 'ragJobActive', params: { id: jobId }, options: { extra: { activeJobId: jobId } } });
 
+/** A job of a new tenant stored as ended (`status`) while the tenant's lock still names it: a lock left behind. */
+async function endedJobStillLocking(status: RagJobDocument['status']) {
+  const principal = adminCaller();
+  const ended = await createJob(principal, { mode: 'incremental' });
+  await storeFields(principal.tenantId, ended.jobId, { status });
+  return { principal, ended };
+}
+
 /** A job of a new tenant, Running with its batches planned (progress as given). */
 async function runningJob(principal: Principal = adminCaller()) {
   const job = await createJob(principal, { mode: 'incremental' });
@@ -123,9 +131,7 @@ describe('starting a job', () => {
   });
 
   it('releases a lock left behind by a job that ended, or is gone, and starts', async () => {
-    const principal = adminCaller();
-    const ended = await createJob(principal, { mode: 'incremental' });
-    await storeFields(principal.tenantId, ended.jobId, { status: 'Failed' });
+    const { principal } = await endedJobStillLocking('Failed');
     const next = await createJob(principal, { mode: 'incremental' });
     expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: next.jobId });
 
@@ -135,9 +141,7 @@ describe('starting a job', () => {
   });
 
   it('releases a left-behind lock that another start released first', async () => {
-    const principal = adminCaller();
-    const ended = await createJob(principal, { mode: 'incremental' });
-    await storeFields(principal.tenantId, ended.jobId, { status: 'Succeeded' });
+    const { principal } = await endedJobStillLocking('Succeeded');
     const isLockDelete = (record: CosmosRequestRecord) => record.method === 'DELETE' && record.path.endsWith(`/docs/${LOCK_ID}`);
     beforeRequest(embedded.store, isLockDelete, async () => {
       await direct().item(LOCK_ID, principal.tenantId).delete();
@@ -147,9 +151,7 @@ describe('starting a job', () => {
   });
 
   it('fails, storing nothing, when the left-behind lock cannot be released', async () => {
-    const principal = adminCaller();
-    const ended = await createJob(principal, { mode: 'incremental' });
-    await storeFields(principal.tenantId, ended.jobId, { status: 'Cancelled' });
+    const { principal, ended } = await endedJobStillLocking('Cancelled');
     embedded.store.intercept = (record) => (record.method === 'DELETE' ? STORE_FAILURE : undefined);
     expect((await errorOf(createJob(principal, { mode: 'incremental' }))).code).toBe(500);
     embedded.store.intercept = undefined;
