@@ -72,6 +72,21 @@ function noteEvent({ before, after }: { before: NoteDocument; after: NoteDocumen
   return { type: 'project.updated', data: { before: notes.resourceOf(before), ...(after ? { after: notes.resourceOf(after) } : { removed: true }) } };
 }
 
+/** Another instance replaces the note with these fields between this instance's read and its write. */
+function replacedMeanwhile(note: NoteDocument, fields: Partial<NoteDocument>): void {
+  beforeRequest(embedded.store, isBatch, async () => {
+    await direct()
+      .item(note.id, note.tenantId)
+      .replace({ ...note, ...fields });
+  });
+}
+
+/** The change wrote nothing: the note is as it was read, and its tenant has no event. */
+async function expectNothingWritten(note: NoteDocument): Promise<void> {
+  expect((await stored(note.tenantId, note.id))!._etag).toBe(note._etag);
+  expect(await eventsOf(note.tenantId)).toEqual([]);
+}
+
 const rename = (title: string) => (current: NoteDocument) => ({ ...current, title });
 const versionOfNote = (document: NoteDocument) => versionOf(notes.resourceOf(document));
 
@@ -195,8 +210,7 @@ describe('changing a document', () => {
     await expect(refused).rejects.toBeInstanceOf(ApiError);
     await expect(refused).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
     expect(attempt).not.toHaveBeenCalled();
-    expect((await stored(tenantId, before.id))!._etag).toBe(changed._etag);
-    expect(await eventsOf(tenantId)).toEqual([]);
+    await expectNothingWritten(changed);
   });
 
   it("answers the kind's 404 for a document that is absent, of another type, or hidden, and writes nothing", async () => {
@@ -212,8 +226,7 @@ describe('changing a document', () => {
       });
     }
     expect(attempt).not.toHaveBeenCalled();
-    expect((await stored(tenantId, archived.id))!._etag).toBe(archived._etag);
-    expect(await eventsOf(tenantId)).toEqual([]);
+    await expectNothingWritten(archived);
   });
 
   it('reads the document its own way when told, instead of as readers see it', async () => {
@@ -234,19 +247,14 @@ describe('changing a document', () => {
     await expect(failed).rejects.toMatchObject({ code: 409, message: 'A conditional write failed: 424,424,409' });
     await expect(failed).rejects.not.toBeInstanceOf(ApiError);
     expect(attempt).toHaveBeenCalledTimes(1);
-    expect((await stored(tenantId, before.id))!._etag).toBe(before._etag);
+    await expectNothingWritten(before);
     expect((await stored(tenantId, taken.id))!.title).toBe('First');
-    expect(await eventsOf(tenantId)).toEqual([]);
   });
 
   it('does not lose a change another instance wrote between its read and its write: it applies its own again, to what it finds', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(embedded.store, isBatch, async () => {
-      await direct()
-        .item(before.id, tenantId)
-        .replace({ ...before, title: 'Theirs', count: 10 });
-    });
+    replacedMeanwhile(before, { title: 'Theirs', count: 10 });
     const seen: number[] = [];
     const updated = await change(tenantId, before.id, {
       change: (current) => (seen.push(current.count), { ...current, count: current.count + 1 }),
@@ -264,11 +272,7 @@ describe('changing a document', () => {
   it('decides a removal again when another instance changed the document between its read and its delete', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(embedded.store, isBatch, async () => {
-      await direct()
-        .item(before.id, tenantId)
-        .replace({ ...before, title: 'Keep' });
-    });
+    replacedMeanwhile(before, { title: 'Keep' });
     await change(tenantId, before.id, { change: (current) => (current.title === 'Keep' ? { ...current, count: 1 } : REMOVE) });
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'Keep', count: 1 });
   });
@@ -276,11 +280,7 @@ describe('changing a document', () => {
   it('refuses with the 412 when another instance changed the resource between its read and its write, and writes nothing', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(embedded.store, isBatch, async () => {
-      await direct()
-        .item(before.id, tenantId)
-        .replace({ ...before, title: 'Theirs' });
-    });
+    replacedMeanwhile(before, { title: 'Theirs' });
     const refused = change(tenantId, before.id, { expected: [versionOfNote(before)], change: rename('Mine'), event: noteEvent });
     await expect(refused).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'Theirs' });
@@ -345,7 +345,7 @@ describe('changing a document', () => {
     const before = await storedNote(tenantId);
     embedded.store.intercept = (record) => (isBatch(record) ? ((embedded.store.intercept = undefined), { status: 200, body: [] }) : undefined);
     await expect(change(tenantId, before.id, { event: noteEvent })).rejects.toThrow(/^A conditional write failed: $/);
-    expect((await stored(tenantId, before.id))!._etag).toBe(before._etag);
+    await expectNothingWritten(before);
   });
 
   it('to one document within one instance take turns and never clash', async () => {
