@@ -65,6 +65,20 @@ const isTaskBatch = (tenantId: string) => (record: CosmosRequestRecord) =>
 const isTaskDelete = (tenantId: string) => (record: CosmosRequestRecord) =>
   isBatch(record) && record.body.includes(tenantId) && record.body.includes('task.deleted');
 const archivedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { status: 'Archived' });
+const removedElsewhere = (tenantId: string, projectId: string) => direct().item(projectId, tenantId).delete();
+/** A project delete's first step: the project marked, hidden from readers. */
+const markedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { deleting: true });
+
+/** Has another instance make `write` when the request `matches` reaches the store: after this instance's checks, before its write. */
+function meanwhile(matches: (record: CosmosRequestRecord) => boolean, write: () => Promise<unknown>): void {
+  beforeRequest(embedded.store, matches, async () => void (await write()));
+}
+
+/** Neither a task of the tenant nor a task event is stored. */
+async function expectNoTaskStored(tenantId: string): Promise<void> {
+  expect(await tasksOf(tenantId)).toEqual([]);
+  expect(await taskEvents(tenantId)).toEqual([]);
+}
 
 const listQuery = (query: Partial<ListTasksQuery> = {}): ListTasksQuery => ({ sort: '-createdAt', limit: 50, cursor: undefined, ...query });
 
@@ -149,17 +163,20 @@ describe('createTask', () => {
     const refused = make(principal, archived);
     await expect(refused).rejects.toBeInstanceOf(ApiError);
     await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived', params: { id: archived } });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
-    expect(await taskEvents(principal.tenantId)).toEqual([]);
+    await expectNoTaskStored(principal.tenantId);
   });
 
-  it('adds nothing to a project that a delete removed between the check and the write: 404', async () => {
+  // Another instance changes the project after the create checked it and before the create commits.
+  it.each([
+    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
+    ['marked by a delete', 404, 'projectNotFound', markedElsewhere],
+    ['archived', 409, 'projectArchived', archivedElsewhere],
+  ] as const)('adds nothing to a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), async () => void (await direct().item(projectId, principal.tenantId).delete()));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
-    expect(await taskEvents(principal.tenantId)).toEqual([]);
+    meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
+    await expect(make(principal, projectId)).rejects.toMatchObject({ status, messageKey });
+    await expectNoTaskStored(principal.tenantId);
   });
 
   it('answers a repeated Idempotency-Key with the first result and makes one task', async () => {
@@ -295,18 +312,23 @@ describe('updateTask', () => {
   it('is made again over what another instance changed meanwhile, losing neither', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<Task>(principal.tenantId, id, { description: 'Elsewhere' }));
+    meanwhile(isTaskBatch(principal.tenantId), () => storedChange<Task>(principal.tenantId, id, { description: 'Elsewhere' }));
     expect(await updateTask(principal, id, { title: 'Mine' }, undefined)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
     expect(await stored(principal.tenantId, id)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
   });
 
-  it('answers 404 projectNotFound when the project went between the check and the write', async () => {
+  // Another instance changes the project after the change checked it and before the change commits.
+  it.each([
+    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
+    ['archived', 409, 'projectArchived', archivedElsewhere],
+  ] as const)('changes no task of a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), async () => void (await direct().item(projectId, principal.tenantId).delete()));
-    await expect(updateTask(principal, id, { title: 'Orphan' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
+    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status, messageKey });
     expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
+    expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
   });
 
   it('answers 404 taskNotFound for another tenant’s task and a missing one, and changes nothing', async () => {
@@ -352,46 +374,20 @@ describe('deleteTask', () => {
 
 describe('a task write racing the archiving of its project', () => {
   // Another instance archives the project after the write checked it and before the write commits.
-  it('does not create the task: 409', async () => {
-    const principal = adminCaller();
-    const projectId = await projectOf(principal);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
-    expect(await taskEvents(principal.tenantId)).toEqual([]);
-  });
-
-  it('does not change the task: 409', async () => {
-    const principal = adminCaller();
-    const projectId = await projectOf(principal);
-    const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
-    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
-    expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
-    expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
-  });
-
   it('does not delete the task: 409', async () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
+    meanwhile(isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
     await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
-  });
-  it('does not create the task in a project a delete marked: 404', async () => {
-    const principal = adminCaller();
-    const projectId = await projectOf(principal);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { deleting: true }));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
   });
 
   it('goes through when the project changed otherwise: guarded writes wait for no one', async () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { name: 'Renamed' }));
+    meanwhile(isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { name: 'Renamed' }));
     expect(await updateTask(principal, id, { title: 'Still fine' }, undefined)).toMatchObject({ title: 'Still fine' });
     const batches = embedded.store.requests.filter(isTaskBatch(principal.tenantId));
     expect(await Promise.all([make(principal, projectId), make(principal, projectId), make(principal, projectId)])).toHaveLength(3);
