@@ -91,6 +91,14 @@ const REFUSED_BATCH = {
 
 const deletedEventsOf = async (tenantId: string) => (await eventsOf(tenantId)).filter(({ type }) => type === 'project.deleted');
 
+/** A transactional batch of this instance's that carries `text`. */
+const batchWith = (text: string) => (record: CosmosRequestRecord) => isBatch(record) && record.body.includes(text);
+
+/** Has another instance make `write` when the request `matches` reaches the store: after this instance's read, before its write. */
+function meanwhile(matches: (record: CosmosRequestRecord) => boolean, write: () => Promise<unknown>): void {
+  beforeRequest(embedded.store, matches, async () => void (await write()));
+}
+
 const listQuery = (query: Partial<ListProjectsQuery> = {}): ListProjectsQuery => ({ sort: '-createdAt', limit: 50, cursor: undefined, ...query });
 
 describe('createProject', () => {
@@ -304,11 +312,7 @@ describe('a project change racing its tasks’ writes', () => {
     const principal = adminCaller();
     const { id } = await make(principal);
     // A task is written between the project's read and its write: the guard it passed changed the project's document.
-    beforeRequest(
-      embedded.store,
-      (record) => isBatch(record) && record.body.includes('"name":"Renamed"'),
-      async () => void (await createTask(principal, { projectId: id, title: 'Meanwhile' }, undefined)),
-    );
+    meanwhile(batchWith('"name":"Renamed"'), () => createTask(principal, { projectId: id, title: 'Meanwhile' }, undefined));
     expect(await updateProject(principal, id, { name: 'Renamed' }, undefined)).toMatchObject({ name: 'Renamed' });
     expect(await stored(principal.tenantId, id)).toMatchObject({ name: 'Renamed', nameSort: 'renamed' });
     expect(await taskIdsOf(principal.tenantId)).toEqual(['TSK-1001']);
@@ -394,11 +398,7 @@ describe('deleteProject', () => {
   it('marks the project again when another instance changed it after the first read', async () => {
     const principal = adminCaller();
     const { id } = await make(principal);
-    beforeRequest(
-      embedded.store,
-      (record) => isBatch(record) && record.body.includes('"deleting":true'),
-      async () => void (await storedChange(principal.tenantId, id, { description: 'Changed elsewhere' })),
-    );
+    meanwhile(batchWith('"deleting":true'), () => storedChange(principal.tenantId, id, { description: 'Changed elsewhere' }));
     await deleteProject(principal, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
   });
@@ -406,11 +406,7 @@ describe('deleteProject', () => {
   it('is a 412 when another instance changed the project after the version asked was read', async () => {
     const principal = adminCaller();
     const read = await make(principal);
-    beforeRequest(
-      embedded.store,
-      (record) => isBatch(record) && record.body.includes('"deleting":true'),
-      async () => void (await storedChange(principal.tenantId, read.id, { name: 'Renamed elsewhere' })),
-    );
+    meanwhile(batchWith('"deleting":true'), () => storedChange(principal.tenantId, read.id, { name: 'Renamed elsewhere' }));
     await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412 });
     expect(await stored(principal.tenantId, read.id)).toMatchObject({ name: 'Renamed elsewhere' });
     expect((await stored(principal.tenantId, read.id))!.deleting).toBeUndefined();
@@ -420,7 +416,7 @@ describe('deleteProject', () => {
     const principal = adminCaller();
     const { id } = await make(principal);
     await createTask(principal, { projectId: id, title: 'Work' }, undefined);
-    beforeRequest(embedded.store, isProjectDelete(id), () => deleteProject(principal, id, undefined));
+    meanwhile(isProjectDelete(id), () => deleteProject(principal, id, undefined));
     await deleteProject(principal, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
     // The event counts the task, though the delete that wrote it removed none: the other one's sweep took it.
@@ -433,7 +429,7 @@ describe('deleteProject', () => {
     const { id } = await make(principal);
     for (let number = 1; number <= 130; number++) await taskElsewhere(principal.tenantId, id, 2000 + number);
     // After the first one's first sweep batch, the second one runs from start to end.
-    beforeRequest(embedded.store, secondSweep(), () => deleteProject(principal, id, undefined));
+    meanwhile(secondSweep(), () => deleteProject(principal, id, undefined));
     await deleteProject(principal, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
     expect(await taskIdsOf(principal.tenantId)).toEqual([]);
@@ -469,7 +465,7 @@ describe('deleteProject', () => {
     const { id } = await make(principal);
     for (let index = 0; index < 3; index++) await createTask(principal, { projectId: id, title: 'Work' }, undefined);
     // Once the first one has read the count, a task slips in, and another DELETE sweeps it and stops before its own delete.
-    beforeRequest(embedded.store, isProjectDelete(id), async () => {
+    meanwhile(isProjectDelete(id), async () => {
       await taskElsewhere(tenantId, id, 5001);
       embedded.store.intercept = (record) => (isProjectDelete(id)(record) ? REFUSED_BATCH : undefined);
       await expect(deleteProject(principal, id, undefined)).rejects.toMatchObject({ code: 503 });
@@ -485,7 +481,7 @@ describe('deleteProject', () => {
     const principal = adminCaller();
     const { id } = await make(principal);
     // Between the first sweep and the project's own delete, another instance adds a task that passed its guard.
-    beforeRequest(embedded.store, isProjectDelete(id), () => taskElsewhere(principal.tenantId, id, 5001));
+    meanwhile(isProjectDelete(id), () => taskElsewhere(principal.tenantId, id, 5001));
     await deleteProject(principal, id, undefined);
     expect(await taskIdsOf(principal.tenantId)).toEqual([]);
     expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created', 'project.deleted']);
