@@ -7,7 +7,7 @@
  * (test/support/cosmos-proxy.ts) that can fail a request or hold it while another writer gets there
  * first; the test reads and writes the store directly, as another instance would.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -37,8 +37,6 @@ import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// The list's cursors are signed.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 const LEASE_MS = 60_000;
 

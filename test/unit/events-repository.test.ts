@@ -6,7 +6,7 @@
  * are stored under the same ids next to the caller's, and the list's queries must name the caller's
  * partition, where Azure runs them (read at the proxy, test/support/cosmos-proxy.ts).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../shared/data/events.js';
@@ -17,8 +17,6 @@ import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// The list's cursors are signed.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 /** The store as another instance sees it: past the proxy, never held. */
 const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');

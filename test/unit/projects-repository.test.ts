@@ -8,7 +8,7 @@
  * (test/support/cosmos-proxy.ts) that can hold a request while another instance, which goes to the
  * store directly, writes first.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -33,8 +33,6 @@ import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// Lists hand out signed cursors.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 /** The store as another instance sees it: past the proxy, never held. */
 const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');

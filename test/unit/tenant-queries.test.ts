@@ -6,7 +6,7 @@
  * partition key it names (docs/local-stack.md): two tenants' documents stored side by side show that
  * the query's own `c.tenantId` condition keeps each tenant to its own.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Container, SqlQuerySpec } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import { listProjects, projectSources } from '../../shared/data/projects-repository.js';
@@ -15,9 +15,6 @@ import type { ListProjectsQuery } from '../../shared/schemas/projects.js';
 import type { ListTasksQuery } from '../../shared/schemas/tasks.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
-
-// The app reads its cursor signing key from its settings on first use.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 const embedded = embeddedStoreForTests();
 

@@ -6,7 +6,7 @@
  * reaches the store through a proxy (test/support/cosmos-proxy.ts) that counts its writes and can
  * fail one or hold it while another instance, which goes to the store directly, writes first.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -17,8 +17,6 @@ import { beforeRequest, type CosmosRequestRecord, STORE_FAILURE, writesIn } from
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
-// Lists hand out signed cursors.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 const MINUTE_MS = 60_000;
 const START = Date.parse('2027-03-01T09:00:00.000Z');

@@ -6,7 +6,7 @@
  * (test/support/cosmos-proxy.ts) that can hold a request while another instance, which goes to the
  * store directly, writes first.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -35,8 +35,6 @@ import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
 
 const embedded = embeddedStoreForTests();
-// Lists hand out signed cursors.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const SLOTS = Array.from({ length: 20 }, (_, index) => index + 1);
