@@ -12,6 +12,8 @@ export interface EmbeddedStore {
   cosmos: CosmosEmulator;
   /** What the app reaches: its settings point here. */
   store: CosmosProxy;
+  /** A container of the app's database as another instance reaches it: past the proxy, never held. */
+  direct(container?: 'tenant-data' | 'rag-index'): Container;
 }
 
 /**
@@ -21,6 +23,7 @@ export interface EmbeddedStore {
 export function embeddedStoreForTests(): EmbeddedStore {
   process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
   const parts = {} as EmbeddedStore;
+  parts.direct = (container = 'tenant-data') => parts.cosmos.client.database('lms').container(container);
   beforeAll(async () => {
     parts.cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: inject('trustedTls') });
     parts.store = await startCosmosProxy({ endpoint: parts.cosmos.endpoint, key: parts.cosmos.key, tls: inject('trustedTls') });

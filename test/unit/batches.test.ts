@@ -8,7 +8,7 @@
  * (test/support/cosmos-proxy.ts) that counts the batches and can answer one itself.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container, CreateOperationInput, OperationInput } from '@azure/cosmos';
+import type { CreateOperationInput, OperationInput } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import { MAX_OPERATIONS, sendBatch, writeInBatches, type Tally } from '../../shared/data/batches.js';
 import { tenantData } from '../../shared/data/tenant-data.js';
@@ -17,9 +17,6 @@ import { type CosmosRequestRecord, isBatch, STORE_FAILURE } from '../support/cos
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
-
-/** The store as another instance sees it: past the proxy. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 const partition = () => `batches-${randomUUID()}`;
 const body = (tenantId: string, id: string, more: Record<string, unknown> = {}) => ({ id, tenantId, type: 'batch-test', ...more });
@@ -32,7 +29,7 @@ const remove = (tenantId: string, id: string): OperationInput => ({ operationTyp
 const ids = (count: number, prefix = 'doc') => Array.from({ length: count }, (_, index) => `${prefix}-${String(index).padStart(4, '0')}`);
 
 async function stored(tenantId: string): Promise<Record<string, unknown>[]> {
-  const documents = await documentsOf<Record<string, unknown>>(direct(), tenantId, 'batch-test');
+  const documents = await documentsOf<Record<string, unknown>>(embedded.direct(), tenantId, 'batch-test');
   return documents.sort((a, b) => String(a.id).localeCompare(String(b.id)));
 }
 const storedIds = async (tenantId: string) => (await stored(tenantId)).map((document) => document.id);
@@ -53,7 +50,7 @@ async function deleteWithThreeGone(tenantId: string, options: { tally?: Tally } 
     names.map((id) => create(tenantId, id)),
   );
   // Each makes Cosmos answer 404 for it and 424 for the rest of its batch.
-  for (const id of [names[0]!, names[57]!, names[120]!]) await direct().item(id, tenantId).delete();
+  for (const id of [names[0]!, names[57]!, names[120]!]) await embedded.direct().item(id, tenantId).delete();
   return batchesOf(async () =>
     writeInBatches(
       await tenantData(),

@@ -9,7 +9,6 @@
  * store directly, writes first.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import { versionOf } from '../../shared/domain/versions.js';
@@ -34,18 +33,16 @@ import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
-
 async function stored<T = ProjectDocument>(tenantId: string, id: string): Promise<T | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<T & object>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<T & object>();
   return resource;
 }
 
 /** Changes a stored document as another writer would. */
 async function storedChange<T extends object = ProjectDocument>(tenantId: string, id: string, fields: Partial<T>): Promise<T> {
   const current = (await stored<T>(tenantId, id))!;
-  const { resource } = await direct()
+  const { resource } = await embedded
+    .direct()
     .item(id, tenantId)
     .replace({ ...current, ...fields });
   return resource as unknown as T;
@@ -53,11 +50,11 @@ async function storedChange<T extends object = ProjectDocument>(tenantId: string
 
 /** The tenant's events, as `type: data`, oldest first. */
 async function eventsOf(tenantId: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
-  const events = await documentsOf<EventDocument>(direct(), tenantId, 'event');
+  const events = await documentsOf<EventDocument>(embedded.direct(), tenantId, 'event');
   return events.sort((a, b) => a.timestamp.localeCompare(b.timestamp)).map(({ eventType, data }) => ({ type: eventType, data }));
 }
 
-const taskIdsOf = async (tenantId: string) => (await documentsOf<{ id: string }>(direct(), tenantId, 'task')).map(({ id }) => id).sort();
+const taskIdsOf = async (tenantId: string) => (await documentsOf<{ id: string }>(embedded.direct(), tenantId, 'task')).map(({ id }) => id).sort();
 
 async function make(principal: Principal, body: Partial<CreateProjectBody> = {}): Promise<Project> {
   return (await createProject(principal, { name: 'Apollo', ...body }, undefined)).resource;
@@ -65,7 +62,7 @@ async function make(principal: Principal, body: Partial<CreateProjectBody> = {})
 
 /** A task of the project, as another instance that passed its checks writes it. */
 async function taskElsewhere(tenantId: string, projectId: string, number: number): Promise<void> {
-  await direct().items.create(taskDocument(tenantId, number, { projectId, title: `Task ${number}` }, 'elsewhere'));
+  await embedded.direct().items.create(taskDocument(tenantId, number, { projectId, title: `Task ${number}` }, 'elsewhere'));
 }
 
 /** The transactional batch that deletes the project (with its event). */
@@ -144,7 +141,7 @@ describe('createProject', () => {
     const members = Array.from({ length: 500 }, (_, index) => `m${index}@contoso.test`);
     await expect(make(principal, { members })).rejects.toMatchObject({ status: 400, messageKey: 'tooManyMembers', params: { limit: 500 } });
     await expect(make({ ...principal, email: undefined })).rejects.toMatchObject({ status: 400, messageKey: 'ownerRequired' });
-    expect(await documentsOf(direct(), principal.tenantId, 'project')).toEqual([]);
+    expect(await documentsOf(embedded.direct(), principal.tenantId, 'project')).toEqual([]);
     expect(await eventsOf(principal.tenantId)).toEqual([]);
     expect((await make(principal, { members: members.slice(1) })).members).toHaveLength(500);
   });
@@ -155,13 +152,13 @@ describe('createProject', () => {
     const first = await createProject(principal, { name: 'Once' }, idempotency);
     const again = await createProject(principal, { name: 'Once' }, idempotency);
     expect(again).toEqual({ resource: first.resource, replayed: true });
-    expect(await documentsOf(direct(), principal.tenantId, 'project')).toHaveLength(1);
+    expect(await documentsOf(embedded.direct(), principal.tenantId, 'project')).toHaveLength(1);
     expect(await eventsOf(principal.tenantId)).toHaveLength(1);
   });
 });
 
 describe('getProject and readProjectDocument', () => {
-  it('answer 404 projectNotFound for another tenant’s project, a missing one, one being deleted, and another kind of document, naming at most 100 characters of the id', async () => {
+  it('answer 404 projectNotFound (the id cut to 100 characters) for another tenant’s project, a missing one, one being deleted, a task’s id', async () => {
     const principal = adminCaller();
     const { id } = await make(principal);
     const deleting = await make(principal);

@@ -435,7 +435,7 @@ describe('each step', () => {
     const done = (await readBatch(principal.tenantId, jobId, 0))!;
     expect(done.counts!.written).toBeGreaterThan(1);
     // The run was cut off after writing its chunks, before recording its counts.
-    const batchDocument = embedded.cosmos.client.database('lms').container('tenant-data').item(done.id, principal.tenantId);
+    const batchDocument = embedded.direct().item(done.id, principal.tenantId);
     await batchDocument.replace({ ...done, status: 'Planned', counts: null, hold: null });
     const before = embeddings.counts.inputs;
     await runBatch(principal.tenantId, jobId, 0, 'next-delivery');
@@ -549,7 +549,7 @@ describe('each step', () => {
     const { principal, jobId } = await plannedJobWith({ projects: 2, tasksPerProject: 0 }, { mode: 'full' });
     const { runBatch } = await jobs();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
-    const index = embedded.cosmos.client.database('lms').container('rag-index');
+    const index = embedded.direct('rag-index');
     const etags = async () =>
       (
         await index.items

@@ -7,7 +7,6 @@
  * instance, which goes to the store directly, writes first.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import { versionOf } from '../../shared/domain/versions.js';
@@ -22,30 +21,28 @@ import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
-
 async function stored<T extends object = Task & { priorityRank: number; _etag: string }>(tenantId: string, id: string): Promise<T | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<T>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<T>();
   return resource;
 }
 
 /** Changes a stored document as another writer (another instance, or time passing) would. */
 async function storedChange<T extends object>(tenantId: string, id: string, fields: Partial<T>): Promise<void> {
   const current = (await stored<T>(tenantId, id))!;
-  await direct()
+  await embedded
+    .direct()
     .item(id, tenantId)
     .replace({ ...current, ...fields });
 }
 
 /** The tenant's events, as `type: data`, oldest first. */
 async function eventsOf(tenantId: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
-  const events = await documentsOf<EventDocument>(direct(), tenantId, 'event');
+  const events = await documentsOf<EventDocument>(embedded.direct(), tenantId, 'event');
   return events.sort((a, b) => a.timestamp.localeCompare(b.timestamp)).map(({ eventType, data }) => ({ type: eventType, data }));
 }
 
 const taskEvents = async (tenantId: string) => (await eventsOf(tenantId)).filter(({ type }) => type.startsWith('task.'));
-const tasksOf = (tenantId: string) => documentsOf<Task>(direct(), tenantId, 'task');
+const tasksOf = (tenantId: string) => documentsOf<Task>(embedded.direct(), tenantId, 'task');
 
 async function projectOf(principal: Principal): Promise<string> {
   return (await createProject(principal, { name: 'Apollo' }, undefined)).resource.id;
@@ -63,7 +60,7 @@ const isTaskBatch = (tenantId: string) => (record: CosmosRequestRecord) =>
 const isTaskDelete = (tenantId: string) => (record: CosmosRequestRecord) =>
   isBatch(record) && record.body.includes(tenantId) && record.body.includes('task.deleted');
 const archivedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { status: 'Archived' });
-const removedElsewhere = (tenantId: string, projectId: string) => direct().item(projectId, tenantId).delete();
+const removedElsewhere = (tenantId: string, projectId: string) => embedded.direct().item(projectId, tenantId).delete();
 /** A project delete's first step: the project marked, hidden from readers. */
 const markedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { deleting: true });
 

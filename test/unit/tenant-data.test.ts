@@ -5,7 +5,7 @@
  * the store directly as another instance would, gets there first.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
+import type { JSONObject, OperationInput } from '@azure/cosmos';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -50,18 +50,16 @@ const notes: DocumentKind<NoteDocument, Note> = {
   hidden: { is: (document) => document.archived === true, where: 'IS_DEFINED(c.archived)' },
 };
 
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 /** The tenant's documents of one type, as another instance reads them. */
-const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(direct(), tenantId, type);
+const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(embedded.direct(), tenantId, type);
 
 async function storedNote(tenantId: string, fields: Partial<NoteDocument> = {}): Promise<NoteDocument> {
-  const { resource } = await direct().items.create({ id: `NOTE-${randomUUID()}`, tenantId, type: 'note', title: 'First', count: 0, ...fields });
+  const { resource } = await embedded.direct().items.create({ id: `NOTE-${randomUUID()}`, tenantId, type: 'note', title: 'First', count: 0, ...fields });
   return resource as unknown as NoteDocument;
 }
 
 async function stored(tenantId: string, id: string): Promise<NoteDocument | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<NoteDocument>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<NoteDocument>();
   return resource;
 }
 
@@ -75,7 +73,8 @@ function noteEvent({ before, after }: { before: NoteDocument; after: NoteDocumen
 /** Another instance replaces the note with these fields between this instance's read and its write. */
 function replacedMeanwhile(note: NoteDocument, fields: Partial<NoteDocument>): void {
   beforeRequest(embedded.store, isBatch, async () => {
-    await direct()
+    await embedded
+      .direct()
       .item(note.id, note.tenantId)
       .replace({ ...note, ...fields });
   });
@@ -110,7 +109,7 @@ describe('reading a document', () => {
     const tenantId = randomUUID();
     const visible = await storedNote(tenantId);
     const archived = await storedNote(tenantId, { archived: true });
-    await direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
+    await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     expect(await readDocument<NoteDocument>(tenantId, visible.id, 'note')).toMatchObject({ id: visible.id, title: 'First' });
     expect(await readDocument<NoteDocument>(tenantId, archived.id, 'note')).toMatchObject({ id: archived.id, archived: true });
     expect(await readDocument<NoteDocument>(tenantId, 'OTHER-1', 'note')).toBeUndefined();
@@ -123,7 +122,7 @@ describe('reading a document', () => {
     const tenantId = randomUUID();
     const visible = await storedNote(tenantId);
     const archived = await storedNote(tenantId, { archived: true });
-    await direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
+    await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     expect(await readVisible(notes, tenantId, visible.id)).toMatchObject({ id: visible.id, title: 'First' });
     for (const id of [archived.id, 'OTHER-1', 'NOTE-none']) {
       await expect(readVisible(notes, tenantId, id)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id } });
@@ -193,7 +192,8 @@ describe('changing a document', () => {
   it("compares the version of the resource, not the store's: bookkeeping written since does not make it stale", async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    await direct()
+    await embedded
+      .direct()
       .item(before.id, tenantId)
       .replace({ ...before, touchedAt: 'now' });
     await change(tenantId, before.id, { expected: [versionOfNote(before)] });
@@ -216,7 +216,7 @@ describe('changing a document', () => {
   it("answers the kind's 404 for a document that is absent, of another type, or hidden, and writes nothing", async () => {
     const tenantId = randomUUID();
     const archived = await storedNote(tenantId, { archived: true });
-    await direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
+    await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     const attempt = vi.fn(rename('Mine'));
     for (const id of [archived.id, 'OTHER-1', 'NOTE-none']) {
       await expect(change(tenantId, id, { change: attempt, event: noteEvent })).rejects.toMatchObject({
@@ -291,7 +291,7 @@ describe('changing a document', () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
     beforeRequest(embedded.store, isBatch, async () => {
-      await direct().item(before.id, tenantId).delete();
+      await embedded.direct().item(before.id, tenantId).delete();
     });
     const refused = change(tenantId, before.id, { event: noteEvent });
     await expect(refused).rejects.toBeInstanceOf(ApiError);
@@ -307,7 +307,8 @@ describe('changing a document', () => {
     // Another instance changes the note before each of this one's writes.
     embedded.store.intercept = async (record) => {
       if (isBatch(record))
-        await direct()
+        await embedded
+          .direct()
           .item(before.id, tenantId)
           .patch([{ op: 'incr', path: '/count', value: 1 }]);
       return undefined;
@@ -332,7 +333,8 @@ describe('changing a document', () => {
     let clashes = 24;
     embedded.store.intercept = async (record) => {
       if (isBatch(record) && clashes-- > 0)
-        await direct()
+        await embedded
+          .direct()
           .item(before.id, tenantId)
           .patch([{ op: 'incr', path: '/count', value: 1 }]);
       return undefined;
@@ -521,7 +523,7 @@ describe('creating a document', () => {
     // A record of two days ago appears just before the batch: the batch fails on it, and it is too old to answer with.
     beforeRequest(embedded.store, isBatch, async () => {
       const createdAt = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000).toISOString();
-      await direct().items.create({
+      await embedded.direct().items.create({
         id: recordId,
         tenantId: principal.tenantId,
         type: 'idempotency',
@@ -581,7 +583,7 @@ describe('creating a document', () => {
     const parent = await storedNote(principal.tenantId);
     const check = vi.fn(() => readVisible(notes, principal.tenantId, parent.id));
     beforeRequest(embedded.store, isBatch, async () => {
-      await direct().item(parent.id, principal.tenantId).delete();
+      await embedded.direct().item(parent.id, principal.tenantId).delete();
     });
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const refused = create(principal, {

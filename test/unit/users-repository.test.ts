@@ -7,7 +7,6 @@
  * fail one or hold it while another instance, which goes to the store directly, writes first.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import { getCurrentUser, listRecordedUsers, recordCaller } from '../../shared/data/users-repository.js';
@@ -23,9 +22,6 @@ const START = Date.parse('2027-03-01T09:00:00.000Z');
 const at = (minutes: number) => START + minutes * MINUTE_MS;
 const iso = (minutes: number) => new Date(at(minutes)).toISOString();
 
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
-
 function caller(overrides: Partial<Principal> = {}): Principal {
   return {
     tenantId: randomUUID(),
@@ -40,7 +36,7 @@ function caller(overrides: Partial<Principal> = {}): Principal {
 }
 
 async function stored(principal: Principal): Promise<Record<string, unknown> | undefined> {
-  const { resource } = await direct().item(principal.objectId, principal.tenantId).read<Record<string, unknown>>();
+  const { resource } = await embedded.direct().item(principal.objectId, principal.tenantId).read<Record<string, unknown>>();
   return resource;
 }
 
@@ -139,7 +135,7 @@ describe('recording a caller', () => {
     const kim = caller();
     const earlier = '2026-01-01T00:00:00.000Z';
     const theirs = { id: kim.objectId, tenantId: kim.tenantId, type: 'user', email: 'old@contoso.test', displayName: 'Old', nameSort: 'old', roles: [] };
-    await direct().items.create({ ...theirs, createdAt: earlier, lastSeenAt: earlier });
+    await embedded.direct().items.create({ ...theirs, createdAt: earlier, lastSeenAt: earlier });
     const writes = await writesOf(() => recordCaller(kim, at(0)));
     expect(writes.map((write) => write.method)).toEqual(['PATCH']);
     expect(await getCurrentUser(kim)).toEqual({
@@ -156,7 +152,7 @@ describe('recording a caller', () => {
     const kim = caller();
     const theirs = { id: kim.objectId, tenantId: kim.tenantId, type: 'user', email: 'kim@contoso.test', displayName: 'Kim Lee', nameSort: 'kim lee' };
     beforeRequest(embedded.store, isCreate, async () => {
-      await direct().items.create({ ...theirs, roles: ['LMS.Reader'], createdAt: iso(-1), lastSeenAt: iso(-1) });
+      await embedded.direct().items.create({ ...theirs, roles: ['LMS.Reader'], createdAt: iso(-1), lastSeenAt: iso(-1) });
     });
     await recordCaller(kim, at(0));
     expect(await getCurrentUser(kim)).toMatchObject({ createdAt: iso(-1), lastSeenAt: iso(-1) });
