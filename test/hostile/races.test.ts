@@ -13,16 +13,15 @@ import { logsAreClean } from '../support/secrets-and-logs.js';
 import { token } from '../support/stack.js';
 
 const unique = () => Math.random().toString(36).slice(2, 10);
+/** The administrator's token: every request of this file is theirs. */
+const bearer = await token({ roles: ['LMS.Admin'] });
 
 let host: OwnHost;
 let call: ReturnType<typeof apiAt>;
-/** The administrator's token: every request of this file is theirs. */
-let bearer: string;
 
 beforeAll(async () => {
   host = await startOwnHost(sharedStackSettings());
   call = apiAt(host.url);
-  bearer = await token({ roles: ['LMS.Admin'] });
 });
 
 afterAll(stopOwnHosts);
