@@ -5,20 +5,18 @@
  * credential the local host makes of `<connection>__credential` and `__clientId`.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CosmosClient } from '@azure/cosmos';
 import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential } from '@azure/identity';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { decodeJwt, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../azurite.js';
+import type { AzuriteQueue } from '../azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
 import { startIdentityProvider, type IdentityProvider } from '../identity-provider.js';
 import { connectionSetting } from '../registrations.js';
+import { startOAuthAzurite } from '../../test/support/oauth-azurite.js';
 
 const SYSTEM_ASSIGNED = randomUUID();
 const USER_ASSIGNED = randomUUID();
@@ -27,11 +25,9 @@ const STORAGE = 'https://storage.azure.com';
 const tls = inject('trustedTls');
 
 let provider: IdentityProvider;
-let folder: string;
 const saved = { IDENTITY_ENDPOINT: process.env.IDENTITY_ENDPOINT, IDENTITY_HEADER: process.env.IDENTITY_HEADER };
 
 beforeAll(async () => {
-  folder = await mkdtemp(join(tmpdir(), 'managed-identity-test-'));
   provider = await startIdentityProvider({
     tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID],
     clientId: LOCAL_CLIENT_ID,
@@ -47,7 +43,6 @@ afterAll(async () => {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   await provider?.close();
-  await rm(folder, { recursive: true, force: true });
 });
 
 /** A credential that hands out one token, as a client would send it. */
@@ -205,10 +200,7 @@ describe("Azurite's basic OAuth", () => {
   let azurite: AzuriteQueue;
 
   beforeAll(async () => {
-    const files = { certPath: join(folder, 'cert.pem'), keyPath: join(folder, 'key.pem') };
-    await writeFile(files.certPath, tls.cert);
-    await writeFile(files.keyPath, tls.key, { mode: 0o600 });
-    azurite = await startAzuriteQueue({ tls: files });
+    azurite = await startOAuthAzurite(tls);
   });
 
   afterAll(() => azurite?.close());

@@ -6,14 +6,12 @@
  * which an embedded Cosmos DB that checks Entra tokens and an Azurite with OAuth take.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
+import type { AzuriteQueue } from '../../local/azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.js';
+import { startOAuthAzurite } from '../support/oauth-azurite.js';
 import { startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';
 import { apiAt, CLIENT_ID, uniqueEmail } from '../support/stack.js';
 
@@ -25,7 +23,6 @@ const STORAGE = 'https://storage.azure.com';
 // The certificate the hosts of the tests trust (NODE_EXTRA_CA_CERTS).
 const tls = inject('trustedTls');
 
-let folder: string;
 let provider: IdentityProvider;
 let cosmos: CosmosEmulator;
 let azurite: AzuriteQueue;
@@ -33,7 +30,6 @@ let host: OwnHost;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  folder = await mkdtemp(join(tmpdir(), 'identity-connections-'));
   const managedIdentities = { systemAssigned: SYSTEM_ASSIGNED, userAssigned: [COSMOS_IDENTITY, STORAGE_IDENTITY] };
   provider = await startIdentityProvider({ tenants: [TENANT], clientId: CLIENT_ID, tls, managedIdentities });
   cosmos = await startCosmosEmulator({
@@ -43,10 +39,7 @@ beforeAll(async () => {
     tls,
     entra: { keys: provider.keys, authorityHost: provider.authorityHost, tenantId: TENANT },
   });
-  const files = { certPath: join(folder, 'cert.pem'), keyPath: join(folder, 'key.pem') };
-  await writeFile(files.certPath, tls.cert);
-  await writeFile(files.keyPath, tls.key, { mode: 0o600 });
-  azurite = await startAzuriteQueue({ tls: files });
+  azurite = await startOAuthAzurite(tls);
   // The first attempt fails: the retry goes on the queue, the one way a delivery takes through storage.
   receiver = await startWebhookReceiver({ answer: (_delivery, index) => (index === 0 ? 500 : 200) });
   host = await startOwnHost({
@@ -77,7 +70,6 @@ afterAll(async () => {
   await azurite?.close();
   await cosmos?.close();
   await provider?.close();
-  if (folder) await rm(folder, { recursive: true, force: true });
 });
 
 it("creates and reads back over the API, and delivers the webhook, every hop signed in as the connection's managed identity", async () => {

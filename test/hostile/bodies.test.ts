@@ -243,6 +243,11 @@ async function expectRefused(
 
 const fieldOf = (label: string) => label.split(' ')[0];
 
+/** Every field of the endpoint given each value `make` names for it is a 400 whose details name that field. */
+function expectRefusedInEveryField(endpoint: WriteEndpoint, cases: CaseCounter, make: (field: Field) => [string, unknown][]) {
+  return expectRefused(endpoint, cases, fieldCases(endpoint, make), [400], { detailFor: fieldOf });
+}
+
 // ------------------------------------------------------------------ the tests
 
 for (const endpoint of ENDPOINTS) {
@@ -354,34 +359,22 @@ for (const endpoint of ENDPOINTS) {
     });
 
     hostileTest('NUL bytes and lone surrogates in every text field (400)', async (cases) => {
-      await expectRefused(
-        endpoint,
-        cases,
-        fieldCases(endpoint, (field) => {
-          const value = validValue(field);
-          const wrap = (text: string) => (isList(field) ? [text] : text);
-          return [
-            ['with a NUL byte', wrap(`${value.slice(0, 3)}\u0000${value.slice(3)}`)],
-            ['ending in a NUL byte', wrap(`${value}\u0000`)],
-            ['with a lone high surrogate', wrap(`${value}\ud800`)],
-            ['with a lone low surrogate', wrap(`\udc00${value}`)],
-            ['with a reversed surrogate pair', wrap(`${value}\ude00\ud83d`)],
-            ['with an escape control character', wrap(`${value}\u001b[31m`)],
-          ];
-        }),
-        [400],
-        { detailFor: fieldOf },
-      );
+      await expectRefusedInEveryField(endpoint, cases, (field) => {
+        const value = validValue(field);
+        const wrap = (text: string) => (isList(field) ? [text] : text);
+        return [
+          ['with a NUL byte', wrap(`${value.slice(0, 3)}\u0000${value.slice(3)}`)],
+          ['ending in a NUL byte', wrap(`${value}\u0000`)],
+          ['with a lone high surrogate', wrap(`${value}\ud800`)],
+          ['with a lone low surrogate', wrap(`\udc00${value}`)],
+          ['with a reversed surrogate pair', wrap(`${value}\ude00\ud83d`)],
+          ['with an escape control character', wrap(`${value}\u001b[31m`)],
+        ];
+      });
     });
 
     hostileTest('strings and lists over the limits in every field (400)', async (cases) => {
-      await expectRefused(
-        endpoint,
-        cases,
-        fieldCases(endpoint, (field) => [[`one over its limit of ${field.max}`, tooLong(field)]]),
-        [400],
-        { detailFor: fieldOf },
-      );
+      await expectRefusedInEveryField(endpoint, cases, (field) => [[`one over its limit of ${field.max}`, tooLong(field)]]);
     });
 
     hostileTest('objects with 10,000 members and lists of 10,000 items (400)', async (cases) => {
@@ -402,29 +395,23 @@ for (const endpoint of ENDPOINTS) {
     });
 
     hostileTest('numbers, booleans, objects and lists where strings belong, and the reverse (400)', async (cases) => {
-      await expectRefused(
-        endpoint,
-        cases,
-        fieldCases(endpoint, (field) =>
-          isList(field)
-            ? [
-                ['as a single string', validValue(field)],
-                ['as a number', 5],
-                ['as an object', { 0: validValue(field) }],
-                ['holding a number', [1001]],
-                ['holding a list', [[validValue(field)]]],
-                ['holding null', [null]],
-              ]
-            : [
-                ['as a number', 5],
-                ['as a huge number', 1e308],
-                ['as true', true],
-                ['as an object', { value: validValue(field) }],
-                ['as a list', [validValue(field)]],
-              ],
-        ),
-        [400],
-        { detailFor: fieldOf },
+      await expectRefusedInEveryField(endpoint, cases, (field) =>
+        isList(field)
+          ? [
+              ['as a single string', validValue(field)],
+              ['as a number', 5],
+              ['as an object', { 0: validValue(field) }],
+              ['holding a number', [1001]],
+              ['holding a list', [[validValue(field)]]],
+              ['holding null', [null]],
+            ]
+          : [
+              ['as a number', 5],
+              ['as a huge number', 1e308],
+              ['as true', true],
+              ['as an object', { value: validValue(field) }],
+              ['as a list', [validValue(field)]],
+            ],
       );
     });
 

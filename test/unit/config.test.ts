@@ -69,56 +69,61 @@ describe('auth settings', () => {
 });
 
 describe('settings pasted with spaces around, or left blank', () => {
-  it('read as without the spaces; a blank one is one not set', () => {
-    const settings = readAuthSettings({
-      AUTH_TENANT_ID: ` ${TENANT} `,
-      AUTH_CLIENT_ID: ' abc ',
-      AUTH_DEFAULT_ROLE: ' LMS.Reader ',
-      AUTH_AUTHORITY_HOST: '  ',
-    });
-    expect(settings).toMatchObject({
-      homeTenantId: TENANT,
-      clientId: 'abc',
-      audiences: ['api://abc', 'abc'],
-      defaultRole: 'LMS.Reader',
-      authorityHost: 'https://login.microsoftonline.com',
-    });
-    expect(readGraphSettings({ GRAPH_BASE_URL: ' ', GRAPH_RESOURCE: ' ' })).toEqual({
-      baseUrl: 'https://graph.microsoft.com',
-      resource: 'https://graph.microsoft.com',
-    });
-    const queues = readQueueSettings({
-      AzureWebJobsStorage: ' ',
-      AzureWebJobsStorage__queueServiceUri: ' https://acct.queue.core.windows.net ',
-      AzureWebJobsStorage__clientId: ' ',
-      RAG_QUEUE_NAME: ' rag ',
-      WEBHOOKS_QUEUE_NAME: ' hooks ',
-    });
-    expect(queues).toEqual({
-      connection: { serviceUri: 'https://acct.queue.core.windows.net', managedIdentity: false, clientId: undefined },
-      ragQueueName: 'rag',
-      webhooksQueueName: 'hooks',
-    });
-    expect(readQueueSettings({ AzureWebJobsStorage: ' UseDevelopmentStorage=true ' }).connection).toEqual({ connectionString: 'UseDevelopmentStorage=true' });
-    expect(readQueueSettings({ AzureWebJobsStorage__queueServiceUri: 'https://q', AzureWebJobsStorage__clientId: ' c2 ' }).connection).toMatchObject({
-      clientId: 'c2',
-    });
-    const cosmos = readCosmosSettings({
-      COSMOS_CONNECTION: ' ',
-      COSMOS_CONNECTION__accountEndpoint: ' https://acct.documents.azure.com/ ',
-      COSMOS_DATABASE: ' lms ',
-    });
-    expect(cosmos).toEqual({
-      connection: { accountEndpoint: 'https://acct.documents.azure.com/', managedIdentity: false, clientId: undefined },
-      database: 'lms',
-    });
-    expect(readCosmosSettings({ COSMOS_CONNECTION: ' AccountEndpoint=https://a/;AccountKey=k; ', COSMOS_DATABASE: 'lms' }).connection).toEqual({
-      connectionString: 'AccountEndpoint=https://a/;AccountKey=k;',
-    });
-    expect(readWebhookSettings({ WEBHOOKS_ALLOW_LOOPBACK: 'true', WEBSITE_INSTANCE_ID: ' ' }).allowLoopback).toBe(true);
-    const certificatePath = '/keys/obo.pem';
-    expect(readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: ' ', AUTH_CLIENT_CERTIFICATE_PATH: ` ${certificatePath} ` })).toEqual({ certificatePath });
-    expect(readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: ' s3cret ', AUTH_CLIENT_CERTIFICATE_PATH: ' ' })).toEqual({ secret: 's3cret' });
+  /** Each value with spaces around it, as a setting pasted with them. */
+  const padded = (settings: Record<string, string>) => Object.fromEntries(Object.entries(settings).map(([name, value]) => [name, ` ${value} `]));
+  const leftBlank = (names: string[]) => Object.fromEntries(names.map((name) => [name, ' ']));
+
+  /** A reader, settings it reads, and settings left blank beside them, which must read as not set. */
+  interface Pasted {
+    reader: string;
+    read: (env: NodeJS.ProcessEnv) => unknown;
+    set: Record<string, string>;
+    blank: string[];
+  }
+
+  it.each<Pasted>([
+    {
+      reader: 'auth',
+      read: readAuthSettings,
+      set: { AUTH_TENANT_ID: TENANT, AUTH_CLIENT_ID: 'abc', AUTH_DEFAULT_ROLE: 'LMS.Reader' },
+      blank: ['AUTH_AUTHORITY_HOST'],
+    },
+    { reader: 'Graph', read: readGraphSettings, set: {}, blank: ['GRAPH_BASE_URL', 'GRAPH_RESOURCE'] },
+    {
+      reader: 'queue (a service URI)',
+      read: readQueueSettings,
+      set: { AzureWebJobsStorage__queueServiceUri: 'https://acct.queue.core.windows.net', RAG_QUEUE_NAME: 'rag', WEBHOOKS_QUEUE_NAME: 'hooks' },
+      blank: ['AzureWebJobsStorage', 'AzureWebJobsStorage__clientId'],
+    },
+    {
+      reader: 'queue (a user-assigned identity)',
+      read: readQueueSettings,
+      set: { AzureWebJobsStorage__queueServiceUri: 'https://q', AzureWebJobsStorage__clientId: 'c2' },
+      blank: [],
+    },
+    { reader: 'queue (a connection string)', read: readQueueSettings, set: { AzureWebJobsStorage: 'UseDevelopmentStorage=true' }, blank: [] },
+    {
+      reader: 'Cosmos (an account endpoint)',
+      read: readCosmosSettings,
+      set: { COSMOS_CONNECTION__accountEndpoint: 'https://acct.documents.azure.com/', COSMOS_DATABASE: 'lms' },
+      blank: ['COSMOS_CONNECTION'],
+    },
+    {
+      reader: 'Cosmos (a connection string)',
+      read: readCosmosSettings,
+      set: { COSMOS_CONNECTION: 'AccountEndpoint=https://a/;AccountKey=k;', COSMOS_DATABASE: 'lms' },
+      blank: [],
+    },
+    { reader: 'webhook', read: readWebhookSettings, set: { WEBHOOKS_ALLOW_LOOPBACK: 'true' }, blank: ['WEBSITE_INSTANCE_ID'] },
+    {
+      reader: 'On-Behalf-Of (a certificate)',
+      read: readOnBehalfOfCredential,
+      set: { AUTH_CLIENT_CERTIFICATE_PATH: '/keys/obo.pem' },
+      blank: ['AUTH_CLIENT_SECRET'],
+    },
+    { reader: 'On-Behalf-Of (a secret)', read: readOnBehalfOfCredential, set: { AUTH_CLIENT_SECRET: 's3cret' }, blank: ['AUTH_CLIENT_CERTIFICATE_PATH'] },
+  ])('$reader: read as without the spaces; a blank one is one not set', ({ read, set, blank }) => {
+    expect(read({ ...padded(set), ...leftBlank(blank) })).toEqual(read(set));
   });
 
   it('refuse a tenant that is not a GUID and an authority host or Graph URL that is not a URL', () => {

@@ -7,8 +7,7 @@
  * (test/support/cosmos-proxy.ts) that can fail a request or hold it while another writer gets there
  * first; the test reads and writes the store directly, as another instance would.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import {
@@ -37,26 +36,22 @@ import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// The list's cursors are signed.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
 
 const LEASE_MS = 60_000;
 
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
-
 async function stored<T = DeliveryDocument>(tenantId: string, id: string): Promise<T | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<T & object>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<T & object>();
   return resource;
 }
 
-const deliveriesStored = (tenantId: string) => documentsOf<DeliveryDocument>(direct(), tenantId, 'delivery');
-const eventsStored = (tenantId: string) => documentsOf<EventDocument>(direct(), tenantId, 'event');
+const deliveriesStored = (tenantId: string) => documentsOf<DeliveryDocument>(embedded.direct(), tenantId, 'delivery');
+const eventsStored = (tenantId: string) => documentsOf<EventDocument>(embedded.direct(), tenantId, 'event');
 
 /** Sets fields of a stored document as another instance (or time passing) would, past the proxy. */
 async function storeFields<D extends { id: string; tenantId: string }>(document: D, fields: Partial<D>): Promise<D> {
   const current = (await stored<D>(document.tenantId, document.id))!;
-  const { resource } = await direct()
+  const { resource } = await embedded
+    .direct()
     .item(document.id, document.tenantId)
     .replace({ ...current, ...fields });
   return resource as unknown as D;
@@ -80,7 +75,7 @@ function subscriptionOf(fields: Partial<WebhookDocument> = {}): WebhookDocument 
 
 /** An event of the tenant as a change writes it, stored unless told otherwise. */
 async function storedEvent(tenantId: string, type: EventType = 'project.created'): Promise<EventDocument> {
-  const { resource } = await direct().items.create(eventDocument(tenantId, { type, data: { id: `PRJ-${randomUUID()}` } }));
+  const { resource } = await embedded.direct().items.create(eventDocument(tenantId, { type, data: { id: `PRJ-${randomUUID()}` } }));
   return resource as unknown as EventDocument;
 }
 
@@ -225,7 +220,7 @@ describe('makeDeliveries', () => {
     // Another instance makes the second delivery while this one's batch is on its way.
     let made: DeliveryDocument | undefined;
     beforeRequest(embedded.store, isBatch, async () => {
-      made = (await direct().items.create(theirs[0]!.document)).resource;
+      made = (await embedded.direct().items.create(theirs[0]!.document)).resource;
     });
     const answered = await makeDeliveries(tenantId, mine);
 
@@ -329,7 +324,7 @@ describe('readDelivery and deliveryResource', () => {
     expect(await readDelivery(principal.tenantId, delivery.id)).toEqual(delivery);
     expect(await readDelivery(randomUUID(), delivery.id)).toBeUndefined();
     const tenantId = randomUUID();
-    await direct().items.create({ id: delivery.id, tenantId, type: 'event' });
+    await embedded.direct().items.create({ id: delivery.id, tenantId, type: 'event' });
     expect(await readDelivery(tenantId, delivery.id)).toBeUndefined();
 
     const resource = deliveryResource(delivery);
@@ -422,7 +417,7 @@ describe('claimAttempt', () => {
     embedded.store.intercept = (record) => (isReplaceOf(delivery.id)(record) ? STORE_FAILURE : undefined);
     expect((await errorOf(claimAttempt(delivery, LEASE_MS))).code).toBe(500);
     embedded.store.intercept = undefined;
-    await direct().item(delivery.id, principal.tenantId).delete();
+    await embedded.direct().item(delivery.id, principal.tenantId).delete();
     expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
     expect(await stored(principal.tenantId, delivery.id)).toBeUndefined();
   });
@@ -495,7 +490,7 @@ describe('retryDelivery', () => {
     const namesake = await subscription(other);
     expect(namesake.id).toBe(webhook.id);
     const { _etag, _ts, _rid, _self, _attachments, ...fields } = delivery as DeliveryDocument & Record<string, unknown>;
-    await direct().items.create({ ...fields, tenantId: other.tenantId });
+    await embedded.direct().items.create({ ...fields, tenantId: other.tenantId });
     expect(await failureOf(retryDelivery(principal, 'WHK-999999', delivery.id))).toMatchObject(notFound('webhookNotFound', 'WHK-999999'));
     expect(await retryDelivery(other, webhook.id, delivery.id)).toMatchObject({ tenantId: other.tenantId, status: 'Pending' });
     expect(await stored(principal.tenantId, delivery.id)).toEqual(delivery);
@@ -597,7 +592,7 @@ describe('overdueDeliveries and bringBack', () => {
     embedded.store.intercept = (record) => (record.method === 'PATCH' ? STORE_FAILURE : undefined);
     expect((await errorOf(bringBack(delivery!))).code).toBe(500);
     embedded.store.intercept = undefined;
-    await direct().item(delivery!.id, delivery!.tenantId).delete();
+    await embedded.direct().item(delivery!.id, delivery!.tenantId).delete();
     expect(await bringBack(delivery!)).toBe(false);
   });
 });

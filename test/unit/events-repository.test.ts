@@ -6,8 +6,7 @@
  * are stored under the same ids next to the caller's, and the list's queries must name the caller's
  * partition, where Azure runs them (read at the proxy, test/support/cosmos-proxy.ts).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../shared/data/events.js';
 import { getEvent, listEvents } from '../../shared/data/events-repository.js';
@@ -17,16 +16,11 @@ import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// The list's cursors are signed.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
-
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 /** An event of the tenant as a change writes it, at that time. */
 async function storedEvent(tenantId: string, timestamp: string, type: EventType = 'project.created', webhookId?: string): Promise<EventDocument> {
   const document = { ...eventDocument(tenantId, { type, data: { id: `PRJ-${randomUUID()}` }, ...(webhookId ? { webhookId } : {}) }), timestamp };
-  const { resource } = await direct().items.create(document);
+  const { resource } = await embedded.direct().items.create(document);
   return resource as unknown as EventDocument;
 }
 
@@ -66,7 +60,7 @@ describe('eventDocument and eventWrite', () => {
     const tenantId = randomUUID();
     const write = eventWrite(tenantId, { type: 'project.deleted', data: { id: 'PRJ-1', deletedTasks: 2 } });
     expect(write).toEqual({ operationType: 'Create', resourceBody: expect.objectContaining({ tenantId, type: 'event', eventType: 'project.deleted' }) });
-    const { result } = await direct().items.batch([write], tenantId);
+    const { result } = await embedded.direct().items.batch([write], tenantId);
     expect(result?.[0]?.statusCode).toBe(201);
     const id = (write as unknown as { resourceBody: EventDocument }).resourceBody.id;
     expect(await readEvent(tenantId, id)).toMatchObject({ id, data: { id: 'PRJ-1', deletedTasks: 2 }, ttl: EVENT_RETENTION_SECONDS });
@@ -81,7 +75,7 @@ describe('readEvent and payloadOf', () => {
     expect(await readEvent(randomUUID(), event.id)).toBeUndefined();
     expect(await readEvent(tenantId, `msg_${'0'.repeat(32)}`)).toBeUndefined();
     const elsewhere = randomUUID();
-    await direct().items.create({ id: event.id, tenantId: elsewhere, type: 'delivery' });
+    await embedded.direct().items.create({ id: event.id, tenantId: elsewhere, type: 'delivery' });
     expect(await readEvent(elsewhere, event.id)).toBeUndefined();
 
     const payload = payloadOf(event);
@@ -102,7 +96,7 @@ describe('listEvents', () => {
     ];
     await storedEvent(principal.tenantId, '2026-11-05T00:00:00.000Z', 'webhook.ping', 'WHK-1001');
     const otherTenantId = randomUUID();
-    for (const event of events) await direct().items.create({ ...eventDocument(otherTenantId, { type: event.eventType, data: {} }), id: event.id });
+    for (const event of events) await embedded.direct().items.create({ ...eventDocument(otherTenantId, { type: event.eventType, data: {} }), id: event.id });
     return { principal, shownEvents: events.map(shown) };
   }
 

@@ -5,9 +5,6 @@
  * (test/support/queue-front.ts) records each request and can fail it, as a queue service that is down would.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
@@ -15,6 +12,7 @@ import { startIdentityProvider } from '../../local/identity-provider.js';
 import { enqueueRagWork, enqueueWebhookWork } from '../../shared/queues.js';
 import { ragJobMessage } from '../../shared/schemas/rag.js';
 import { webhookMessage } from '../../shared/schemas/webhooks.js';
+import { startOAuthAzurite } from '../support/oauth-azurite.js';
 import { type QueueFront, startQueueFront, visibleMessages } from '../support/queue-front.js';
 
 const RAG_QUEUE = 'rag-work';
@@ -150,7 +148,6 @@ describe('the connection', () => {
 
   it('by identity signs in as the identity its settings name, with no key, and the message arrives', async () => {
     const tls = inject('trustedTls');
-    const folder = await mkdtemp(join(tmpdir(), 'queues-identity-'));
     const tenant = randomUUID();
     const storageIdentity = randomUUID();
     const provider = await startIdentityProvider({
@@ -159,10 +156,7 @@ describe('the connection', () => {
       tls,
       managedIdentities: { systemAssigned: randomUUID(), userAssigned: [storageIdentity] },
     });
-    const files = { certPath: join(folder, 'cert.pem'), keyPath: join(folder, 'key.pem') };
-    await writeFile(files.certPath, tls.cert);
-    await writeFile(files.keyPath, tls.key, { mode: 0o600 });
-    const secured = await startAzuriteQueue({ tls: files });
+    const secured = await startOAuthAzurite(tls);
     try {
       vi.stubEnv('AzureWebJobsStorage', undefined);
       vi.stubEnv('AzureWebJobsStorage__queueServiceUri', secured.queueEndpoint);
@@ -179,7 +173,6 @@ describe('the connection', () => {
     } finally {
       await secured.close();
       await provider.close();
-      await rm(folder, { recursive: true, force: true });
     }
   });
 });

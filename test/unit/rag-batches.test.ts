@@ -24,7 +24,7 @@ async function plannedBatch() {
 
 /** The batch as stored, read past the proxy. */
 async function stored(tenantId: string, id: string) {
-  const { resource } = await embedded.cosmos.client.database('lms').container('tenant-data').item(id, tenantId).read<Record<string, unknown>>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<Record<string, unknown>>();
   return resource;
 }
 

@@ -6,7 +6,6 @@
  * next to the caller's, so that only the query's own `c.tenantId` condition keeps them apart.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import {
   chunkPages,
@@ -21,9 +20,6 @@ import { writesIn } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
-
-/** The index as the test reads it: past the proxy. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('rag-index');
 
 /** Chunk `chunkIndex` of a source in a project, written by `jobId`, with a vector when given one. */
 function chunk(
@@ -64,7 +60,7 @@ function summaryOf(document: ChunkDocument): StoredChunkSummary {
 const byId = <T extends { id: string }>(items: T[]): T[] => [...items].sort((a, b) => a.id.localeCompare(b.id));
 
 async function stored(tenantId: string, projectId: string, id: string): Promise<ChunkDocument | undefined> {
-  const { resource } = await direct().item(id, [tenantId, projectId]).read<ChunkDocument>();
+  const { resource } = await embedded.direct('rag-index').item(id, [tenantId, projectId]).read<ChunkDocument>();
   return resource;
 }
 

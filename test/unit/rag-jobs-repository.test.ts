@@ -5,8 +5,7 @@
  * through a proxy (test/support/cosmos-proxy.ts) that can fail a request or hold it while another
  * writer gets there first; the test reads and writes the store directly, as another instance would.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { EventDocument } from '../../shared/data/events.js';
@@ -34,33 +33,37 @@ import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// The list's cursors are signed.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
-
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 const LOCK_ID = 'rag-active-job';
 const isLockRead = (record: CosmosRequestRecord) => record.method === 'GET' && record.path.endsWith(`/docs/${LOCK_ID}`);
 
 async function stored<T = RagJobDocument>(tenantId: string, id: string): Promise<T | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<T & object>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<T & object>();
   return resource;
 }
 
 const storedLock = (tenantId: string) => stored<{ jobId: string }>(tenantId, LOCK_ID);
 
-const eventsOf = (tenantId: string) => documentsOf<EventDocument>(direct(), tenantId, 'event');
+const eventsOf = (tenantId: string) => documentsOf<EventDocument>(embedded.direct(), tenantId, 'event');
 
 /** Sets fields of the stored job as another instance would, past the proxy. */
 async function storeFields(tenantId: string, jobId: string, fields: Partial<RagJobDocument>): Promise<void> {
   const current = (await stored(tenantId, jobId))!;
-  await direct()
+  await embedded
+    .direct()
     .item(jobId, tenantId)
     .replace({ ...current, ...fields });
 }
 
 const activeJobConflict = (jobId: string) => ({ status: 409, messageKey: 'ragJobActive', params: { id: jobId }, options: { extra: { activeJobId: jobId } } });
+
+/** A job of a new tenant stored as ended (`status`) while the tenant's lock still names it: a lock left behind. */
+async function endedJobStillLocking(status: RagJobDocument['status']) {
+  const principal = adminCaller();
+  const ended = await createJob(principal, { mode: 'incremental' });
+  await storeFields(principal.tenantId, ended.jobId, { status });
+  return { principal, ended };
+}
 
 /** A job of a new tenant, Running with its batches planned (progress as given). */
 async function runningJob(principal: Principal = adminCaller()) {
@@ -123,33 +126,27 @@ describe('starting a job', () => {
   });
 
   it('releases a lock left behind by a job that ended, or is gone, and starts', async () => {
-    const principal = adminCaller();
-    const ended = await createJob(principal, { mode: 'incremental' });
-    await storeFields(principal.tenantId, ended.jobId, { status: 'Failed' });
+    const { principal } = await endedJobStillLocking('Failed');
     const next = await createJob(principal, { mode: 'incremental' });
     expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: next.jobId });
 
-    await direct().item(next.jobId, principal.tenantId).delete();
+    await embedded.direct().item(next.jobId, principal.tenantId).delete();
     const after = await createJob(principal, { mode: 'incremental' });
     expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: after.jobId });
   });
 
   it('releases a left-behind lock that another start released first', async () => {
-    const principal = adminCaller();
-    const ended = await createJob(principal, { mode: 'incremental' });
-    await storeFields(principal.tenantId, ended.jobId, { status: 'Succeeded' });
+    const { principal } = await endedJobStillLocking('Succeeded');
     const isLockDelete = (record: CosmosRequestRecord) => record.method === 'DELETE' && record.path.endsWith(`/docs/${LOCK_ID}`);
     beforeRequest(embedded.store, isLockDelete, async () => {
-      await direct().item(LOCK_ID, principal.tenantId).delete();
+      await embedded.direct().item(LOCK_ID, principal.tenantId).delete();
     });
     const next = await createJob(principal, { mode: 'incremental' });
     expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: next.jobId });
   });
 
   it('fails, storing nothing, when the left-behind lock cannot be released', async () => {
-    const principal = adminCaller();
-    const ended = await createJob(principal, { mode: 'incremental' });
-    await storeFields(principal.tenantId, ended.jobId, { status: 'Cancelled' });
+    const { principal, ended } = await endedJobStillLocking('Cancelled');
     embedded.store.intercept = (record) => (record.method === 'DELETE' ? STORE_FAILURE : undefined);
     expect((await errorOf(createJob(principal, { mode: 'incremental' }))).code).toBe(500);
     embedded.store.intercept = undefined;
@@ -196,7 +193,7 @@ describe('starting a job', () => {
     expect(batches).toBe(3);
 
     const lockHolder = randomUUID();
-    await direct().items.create({ id: LOCK_ID, tenantId: principal.tenantId, type: 'ragActiveJob', jobId: lockHolder });
+    await embedded.direct().items.create({ id: LOCK_ID, tenantId: principal.tenantId, type: 'ragActiveJob', jobId: lockHolder });
     // The lock's job reads as gone each time, so each attempt goes on to its batch.
     embedded.store.intercept = (record) => {
       if (isBatch(record)) return { status: 200, body: [{ statusCode: 409 }, { statusCode: 424 }] };
@@ -460,14 +457,14 @@ describe('the end of a job', () => {
     const principal = adminCaller();
     const { jobId } = await createJob(principal, { mode: 'incremental' });
     const other = randomUUID();
-    await direct().item(LOCK_ID, principal.tenantId).replace({ id: LOCK_ID, tenantId: principal.tenantId, type: 'ragActiveJob', jobId: other });
+    await embedded.direct().item(LOCK_ID, principal.tenantId).replace({ id: LOCK_ID, tenantId: principal.tenantId, type: 'ragActiveJob', jobId: other });
     await finishJob(principal.tenantId, jobId, { cancelled: true });
     expect((await getJob(principal, jobId)).status).toBe('Cancelled');
     expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: other });
 
-    await direct().item(LOCK_ID, principal.tenantId).delete();
+    await embedded.direct().item(LOCK_ID, principal.tenantId).delete();
     const next = await createJob(principal, { mode: 'incremental' });
-    await direct().item(LOCK_ID, principal.tenantId).delete();
+    await embedded.direct().item(LOCK_ID, principal.tenantId).delete();
     await finishJob(principal.tenantId, next.jobId, { cancelled: true });
     expect((await getJob(principal, next.jobId)).status).toBe('Cancelled');
   });
@@ -485,7 +482,7 @@ describe('the end of a job', () => {
   it('fails, changing nothing, when the store refuses its write', async () => {
     const { tenantId, jobId } = await runningJob();
     // Without its lock, ending a job is one write: the store's 400 is the batch's only answer.
-    await direct().item(LOCK_ID, tenantId).delete();
+    await embedded.direct().item(LOCK_ID, tenantId).delete();
     embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: [{ statusCode: 400 }] } : undefined);
     expect((await errorOf(finishJob(tenantId, jobId, { cancelled: true }))).message).toBe(`Finishing RAG job ${jobId} failed: 400`);
     embedded.store.intercept = undefined;
@@ -496,7 +493,7 @@ describe('the end of a job', () => {
     const { tenantId, jobId } = await runningJob();
     beforeRequest(embedded.store, isBatch, async () => {
       // The lock goes (a release by another instance) after it was read: the batch's delete fails.
-      await direct().item(LOCK_ID, tenantId).delete();
+      await embedded.direct().item(LOCK_ID, tenantId).delete();
     });
     const error = await errorOf(finishJob(tenantId, jobId, { cancelled: true }));
     expect(error.message).toMatch(new RegExp(`^Finishing RAG job ${jobId} failed: `));

@@ -155,6 +155,12 @@ async function plannedJob(principal: Principal, body: { mode: 'incremental' | 'f
   return started;
 }
 
+/** A tenant (of a new administrator) with these sources, and a job of it started and planned. */
+async function plannedJobWith(sources: Parameters<typeof tenantWithSources>[0], body?: { mode: 'incremental' | 'full' }) {
+  const tenant = await tenantWithSources(sources);
+  return { ...tenant, ...(await plannedJob(tenant.principal, body)) };
+}
+
 async function runJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
   const { jobId, from } = await startJob(principal, body);
   const handled = await drain(principal.tenantId, jobId, from);
@@ -260,8 +266,7 @@ describe('each step', () => {
   });
 
   it('runs a batch delivered twice once, and hands the finishing over only when every batch has ended', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 1 });
     const { runBatch } = await jobs();
     const { readJobDocument } = await repository();
     const { readBatch } = await batches();
@@ -312,8 +317,7 @@ describe('each step', () => {
   });
 
   it('of a cancelled job does no work: the queued batches embed and write nothing, and the job ends Cancelled', async () => {
-    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2 });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 2, tasksPerProject: 2 });
     const { requestCancel, readJobDocument } = await repository();
     await requestCancel(principal, jobId);
     const before = embeddings.counts.requests;
@@ -334,8 +338,7 @@ describe('each step', () => {
   });
 
   it('sends a throttled batch back to the queue for the time asked, and embeds nothing twice', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 0, longDescription: true });
     const { runBatch } = await jobs();
     const { readBatch } = await batches();
     embeddings.failNext(1, 429, 7);
@@ -350,8 +353,7 @@ describe('each step', () => {
   });
 
   it('leaves a batch another run holds: nothing embedded, its message back within 5 s; the holder then runs it once', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 0, longDescription: true });
     const { runBatch } = await jobs();
     const { holdBatch, readBatch, releaseBatch } = await batches();
     expect(await holdBatch(principal.tenantId, jobId, 0, 'first-delivery', 20_000)).toMatchObject({ held: { hold: { runner: 'first-delivery' } } });
@@ -375,8 +377,7 @@ describe('each step', () => {
   });
 
   it('lets its batch go when its run fails, so that the next delivery takes it at once', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
-    const { jobId } = await plannedJob(principal);
+    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 0 });
     const { runBatch } = await jobs();
     const { holdBatch, readBatch } = await batches();
     embeddings.failNext(1, 400);
@@ -388,8 +389,7 @@ describe('each step', () => {
   });
 
   it('sends a batch another run holds for a short while back for the rest of that hold only', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 0 });
     const { runBatch } = await jobs();
     const { holdBatch } = await batches();
     await holdBatch(principal.tenantId, jobId, 0, 'first-delivery', 3_000);
@@ -402,8 +402,7 @@ describe('each step', () => {
   });
 
   it('renews the hold of its batch while it works, and stops renewing when its run ends', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
-    const { jobId } = await plannedJob(principal);
+    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 0 });
     const { runBatch } = await jobs();
     const { readBatch } = await batches();
     const holdUntil = async () => Date.parse((await readBatch(principal.tenantId, jobId, 0))!.hold!.until);
@@ -429,15 +428,14 @@ describe('each step', () => {
   });
 
   it('run again after a crash that came after its writes counts the chunks this job wrote, and embeds none again', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0, longDescription: true });
-    const { jobId } = await plannedJob(principal);
+    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 0, longDescription: true });
     const { runBatch } = await jobs();
     const { readBatch } = await batches();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     const done = (await readBatch(principal.tenantId, jobId, 0))!;
     expect(done.counts!.written).toBeGreaterThan(1);
     // The run was cut off after writing its chunks, before recording its counts.
-    const batchDocument = embedded.cosmos.client.database('lms').container('tenant-data').item(done.id, principal.tenantId);
+    const batchDocument = embedded.direct().item(done.id, principal.tenantId);
     await batchDocument.replace({ ...done, status: 'Planned', counts: null, hold: null });
     const before = embeddings.counts.inputs;
     await runBatch(principal.tenantId, jobId, 0, 'next-delivery');
@@ -470,8 +468,7 @@ describe('each step', () => {
 
   it('throttled part way keeps what was embedded, and its next run embeds only the rest', async () => {
     // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4.
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 20 });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 20 });
     const { runBatch } = await jobs();
     const { readBatch } = await batches();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
@@ -513,8 +510,7 @@ describe('each step', () => {
   });
 
   it('of a job that ends while a batch runs ends quietly, and hands no finishing over', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 0 });
     const { runBatch } = await jobs();
     const { finishJob, readJobDocument } = await repository();
     beforeRequest(
@@ -528,8 +524,7 @@ describe('each step', () => {
   });
 
   it('of a job that has ended does nothing, though its batches were still queued', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
-    const { jobId, from } = await plannedJob(principal);
+    const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 1 });
     const { runBatch } = await jobs();
     const { finishJob } = await repository();
     const { readBatch } = await batches();
@@ -543,8 +538,7 @@ describe('each step', () => {
   });
 
   it('passes on a failure of the embeddings API that is not throttling, writing nothing', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
-    const { jobId } = await plannedJob(principal);
+    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 0 });
     const { runBatch } = await jobs();
     embeddings.failNext(1, 400);
     await expect(runBatch(principal.tenantId, jobId, 0, RUNNER)).rejects.toThrow(/refused the request with 400/);
@@ -552,11 +546,10 @@ describe('each step', () => {
   });
 
   it('rewrites nothing when a batch of a full rebuild is delivered again', async () => {
-    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 0 });
-    const { jobId } = await plannedJob(principal, { mode: 'full' });
+    const { principal, jobId } = await plannedJobWith({ projects: 2, tasksPerProject: 0 }, { mode: 'full' });
     const { runBatch } = await jobs();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
-    const index = embedded.cosmos.client.database('lms').container('rag-index');
+    const index = embedded.direct('rag-index');
     const etags = async () =>
       (
         await index.items
@@ -573,8 +566,7 @@ describe('each step', () => {
   });
 
   it('leaves the finishing to the run that holds it', async () => {
-    const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 0 });
-    const { jobId } = await plannedJob(principal);
+    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 0 });
     const { runBatch, finish } = await jobs();
     const { startFinishing, readJobDocument } = await repository();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);

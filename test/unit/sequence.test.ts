@@ -44,11 +44,7 @@ const from = (first: number, count: number) => Array.from({ length: count }, (_,
 
 /** The sequence's document as stored, read past the proxy. */
 async function stored({ tenantId, name }: { tenantId: string; name: string }) {
-  const { resource } = await embedded.cosmos.client
-    .database('lms')
-    .container('tenant-data')
-    .item(`sequence-${name}`, tenantId)
-    .read<{ type: string; value: number }>();
+  const { resource } = await embedded.direct().item(`sequence-${name}`, tenantId).read<{ type: string; value: number }>();
   return resource;
 }
 

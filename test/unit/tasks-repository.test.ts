@@ -6,8 +6,7 @@
  * the store through a proxy (test/support/cosmos-proxy.ts) that can hold a request while another
  * instance, which goes to the store directly, writes first.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { Container } from '@azure/cosmos';
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import { versionOf } from '../../shared/domain/versions.js';
@@ -21,33 +20,29 @@ import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js
 import { adminCaller } from '../support/principals.js';
 
 const embedded = embeddedStoreForTests();
-// Lists hand out signed cursors.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
-
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 async function stored<T extends object = Task & { priorityRank: number; _etag: string }>(tenantId: string, id: string): Promise<T | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<T>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<T>();
   return resource;
 }
 
 /** Changes a stored document as another writer (another instance, or time passing) would. */
 async function storedChange<T extends object>(tenantId: string, id: string, fields: Partial<T>): Promise<void> {
   const current = (await stored<T>(tenantId, id))!;
-  await direct()
+  await embedded
+    .direct()
     .item(id, tenantId)
     .replace({ ...current, ...fields });
 }
 
 /** The tenant's events, as `type: data`, oldest first. */
 async function eventsOf(tenantId: string): Promise<{ type: string; data: Record<string, unknown> }[]> {
-  const events = await documentsOf<EventDocument>(direct(), tenantId, 'event');
+  const events = await documentsOf<EventDocument>(embedded.direct(), tenantId, 'event');
   return events.sort((a, b) => a.timestamp.localeCompare(b.timestamp)).map(({ eventType, data }) => ({ type: eventType, data }));
 }
 
 const taskEvents = async (tenantId: string) => (await eventsOf(tenantId)).filter(({ type }) => type.startsWith('task.'));
-const tasksOf = (tenantId: string) => documentsOf<Task>(direct(), tenantId, 'task');
+const tasksOf = (tenantId: string) => documentsOf<Task>(embedded.direct(), tenantId, 'task');
 
 async function projectOf(principal: Principal): Promise<string> {
   return (await createProject(principal, { name: 'Apollo' }, undefined)).resource.id;
@@ -65,6 +60,20 @@ const isTaskBatch = (tenantId: string) => (record: CosmosRequestRecord) =>
 const isTaskDelete = (tenantId: string) => (record: CosmosRequestRecord) =>
   isBatch(record) && record.body.includes(tenantId) && record.body.includes('task.deleted');
 const archivedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { status: 'Archived' });
+const removedElsewhere = (tenantId: string, projectId: string) => embedded.direct().item(projectId, tenantId).delete();
+/** A project delete's first step: the project marked, hidden from readers. */
+const markedElsewhere = (tenantId: string, projectId: string) => storedChange<ProjectDocument>(tenantId, projectId, { deleting: true });
+
+/** Has another instance make `write` when the request `matches` reaches the store: after this instance's checks, before its write. */
+function meanwhile(matches: (record: CosmosRequestRecord) => boolean, write: () => Promise<unknown>): void {
+  beforeRequest(embedded.store, matches, async () => void (await write()));
+}
+
+/** Neither a task of the tenant nor a task event is stored. */
+async function expectNoTaskStored(tenantId: string): Promise<void> {
+  expect(await tasksOf(tenantId)).toEqual([]);
+  expect(await taskEvents(tenantId)).toEqual([]);
+}
 
 const listQuery = (query: Partial<ListTasksQuery> = {}): ListTasksQuery => ({ sort: '-createdAt', limit: 50, cursor: undefined, ...query });
 
@@ -149,17 +158,20 @@ describe('createTask', () => {
     const refused = make(principal, archived);
     await expect(refused).rejects.toBeInstanceOf(ApiError);
     await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived', params: { id: archived } });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
-    expect(await taskEvents(principal.tenantId)).toEqual([]);
+    await expectNoTaskStored(principal.tenantId);
   });
 
-  it('adds nothing to a project that a delete removed between the check and the write: 404', async () => {
+  // Another instance changes the project after the create checked it and before the create commits.
+  it.each([
+    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
+    ['marked by a delete', 404, 'projectNotFound', markedElsewhere],
+    ['archived', 409, 'projectArchived', archivedElsewhere],
+  ] as const)('adds nothing to a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), async () => void (await direct().item(projectId, principal.tenantId).delete()));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
-    expect(await taskEvents(principal.tenantId)).toEqual([]);
+    meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
+    await expect(make(principal, projectId)).rejects.toMatchObject({ status, messageKey });
+    await expectNoTaskStored(principal.tenantId);
   });
 
   it('answers a repeated Idempotency-Key with the first result and makes one task', async () => {
@@ -295,18 +307,23 @@ describe('updateTask', () => {
   it('is made again over what another instance changed meanwhile, losing neither', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<Task>(principal.tenantId, id, { description: 'Elsewhere' }));
+    meanwhile(isTaskBatch(principal.tenantId), () => storedChange<Task>(principal.tenantId, id, { description: 'Elsewhere' }));
     expect(await updateTask(principal, id, { title: 'Mine' }, undefined)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
     expect(await stored(principal.tenantId, id)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
   });
 
-  it('answers 404 projectNotFound when the project went between the check and the write', async () => {
+  // Another instance changes the project after the change checked it and before the change commits.
+  it.each([
+    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
+    ['archived', 409, 'projectArchived', archivedElsewhere],
+  ] as const)('changes no task of a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), async () => void (await direct().item(projectId, principal.tenantId).delete()));
-    await expect(updateTask(principal, id, { title: 'Orphan' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
+    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status, messageKey });
     expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
+    expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
   });
 
   it('answers 404 taskNotFound for another tenant’s task and a missing one, and changes nothing', async () => {
@@ -352,46 +369,20 @@ describe('deleteTask', () => {
 
 describe('a task write racing the archiving of its project', () => {
   // Another instance archives the project after the write checked it and before the write commits.
-  it('does not create the task: 409', async () => {
-    const principal = adminCaller();
-    const projectId = await projectOf(principal);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
-    expect(await taskEvents(principal.tenantId)).toEqual([]);
-  });
-
-  it('does not change the task: 409', async () => {
-    const principal = adminCaller();
-    const projectId = await projectOf(principal);
-    const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
-    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
-    expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
-    expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
-  });
-
   it('does not delete the task: 409', async () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
+    meanwhile(isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
     await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
-  });
-  it('does not create the task in a project a delete marked: 404', async () => {
-    const principal = adminCaller();
-    const projectId = await projectOf(principal);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { deleting: true }));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
-    expect(await tasksOf(principal.tenantId)).toEqual([]);
   });
 
   it('goes through when the project changed otherwise: guarded writes wait for no one', async () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    beforeRequest(embedded.store, isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { name: 'Renamed' }));
+    meanwhile(isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { name: 'Renamed' }));
     expect(await updateTask(principal, id, { title: 'Still fine' }, undefined)).toMatchObject({ title: 'Still fine' });
     const batches = embedded.store.requests.filter(isTaskBatch(principal.tenantId));
     expect(await Promise.all([make(principal, projectId), make(principal, projectId), make(principal, projectId)])).toHaveLength(3);

@@ -5,7 +5,7 @@
  * the store directly as another instance would, gets there first.
  */
 import { randomUUID } from 'node:crypto';
-import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
+import type { JSONObject, OperationInput } from '@azure/cosmos';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { Principal } from '../../shared/auth/principal.js';
@@ -50,18 +50,16 @@ const notes: DocumentKind<NoteDocument, Note> = {
   hidden: { is: (document) => document.archived === true, where: 'IS_DEFINED(c.archived)' },
 };
 
-/** The store as another instance sees it: past the proxy, never held. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 /** The tenant's documents of one type, as another instance reads them. */
-const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(direct(), tenantId, type);
+const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(embedded.direct(), tenantId, type);
 
 async function storedNote(tenantId: string, fields: Partial<NoteDocument> = {}): Promise<NoteDocument> {
-  const { resource } = await direct().items.create({ id: `NOTE-${randomUUID()}`, tenantId, type: 'note', title: 'First', count: 0, ...fields });
+  const { resource } = await embedded.direct().items.create({ id: `NOTE-${randomUUID()}`, tenantId, type: 'note', title: 'First', count: 0, ...fields });
   return resource as unknown as NoteDocument;
 }
 
 async function stored(tenantId: string, id: string): Promise<NoteDocument | undefined> {
-  const { resource } = await direct().item(id, tenantId).read<NoteDocument>();
+  const { resource } = await embedded.direct().item(id, tenantId).read<NoteDocument>();
   return resource;
 }
 
@@ -70,6 +68,22 @@ const eventsOf = (tenantId: string) => storedOfType<EventDocument>(tenantId, 'ev
 /** The event a change of a note makes: what it was and what it became (`removed` when it went). */
 function noteEvent({ before, after }: { before: NoteDocument; after: NoteDocument | undefined }): NewEvent {
   return { type: 'project.updated', data: { before: notes.resourceOf(before), ...(after ? { after: notes.resourceOf(after) } : { removed: true }) } };
+}
+
+/** Another instance replaces the note with these fields between this instance's read and its write. */
+function replacedMeanwhile(note: NoteDocument, fields: Partial<NoteDocument>): void {
+  beforeRequest(embedded.store, isBatch, async () => {
+    await embedded
+      .direct()
+      .item(note.id, note.tenantId)
+      .replace({ ...note, ...fields });
+  });
+}
+
+/** The change wrote nothing: the note is as it was read, and its tenant has no event. */
+async function expectNothingWritten(note: NoteDocument): Promise<void> {
+  expect((await stored(note.tenantId, note.id))!._etag).toBe(note._etag);
+  expect(await eventsOf(note.tenantId)).toEqual([]);
 }
 
 const rename = (title: string) => (current: NoteDocument) => ({ ...current, title });
@@ -95,7 +109,7 @@ describe('reading a document', () => {
     const tenantId = randomUUID();
     const visible = await storedNote(tenantId);
     const archived = await storedNote(tenantId, { archived: true });
-    await direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
+    await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     expect(await readDocument<NoteDocument>(tenantId, visible.id, 'note')).toMatchObject({ id: visible.id, title: 'First' });
     expect(await readDocument<NoteDocument>(tenantId, archived.id, 'note')).toMatchObject({ id: archived.id, archived: true });
     expect(await readDocument<NoteDocument>(tenantId, 'OTHER-1', 'note')).toBeUndefined();
@@ -108,7 +122,7 @@ describe('reading a document', () => {
     const tenantId = randomUUID();
     const visible = await storedNote(tenantId);
     const archived = await storedNote(tenantId, { archived: true });
-    await direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
+    await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     expect(await readVisible(notes, tenantId, visible.id)).toMatchObject({ id: visible.id, title: 'First' });
     for (const id of [archived.id, 'OTHER-1', 'NOTE-none']) {
       await expect(readVisible(notes, tenantId, id)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id } });
@@ -178,7 +192,8 @@ describe('changing a document', () => {
   it("compares the version of the resource, not the store's: bookkeeping written since does not make it stale", async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    await direct()
+    await embedded
+      .direct()
       .item(before.id, tenantId)
       .replace({ ...before, touchedAt: 'now' });
     await change(tenantId, before.id, { expected: [versionOfNote(before)] });
@@ -195,14 +210,13 @@ describe('changing a document', () => {
     await expect(refused).rejects.toBeInstanceOf(ApiError);
     await expect(refused).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
     expect(attempt).not.toHaveBeenCalled();
-    expect((await stored(tenantId, before.id))!._etag).toBe(changed._etag);
-    expect(await eventsOf(tenantId)).toEqual([]);
+    await expectNothingWritten(changed);
   });
 
   it("answers the kind's 404 for a document that is absent, of another type, or hidden, and writes nothing", async () => {
     const tenantId = randomUUID();
     const archived = await storedNote(tenantId, { archived: true });
-    await direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
+    await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     const attempt = vi.fn(rename('Mine'));
     for (const id of [archived.id, 'OTHER-1', 'NOTE-none']) {
       await expect(change(tenantId, id, { change: attempt, event: noteEvent })).rejects.toMatchObject({
@@ -212,8 +226,7 @@ describe('changing a document', () => {
       });
     }
     expect(attempt).not.toHaveBeenCalled();
-    expect((await stored(tenantId, archived.id))!._etag).toBe(archived._etag);
-    expect(await eventsOf(tenantId)).toEqual([]);
+    await expectNothingWritten(archived);
   });
 
   it('reads the document its own way when told, instead of as readers see it', async () => {
@@ -234,19 +247,14 @@ describe('changing a document', () => {
     await expect(failed).rejects.toMatchObject({ code: 409, message: 'A conditional write failed: 424,424,409' });
     await expect(failed).rejects.not.toBeInstanceOf(ApiError);
     expect(attempt).toHaveBeenCalledTimes(1);
-    expect((await stored(tenantId, before.id))!._etag).toBe(before._etag);
+    await expectNothingWritten(before);
     expect((await stored(tenantId, taken.id))!.title).toBe('First');
-    expect(await eventsOf(tenantId)).toEqual([]);
   });
 
   it('does not lose a change another instance wrote between its read and its write: it applies its own again, to what it finds', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(embedded.store, isBatch, async () => {
-      await direct()
-        .item(before.id, tenantId)
-        .replace({ ...before, title: 'Theirs', count: 10 });
-    });
+    replacedMeanwhile(before, { title: 'Theirs', count: 10 });
     const seen: number[] = [];
     const updated = await change(tenantId, before.id, {
       change: (current) => (seen.push(current.count), { ...current, count: current.count + 1 }),
@@ -264,11 +272,7 @@ describe('changing a document', () => {
   it('decides a removal again when another instance changed the document between its read and its delete', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(embedded.store, isBatch, async () => {
-      await direct()
-        .item(before.id, tenantId)
-        .replace({ ...before, title: 'Keep' });
-    });
+    replacedMeanwhile(before, { title: 'Keep' });
     await change(tenantId, before.id, { change: (current) => (current.title === 'Keep' ? { ...current, count: 1 } : REMOVE) });
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'Keep', count: 1 });
   });
@@ -276,11 +280,7 @@ describe('changing a document', () => {
   it('refuses with the 412 when another instance changed the resource between its read and its write, and writes nothing', async () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
-    beforeRequest(embedded.store, isBatch, async () => {
-      await direct()
-        .item(before.id, tenantId)
-        .replace({ ...before, title: 'Theirs' });
-    });
+    replacedMeanwhile(before, { title: 'Theirs' });
     const refused = change(tenantId, before.id, { expected: [versionOfNote(before)], change: rename('Mine'), event: noteEvent });
     await expect(refused).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'Theirs' });
@@ -291,7 +291,7 @@ describe('changing a document', () => {
     const tenantId = randomUUID();
     const before = await storedNote(tenantId);
     beforeRequest(embedded.store, isBatch, async () => {
-      await direct().item(before.id, tenantId).delete();
+      await embedded.direct().item(before.id, tenantId).delete();
     });
     const refused = change(tenantId, before.id, { event: noteEvent });
     await expect(refused).rejects.toBeInstanceOf(ApiError);
@@ -307,7 +307,8 @@ describe('changing a document', () => {
     // Another instance changes the note before each of this one's writes.
     embedded.store.intercept = async (record) => {
       if (isBatch(record))
-        await direct()
+        await embedded
+          .direct()
           .item(before.id, tenantId)
           .patch([{ op: 'incr', path: '/count', value: 1 }]);
       return undefined;
@@ -332,7 +333,8 @@ describe('changing a document', () => {
     let clashes = 24;
     embedded.store.intercept = async (record) => {
       if (isBatch(record) && clashes-- > 0)
-        await direct()
+        await embedded
+          .direct()
           .item(before.id, tenantId)
           .patch([{ op: 'incr', path: '/count', value: 1 }]);
       return undefined;
@@ -345,7 +347,7 @@ describe('changing a document', () => {
     const before = await storedNote(tenantId);
     embedded.store.intercept = (record) => (isBatch(record) ? ((embedded.store.intercept = undefined), { status: 200, body: [] }) : undefined);
     await expect(change(tenantId, before.id, { event: noteEvent })).rejects.toThrow(/^A conditional write failed: $/);
-    expect((await stored(tenantId, before.id))!._etag).toBe(before._etag);
+    await expectNothingWritten(before);
   });
 
   it('to one document within one instance take turns and never clash', async () => {
@@ -521,7 +523,7 @@ describe('creating a document', () => {
     // A record of two days ago appears just before the batch: the batch fails on it, and it is too old to answer with.
     beforeRequest(embedded.store, isBatch, async () => {
       const createdAt = new Date(Date.now() - 2 * 24 * 60 * 60 * 1000).toISOString();
-      await direct().items.create({
+      await embedded.direct().items.create({
         id: recordId,
         tenantId: principal.tenantId,
         type: 'idempotency',
@@ -581,7 +583,7 @@ describe('creating a document', () => {
     const parent = await storedNote(principal.tenantId);
     const check = vi.fn(() => readVisible(notes, principal.tenantId, parent.id));
     beforeRequest(embedded.store, isBatch, async () => {
-      await direct().item(parent.id, principal.tenantId).delete();
+      await embedded.direct().item(parent.id, principal.tenantId).delete();
     });
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const refused = create(principal, {

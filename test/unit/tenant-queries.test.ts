@@ -6,8 +6,8 @@
  * partition key it names (docs/local-stack.md): two tenants' documents stored side by side show that
  * the query's own `c.tenantId` condition keeps each tenant to its own.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import type { Container, SqlQuerySpec } from '@azure/cosmos';
+import { randomUUID } from 'node:crypto';
+import type { SqlQuerySpec } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
 import { listProjects, projectSources } from '../../shared/data/projects-repository.js';
 import { listTasks, taskSources } from '../../shared/data/tasks-repository.js';
@@ -16,13 +16,7 @@ import type { ListTasksQuery } from '../../shared/schemas/tasks.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 
-// The app reads its cursor signing key from its settings on first use.
-process.env.CURSOR_SIGNING_KEY = randomBytes(32).toString('base64');
-
 const embedded = embeddedStoreForTests();
-
-/** The store as the test writes to it: past the proxy. */
-const direct = (): Container => embedded.cosmos.client.database('lms').container('tenant-data');
 
 /** A project as its readers see it. */
 function projectResource(id: string, fields: { name?: string; status?: string; owner?: string; members?: string[]; createdAt?: string } = {}) {
@@ -43,7 +37,7 @@ type ProjectResource = ReturnType<typeof projectResource>;
 
 /** Stores a project as the app does, with the bookkeeping readers never see; `deleting` while a delete runs. */
 async function storedProject(tenantId: string, resource: ProjectResource, extra: { deleting?: true; type?: string } = {}): Promise<ProjectResource> {
-  await direct().items.create({ ...resource, tenantId, type: 'project', nameSort: resource.name.toLowerCase(), ...extra });
+  await embedded.direct().items.create({ ...resource, tenantId, type: 'project', nameSort: resource.name.toLowerCase(), ...extra });
   return resource;
 }
 
@@ -65,7 +59,7 @@ function taskResource(id: string, projectId: string, fields: { status?: string; 
 type TaskResource = ReturnType<typeof taskResource>;
 
 async function storedTask(tenantId: string, resource: TaskResource): Promise<TaskResource> {
-  await direct().items.create({ ...resource, tenantId, type: 'task', priorityRank: 2 });
+  await embedded.direct().items.create({ ...resource, tenantId, type: 'task', priorityRank: 2 });
   return resource;
 }
 
@@ -261,7 +255,8 @@ describe('a page of ids', () => {
     embedded.store.intercept = async (record) => {
       if (!record.isQuery || shortPages === 0) return undefined;
       shortPages--;
-      const page = await direct()
+      const page = await embedded
+        .direct()
         .items.query<string>(JSON.parse(record.body) as SqlQuerySpec, { partitionKey: tenantId, maxItemCount: 1 })
         .fetchNext();
       return { status: 200, headers: { 'x-ms-continuation': page.continuationToken, 'x-ms-item-count': '1' }, body: { Documents: page.resources, _count: 1 } };

@@ -94,11 +94,17 @@ async function madeDelivery(event: EventDocument, webhook: WebhookDocument, dueI
   return made!.delivery;
 }
 
-/** A delivery, of a tenant of its own, whose first attempt got a 500: Pending, attempt 2 queued; made due now unless told otherwise. */
-async function failedOnce(dueInMs = 0) {
+/** A tenant of its own, subscribed at the receiver, with one event stored. */
+async function subscribedTenant() {
   const principal = adminCaller();
   const webhook = await subscription(principal);
   const event = await storedEvent(principal.tenantId);
+  return { principal, webhook, event };
+}
+
+/** A delivery, of a tenant of its own, whose first attempt got a 500: Pending, attempt 2 queued; made due now unless told otherwise. */
+async function failedOnce(dueInMs = 0) {
+  const { principal, webhook, event } = await subscribedTenant();
   answers.push(500);
   await (await deliveries()).handOverEvents(principal.tenantId, [event]);
   const delivery = await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date(Date.now() + dueInMs).toISOString() });
@@ -127,6 +133,15 @@ function gate<T>() {
   let release!: (value: T) => void;
   const released = new Promise<T>((resolve) => (release = resolve));
   return { release, released };
+}
+
+/** Hands the event over and waits for its attempt at the receiver, which answers when the test releases `answer`. */
+async function attemptAtReceiver(tenantId: string, event: EventDocument) {
+  const answer = gate<number>();
+  answers.push(answer.released);
+  const handingOver = (await deliveries()).handOverEvents(tenantId, [event]);
+  await waitFor(() => requestsFor(event).length === 1);
+  return { answer, handingOver };
 }
 
 /** Every delivery still Pending in the store, of any test, ended: a sweep then sees only the test's own. */
@@ -184,9 +199,7 @@ describe('handOverEvents', () => {
   });
 
   it('delivers the same events handed over twice once', async () => {
-    const principal = adminCaller();
-    const webhook = await subscription(principal);
-    const event = await storedEvent(principal.tenantId);
+    const { principal, webhook, event } = await subscribedTenant();
     const { handOverEvents } = await deliveries();
 
     await handOverEvents(principal.tenantId, [event]);
@@ -223,16 +236,11 @@ describe('handOverEvents', () => {
   });
 
   it('holds an attempt in flight for its longest run and the grace, beyond which the sweep allows its own grace', async () => {
-    const principal = adminCaller();
-    const webhook = await subscription(principal);
-    const event = await storedEvent(principal.tenantId);
-    const answer = gate<number>();
-    answers.push(answer.released);
-    const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
+    const { principal, webhook, event } = await subscribedTenant();
+    const { sweep, SWEEP_GRACE_MS } = await deliveries();
     const { ATTEMPT_TIMEOUT_MS } = await import('../../shared/webhooks/sender.js');
 
-    const handingOver = handOverEvents(principal.tenantId, [event]);
-    await waitFor(() => requestsFor(event).length === 1);
+    const { answer, handingOver } = await attemptAtReceiver(principal.tenantId, event);
     await sweep(Date.now() + ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS + SWEEP_GRACE_MS / 2);
     answer.release(200);
     await handingOver;
@@ -292,10 +300,8 @@ describe('a failed attempt', () => {
   });
 
   it('leaves the delivery to the sweep when the queue refuses the next attempt, which the sweep brings back once', async () => {
-    const principal = adminCaller();
     await endPendingDeliveries();
-    const webhook = await subscription(principal);
-    const event = await storedEvent(principal.tenantId);
+    const { principal, webhook, event } = await subscribedTenant();
     answers.push(500);
     front.answer = () => 500;
     const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
@@ -313,13 +319,8 @@ describe('a failed attempt', () => {
   });
 
   it('queues nothing when another writer changed the delivery while it was attempted: that writer carries on', async () => {
-    const principal = adminCaller();
-    const webhook = await subscription(principal);
-    const event = await storedEvent(principal.tenantId);
-    const answer = gate<number>();
-    answers.push(answer.released);
-    const handingOver = (await deliveries()).handOverEvents(principal.tenantId, [event]);
-    await waitFor(() => requestsFor(event).length === 1);
+    const { principal, webhook, event } = await subscribedTenant();
+    const { answer, handingOver } = await attemptAtReceiver(principal.tenantId, event);
     const retried = await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date().toISOString() });
     answer.release(500);
     await handingOver;
