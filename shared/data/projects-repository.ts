@@ -21,7 +21,7 @@ import {
   type Created,
   type DocumentKind,
 } from './tenant-data.js';
-import { indexSources, listPage, type ListFilters } from './tenant-queries.js';
+import { indexSources, listPage, sortOrder, type ListFilters, type SortPaths } from './tenant-queries.js';
 
 export interface ProjectDocument extends Project {
   tenantId: string;
@@ -94,12 +94,7 @@ export async function getProject(principal: Principal, id: string): Promise<Proj
   return projects.resourceOf(await readProjectDocument(principal.tenantId, id));
 }
 
-const SORT_CLAUSES: Record<ListProjectsQuery['sort'], string> = {
-  createdAt: 'c.createdAt ASC',
-  '-createdAt': 'c.createdAt DESC',
-  name: 'c.nameSort ASC',
-  '-name': 'c.nameSort DESC',
-};
+const SORT_PATHS: SortPaths<ListProjectsQuery['sort']> = { createdAt: 'c.createdAt', name: 'c.nameSort' };
 
 const FILTERS: ListFilters<ListProjectsQuery> = {
   status: 'c.status = @status',
@@ -109,7 +104,7 @@ const FILTERS: ListFilters<ListProjectsQuery> = {
 };
 
 export function listProjects(principal: Principal, query: ListProjectsQuery): Promise<Page<Project>> {
-  return listPage(projects, principal.tenantId, query, { filters: FILTERS, orderBy: SORT_CLAUSES[query.sort] });
+  return listPage(projects, principal.tenantId, query, { filters: FILTERS, orderBy: sortOrder(query.sort, SORT_PATHS) });
 }
 
 /** The tenant's visible projects as the RAG index reads them. */

@@ -9,7 +9,7 @@ import type { Page } from './paging.js';
 import { readProjectDocument, stillWritable, type ProjectDocument } from './projects-repository.js';
 import { changeDocument, createDocument, fieldsOf, readVisible, REMOVE, type Created, type DocumentKind } from './tenant-data.js';
 import type { NewEvent } from './events.js';
-import { indexSources, listPage, type ListFilters } from './tenant-queries.js';
+import { indexSources, listPage, sortOrder, type ListFilters, type SortPaths } from './tenant-queries.js';
 
 interface TaskDocument extends Task {
   tenantId: string;
@@ -83,14 +83,7 @@ export async function getTask(principal: Principal, id: string): Promise<Task> {
   return tasks.resourceOf(await readVisible(tasks, principal.tenantId, id));
 }
 
-const SORT_CLAUSES: Record<ListTasksQuery['sort'], string> = {
-  createdAt: 'c.createdAt ASC',
-  '-createdAt': 'c.createdAt DESC',
-  dueDate: 'c.dueDate ASC',
-  '-dueDate': 'c.dueDate DESC',
-  priority: 'c.priorityRank ASC',
-  '-priority': 'c.priorityRank DESC',
-};
+const SORT_PATHS: SortPaths<ListTasksQuery['sort']> = { createdAt: 'c.createdAt', dueDate: 'c.dueDate', priority: 'c.priorityRank' };
 
 const FILTERS: ListFilters<ListTasksQuery> = {
   projectId: 'c.projectId = @projectId',
@@ -102,7 +95,7 @@ const FILTERS: ListFilters<ListTasksQuery> = {
 
 /** Tasks of the tenant; with `projectId`, of that project only. Every list reads the tenant's one partition. */
 export function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
-  return listPage(tasks, principal.tenantId, query, { filters: FILTERS, orderBy: SORT_CLAUSES[query.sort] });
+  return listPage(tasks, principal.tenantId, query, { filters: FILTERS, orderBy: sortOrder(query.sort, SORT_PATHS) });
 }
 
 /** The tenant's tasks as the RAG index reads them. */

@@ -20,6 +20,16 @@ function visibleOfKind<D extends StoredDocument, R>(kind: DocumentKind<D, R>, te
 /** The conditions a list filters by, for each of its values that filters: a condition naming its value `@<name>`. */
 export type ListFilters<Values> = { [Name in keyof Values & string]?: string };
 
+/** Where each field a list sorts by is stored: a path such as `c.createdAt`. */
+export type SortPaths<Sort extends string> = Record<Sort extends `-${infer Field}` ? Field : Sort, string>;
+
+/** The ORDER BY of a list's `sort`: the field's path, descending when the sort starts with `-`. */
+export function sortOrder<Sort extends string>(sort: Sort, paths: SortPaths<Sort>): string {
+  const descending = sort.startsWith('-');
+  const field = (descending ? sort.slice(1) : sort) as keyof SortPaths<Sort>;
+  return `${paths[field]} ${descending ? 'DESC' : 'ASC'}`;
+}
+
 /**
  * One page of the visible documents of one kind in the tenant's partition. Each filter whose value is
  * given adds its condition; every value reaches Cosmos as a parameter, never as query text. The cursor

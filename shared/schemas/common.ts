@@ -37,6 +37,11 @@ export const pagingParameters = {
     .optional(),
 };
 
+/** A list's `sort`: each field ascending, or descending with a leading `-`. */
+export function sortParameter<const Field extends string>(fields: readonly Field[]) {
+  return z.enum(fields.flatMap((field) => [field, `-${field}` as const]));
+}
+
 export const errorBody = z.object({
   error: z.string(),
   message: z.string(),

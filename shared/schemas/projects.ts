@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { atLeastOneField, email, text } from '../validation.js';
-import { pagingParameters, recordDescription, recordStamps, recordTitle, type PathParameter } from './common.js';
+import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
 
 export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
@@ -32,8 +32,6 @@ export type CreateProjectBody = z.infer<typeof createProjectBody>;
 export const updateProjectBody = atLeastOneField(createProjectBody.extend({ status: z.enum(PROJECT_STATUSES) }).partial());
 export type UpdateProjectBody = z.infer<typeof updateProjectBody>;
 
-export const PROJECT_SORTS = ['createdAt', '-createdAt', 'name', '-name'] as const;
-
 export const listProjectsQuery = z.strictObject({
   status: z.enum(PROJECT_STATUSES).optional(),
   owner: email().optional(),
@@ -41,7 +39,7 @@ export const listProjectsQuery = z.strictObject({
   q: text({ min: 1, max: 200 })
     .transform((value) => value.toLowerCase())
     .optional(),
-  sort: z.enum(PROJECT_SORTS).default('-createdAt'),
+  sort: sortParameter(['createdAt', 'name']).default('-createdAt'),
   ...pagingParameters,
 });
 export type ListProjectsQuery = z.infer<typeof listProjectsQuery>;

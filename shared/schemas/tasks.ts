@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { atLeastOneField, email } from '../validation.js';
-import { pagingParameters, recordDescription, recordStamps, recordTitle, type PathParameter } from './common.js';
+import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
 export const TASK_STATUSES = ['Todo', 'InProgress', 'Blocked', 'Done'] as const;
@@ -43,14 +43,12 @@ export type CreateTaskBody = z.infer<typeof createTaskBody>;
 export const updateTaskBody = atLeastOneField(createTaskBody.omit({ projectId: true }).partial());
 export type UpdateTaskBody = z.infer<typeof updateTaskBody>;
 
-export const TASK_SORTS = ['createdAt', '-createdAt', 'dueDate', '-dueDate', 'priority', '-priority'] as const;
-
 export const listTasksQuery = z.strictObject({
   projectId: projectId.optional(),
   status: z.enum(TASK_STATUSES).optional(),
   assignee: email().optional(),
   dueBefore: calendarDate.optional(),
-  sort: z.enum(TASK_SORTS).default('-createdAt'),
+  sort: sortParameter(['createdAt', 'dueDate', 'priority']).default('-createdAt'),
   ...pagingParameters,
 });
 export type ListTasksQuery = z.infer<typeof listTasksQuery>;
