@@ -45,8 +45,11 @@ const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 const CONTROL_CHARACTERS_OR_LINE_BREAKS = /[\u0000-\u001f\u007f]/;
 /** Embeddings, overrides and isolates of the bidirectional algorithm: they make a name read as something else. */
 const BIDIRECTIONAL_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/;
-/** Nothing a reader would see: spaces and characters that are ignored when shown (zero-width space, soft hyphen, …). */
-const ONLY_INVISIBLE = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}]+$/u;
+/**
+ * Nothing a reader would see: spaces, characters that are ignored when shown (zero-width space, soft hyphen, …),
+ * and the Braille blank, a symbol drawn as nothing.
+ */
+const ONLY_INVISIBLE = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]+$/u;
 
 /**
  * Trimmed, NFC-normalised text whose length counts characters (code points), so a Japanese or emoji

@@ -22,6 +22,12 @@ export function invalidToken(messageKey: MessageKey = 'tokenInvalid'): ApiError 
   return new ApiError(401, messageKey, {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
 }
 
+/** A valid user token without the delegated permission users call the API with: a 403 naming the scope to ask for (RFC 6750). */
+function insufficientScope(clientId: string): ApiError {
+  const challenge = `Bearer error="insufficient_scope", scope="api://${clientId}/${REQUIRED_SCOPE}"`;
+  return new ApiError(403, 'scopeMissing', {}, { headers: { 'WWW-Authenticate': challenge } });
+}
+
 async function fetchMetadata(url: string): Promise<{ issuer: string; jwks_uri: string }> {
   // One deadline for the answer, its body included.
   const signal = AbortSignal.timeout(METADATA_TIMEOUT_MS);
@@ -123,7 +129,7 @@ export function createTokenValidator(settings: AuthSettings) {
 
     const scopes = stringClaim(payload, 'scp');
     const kind: Principal['kind'] = payload.idtyp === 'app' || scopes === undefined ? 'app' : 'user';
-    if (kind === 'user' && !scopes!.split(' ').includes(REQUIRED_SCOPE)) throw invalidToken('scopeMissing');
+    if (kind === 'user' && !scopes!.split(' ').includes(REQUIRED_SCOPE)) throw insufficientScope(settings.clientId);
 
     return {
       tenantId,

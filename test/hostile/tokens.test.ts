@@ -150,8 +150,19 @@ function expectUnauthorized(response: HostileResponse, context: string): void {
   expect(response.headers['www-authenticate'], context).toMatch(/^Bearer\b.*error="invalid_token"/);
 }
 
-/** Sends the Authorization header to a read, a write and a delete: each a 401, and no request reaches the database. */
-async function expectRefusedBeforeTheDatabase(cases: CaseCounter, authorization: string | string[], pathSuffix = ''): Promise<void> {
+/** A valid token without the scope users call the API with: a 403 that names the scope. */
+function expectInsufficientScope(response: HostileResponse, context: string): void {
+  expectClientError(response, 403, context);
+  expect(response.headers['www-authenticate'], context).toBe(`Bearer error="insufficient_scope", scope="api://${CLIENT_ID}/access_as_user"`);
+}
+
+/** Sends the Authorization header to a read, a write and a delete: each refused (a 401 unless told), and no request reaches the database. */
+async function expectRefusedBeforeTheDatabase(
+  cases: CaseCounter,
+  authorization: string | string[],
+  pathSuffix = '',
+  expectRefused: (response: HostileResponse, context: string) => void = expectUnauthorized,
+): Promise<void> {
   const before = cosmos.requests.length;
   const headers = { authorization };
   const attempts: [string, string, unknown][] = [
@@ -161,7 +172,7 @@ async function expectRefusedBeforeTheDatabase(cases: CaseCounter, authorization:
   ];
   for (const [method, path, body] of attempts) {
     const response = await call(method, path, { headers, ...(body ? { body } : {}) });
-    expectUnauthorized(response, `${method} ${path}`);
+    expectRefused(response, `${method} ${path}`);
     cases.add();
   }
   for (const value of [authorization].flat()) rememberSecret(value.replace(/^Bearer\s+/i, ''));
@@ -181,7 +192,7 @@ describe('the recorder in front of the database', () => {
   });
 });
 
-describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and no database call', () => {
+describe('hostile tokens: each refused (a 401 invalid_token challenge; a 403 naming the scope a valid token lacks), and no database call', () => {
   const attacks: [string, () => string | Promise<string>][] = [
     // The algorithm
     ['with alg none and an empty signature', () => `${json({ alg: 'none', typ: 'JWT' })}.${json(claims())}.`],
@@ -264,11 +275,6 @@ describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and 
       "with the real Entra ID's v2 issuer instead of the configured authority's",
       () => craft({ payload: claims({ ver: '2.0', aud: CLIENT_ID, iss: `https://login.microsoftonline.com/${HOME_TENANT}/v2.0` }) }),
     ],
-    // Scope
-    ['whose scope only contains access_as_user as a prefix (access_as_user_x)', () => craft({ payload: claims({ scp: 'access_as_user_x' }) })],
-    ['whose scope only contains access_as_user as a suffix (xaccess_as_user)', () => craft({ payload: claims({ scp: 'xaccess_as_user' }) })],
-    ['whose scope is access_as_user in another case', () => craft({ payload: claims({ scp: 'Access_As_User' }) })],
-    ['whose scope list is comma-separated around access_as_user', () => craft({ payload: claims({ scp: 'User.Read,access_as_user' }) })],
     // Size and format
     ['over 16 KB', () => craft({ payload: claims({ padding: 'x'.repeat(12 * 1024) }) })],
     [
@@ -322,6 +328,19 @@ describe('hostile tokens: each a 401 with a Bearer invalid_token challenge, and 
   for (const [label, make] of attacks) {
     hostileTest(`a token ${label}`, async (cases) => {
       await expectRefusedBeforeTheDatabase(cases, bearer(await make()));
+    });
+  }
+
+  // Valid tokens, but without the scope: a 403 naming it, as RFC 6750 has it, and still no database call.
+  const scopes: [string, string][] = [
+    ['only contains access_as_user as a prefix', 'access_as_user_x'],
+    ['only contains access_as_user as a suffix', 'xaccess_as_user'],
+    ['is access_as_user in another case', 'Access_As_User'],
+    ['is a comma-separated list around access_as_user', 'User.Read,access_as_user'],
+  ];
+  for (const [label, scp] of scopes) {
+    hostileTest(`a token whose scope ${label} (${scp})`, async (cases) => {
+      await expectRefusedBeforeTheDatabase(cases, bearer(craft({ payload: claims({ scp }) })), '', expectInsufficientScope);
     });
   }
 

@@ -91,6 +91,12 @@ async function token(claims: Record<string, unknown> = {}, header: Record<string
 
 const refused = (messageKey = 'tokenInvalid') =>
   expect.objectContaining({ status: 401, messageKey, options: { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } } });
+const insufficientScope = () =>
+  expect.objectContaining({
+    status: 403,
+    messageKey: 'scopeMissing',
+    options: { headers: { 'WWW-Authenticate': `Bearer error="insufficient_scope", scope="api://${CLIENT_ID}/access_as_user"` } },
+  });
 const unavailable = () => expect.objectContaining({ name: 'DependencyUnavailableError', dependency: 'identityProvider' });
 
 describe('a valid token', () => {
@@ -138,11 +144,11 @@ describe('a valid token', () => {
 });
 
 describe('the caller', () => {
-  it('is a user when the token has scopes, which must include access_as_user', async () => {
+  it('is a user when the token has scopes, which must include access_as_user (else a 403 naming it)', async () => {
     const validator = createTokenValidator(settings());
     expect((await validator.validate(await token({ scp: 'User.Read access_as_user' }))).kind).toBe('user');
-    await expect(validator.validate(await token({ scp: 'User.Read' }))).rejects.toEqual(refused('scopeMissing'));
-    await expect(validator.validate(await token({ scp: 'access_as_user_too' }))).rejects.toEqual(refused('scopeMissing'));
+    await expect(validator.validate(await token({ scp: 'User.Read' }))).rejects.toEqual(insufficientScope());
+    await expect(validator.validate(await token({ scp: 'access_as_user_too' }))).rejects.toEqual(insufficientScope());
   });
 
   it('is an app with idtyp app, or without scopes (empty ones too), and has no e-mail then', async () => {

@@ -45,6 +45,7 @@ describe('text: what each refusal says', () => {
     ['a\u202eb', 'noBidirectionalControls'],
     ['\u2066a', 'noBidirectionalControls'],
     ['\u200b\u00ad', 'nothingVisible'],
+    ['\u2800 \u3164', 'nothingVisible'],
   ])('%j in a single line of text: %s, in English and in Japanese', (value, key) => {
     for (const language of ['en', 'ja'] as const) {
       expect(problems(title, { title: value }, language)).toEqual([{ path: 'title', message: translate(key, language) }]);
