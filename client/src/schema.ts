@@ -883,7 +883,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -898,6 +897,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -1022,7 +1022,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -1037,6 +1036,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -1164,7 +1164,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -1179,6 +1178,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -1308,7 +1308,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -1323,6 +1322,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -1498,7 +1498,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -1513,6 +1512,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -1652,7 +1652,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -1667,6 +1666,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -1846,7 +1846,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -1861,6 +1860,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -2016,7 +2016,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -2031,6 +2030,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -2157,7 +2157,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -2172,6 +2171,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -2374,7 +2374,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -2389,6 +2388,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -2526,7 +2526,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -2541,6 +2540,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -2719,7 +2719,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -2734,6 +2733,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -2887,7 +2887,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              *     - Your organisation requires you to sign in again (for example with multi-factor authentication). Get a new token with the claims in WWW-Authenticate.
              */
             401: {
@@ -2903,6 +2902,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              *     - This operation needs a user: an app-only token has no user behind it.
              *     - Consent is missing: an administrator of your organisation must grant this API access to the directory on your behalf.
@@ -3019,7 +3019,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3034,6 +3033,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              *     - This operation needs a user: an app-only token has no user behind it.
              */
@@ -3167,7 +3167,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3182,6 +3181,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -3346,7 +3346,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3361,6 +3360,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -3480,7 +3480,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3495,6 +3494,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -3612,7 +3612,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3627,6 +3626,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -3763,7 +3763,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3778,6 +3777,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -3916,7 +3916,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -3931,6 +3930,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -4120,7 +4120,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -4135,6 +4134,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -4284,7 +4284,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -4299,6 +4298,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -4476,7 +4476,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -4491,6 +4490,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -4642,7 +4642,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -4657,6 +4656,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -4773,7 +4773,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -4788,6 +4787,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -4917,7 +4917,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -4932,6 +4931,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
@@ -5064,7 +5064,6 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
-             *     - The access token does not carry the scope "access_as_user".
              */
             401: {
                 headers: {
@@ -5079,6 +5078,7 @@ export interface operations {
             /**
              * @description Forbidden:
              *
+             *     - The access token does not carry the scope "access_as_user".
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
