@@ -52,6 +52,7 @@ interface ServerCollection {
     delete(id: string, partition: unknown): void;
     _set(document: ServerDocument): ServerDocument;
     _getPartition(document: object): unknown;
+    _purge(): ServerDocument[];
     /** Ours: the container's change feed goes with its documents, so a container made again under its id starts a new one. */
     changeFeed?: ContainerFeed;
   };
@@ -80,6 +81,8 @@ export interface CosmosEmulatorOptions {
   dataDir?: string;
   /** The identity provider whose Entra tokens (`type=aad`) it takes, of the account's tenant only; without it, none. */
   entra?: Required<Pick<ExpectedToken, 'keys' | 'authorityHost' | 'tenantId'>>;
+  /** How often, in milliseconds, it purges the documents past their time to live: each minute unless given (tests give less). */
+  purgeInterval?: number;
 }
 
 const isTrue = (header: string | string[] | undefined) => [header].flat().some((value) => value?.toLowerCase() === 'true');
@@ -212,6 +215,17 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     return (kept ? store.record(effects) : (store?.settled() ?? Promise.resolve())).then(() => feed.publish(lsn));
   }
 
+  /** Removes the app's documents past their time to live, as Azure does: for no request units, unseen in the change feed (as a delete is); answers how many. */
+  function purge(): number {
+    return [...appContainers.keys()].reduce((purged, collId) => {
+      const collection = account.database(options.database).collection(collId);
+      const gone = collection.documents._purge().map((before) => ({ before }));
+      // A failed write is logged (local/cosmos-disk.ts); the next start purges them again.
+      if (gone.length > 0) void record(collection, { dbId: options.database, collId }, gone).catch(() => undefined);
+      return purged + gone.length;
+    }, 0);
+  }
+
   /** Why Cosmos DB would refuse the request's Entra token, if it has one: its tenant, signature, audience and lifetime are checked. */
   async function refusedToken(request: IncomingMessage): Promise<string | undefined> {
     const [, token] = /^type=aad&ver=1\.0&sig=(.+)$/.exec(request.headers.authorization ?? '') ?? [];
@@ -290,6 +304,9 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const restored = collection.documents._set({ ...collection.documents.upsert(fields), _ts: fields._ts as number, _etag: fields._etag as string });
     feed.publish(feed.record([{ ...changed(collection, restored), deleted: false }], typeof _lsn === 'number' ? _lsn : undefined));
   }
+  const expiredAtStart = purge();
+  // Each minute, as Azure purges within minutes of expiry and a purge reads every document; not keeping the process alive.
+  const purging = setInterval(purge, options.purgeInterval ?? 60_000).unref();
 
   return {
     counts,
@@ -299,9 +316,12 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     key: EMULATOR_KEY,
     /** What the app's COSMOS_CONNECTION setting holds for this store. */
     connectionString: `AccountEndpoint=${endpoint};AccountKey=${EMULATOR_KEY};`,
-    restored: opened?.kept.length ?? 0,
+    restored: (opened?.kept.length ?? 0) - expiredAtStart,
     client,
+    /** For tests: the package's account, whose containers' documents (`documents._data`) they count. */
+    account,
     async close(): Promise<void> {
+      clearInterval(purging);
       client.dispose();
       agent.destroy();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -26,7 +26,7 @@ interface ServerDocuments {
   _parent: { read(): { indexingPolicy?: { compositeIndexes?: unknown } } | null };
   _getQuery(sql: string): CompiledQuery;
   _userDefinedFunctions(): unknown;
-  _item(keyPath: string, value: string, partition: unknown): { read(): Document | undefined };
+  _item(keyPath: string, value: string, partition: unknown, expiredToo?: boolean): { read(): Document | undefined };
   /** The server's (patches/@vercel+cosmosdb-server+1.0.1.patch): whether a query shows a document: not expired, and in the partition it was sent to. */
   _shows(document: Document, partitionKey: Primitive[] | undefined): boolean;
   /** Ours: the collection's index, made at its first query. */
@@ -239,9 +239,9 @@ export function installQueryShortcuts(): void {
     this.shortcutIndex?.written(stored);
     return stored;
   };
-  documents.delete = function (this: ServerDocuments, idOrRid: string, partition: unknown) {
-    const document = this._item('/id', idOrRid, partition).read();
-    items.delete!.call(this, idOrRid as never, partition as never);
+  documents.delete = function (this: ServerDocuments, idOrRid: string, partition: unknown, expiredToo?: boolean) {
+    const document = this._item('/id', idOrRid, partition, expiredToo).read();
+    items.delete!.call(this, idOrRid as never, partition as never, expiredToo as never);
     if (document) this.shortcutIndex?.removed(document);
   };
 }

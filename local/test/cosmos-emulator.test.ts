@@ -2,9 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { join } from 'node:path';
-import { ChangeFeedStartFrom, CosmosClient, type Container } from '@azure/cosmos';
+import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container } from '@azure/cosmos';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EMULATOR_KEY, startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
+import { DocumentStore } from '../cosmos-disk.js';
 import { appRoot } from '../stack.js';
 import { heldPort } from '../../test/support/commands.js';
 import { waitFor } from '../../test/support/wait.js';
@@ -29,6 +30,15 @@ describe('the embedded Cosmos DB', () => {
 
   const tenantData = (emulator: CosmosEmulator) => emulator.client.database('lms').container('tenant-data');
   const read = async (container: Container, id: string, tenantId = 't1') => (await container.item(id, tenantId).read<Document>()).resource;
+  /** How many documents the server holds in tenant-data, in memory: those past their time to live that no purge removed too. */
+  const held = (emulator: CosmosEmulator) =>
+    (emulator.account.database('lms').collection('tenant-data').documents as unknown as { _data: Map<string, unknown> })._data.size;
+  /** The ids of tenant-data that the folder's database keeps, read by the store itself while no emulator runs. */
+  async function idsOnDisk(dataDir: string): Promise<string[]> {
+    const { store, kept } = await DocumentStore.open(dataDir, () => []);
+    await store.close();
+    return kept.flatMap(({ container, document }) => (container === 'tenant-data' ? [document.id] : [])).sort();
+  }
 
   /**
    * The emulator in a process of its own (the build's), so that the test can kill it as a crash would;
@@ -300,6 +310,64 @@ describe('the embedded Cosmos DB', () => {
     expect((await feed.readNext()).result.map(({ id }) => id).sort()).toEqual(['kept', 'unset']);
     expect((await leases.item('lease', 'lease').read()).resource).toBeDefined();
     expect((await container.items.create({ id: 'brief', tenantId: 't1' })).statusCode).toBe(201);
+  });
+
+  it('purges the documents past their time to live from memory, the change feed and the disk, unseen in the feed, as Azure does', async () => {
+    const dataDir = join(emulators.folder, 'purged');
+    const emulator = await emulators.start(dataDir, { purgeInterval: 50 });
+    const container = tenantData(emulator);
+    const feedFrom = (continuation: string) =>
+      container.items.getChangeFeedIterator<Document>({ changeFeedStartFrom: ChangeFeedStartFrom.Continuation(continuation) }).readNext();
+    const { continuationToken: beforeWrites } = await container.items
+      .getChangeFeedIterator<Document>({ changeFeedStartFrom: ChangeFeedStartFrom.Now() })
+      .readNext();
+    for (const [id, ttl] of [
+      ['brief', 1],
+      ['kept', -1],
+      ['unset', undefined],
+    ] as const)
+      await container.items.create({ id, tenantId: 't1', ttl, kind: id === 'brief' ? 'short' : 'long' });
+    const ofKind = async (kind: string) =>
+      (await container.items.query<string>({ query: 'SELECT VALUE c.id FROM c WHERE c.kind = @kind', parameters: [{ name: '@kind', value: kind }] }).fetchAll())
+        .resources;
+    // Made while `brief` may still be there: the query shortcuts' index of `kind`.
+    await ofKind('short');
+    const requests = emulator.counts.requests;
+    await waitFor(() => held(emulator) === 2);
+    expect(emulator.counts.requests, 'what the purge costs the client: nothing').toBe(requests);
+    expect(await read(container, 'brief')).toBeUndefined();
+    expect(await ofKind('short')).toEqual([]);
+    expect((await ofKind('long')).sort()).toEqual(['kept', 'unset']);
+    const paged = await container.items.query<string>('SELECT VALUE c.id FROM c', { partitionKey: 't1', maxItemCount: 1 }).fetchAll();
+    expect(paged.resources.sort()).toEqual(['kept', 'unset']);
+    // A reader's continuation from before still serves: the purge left nothing in the feed.
+    const page = await feedFrom(beforeWrites);
+    expect(page.result.map(({ id }) => id).sort()).toEqual(['kept', 'unset']);
+    expect((await feedFrom(page.continuationToken)).statusCode).toBe(StatusCodes.NotModified);
+    await container.items.create({ id: 'later', tenantId: 't1' });
+    expect((await feedFrom(page.continuationToken)).result.map(({ id }) => id)).toEqual(['later']);
+    await emulators.close();
+    expect(await idsOnDisk(dataDir)).toEqual(['kept', 'later', 'unset']);
+  });
+
+  it('at start, neither loads nor keeps on disk a document already past its time to live', async () => {
+    const dataDir = join(emulators.folder, 'expired-at-start');
+    // The default interval, a minute: no purge runs while this test does, but the one at start.
+    const emulator = await emulators.start(dataDir);
+    const container = tenantData(emulator);
+    await container.items.create({ id: 'brief', tenantId: 't1', ttl: 1 });
+    await container.items.create({ id: 'kept', tenantId: 't1' });
+    await waitFor(async () => (await read(container, 'brief')) === undefined);
+    expect(held(emulator)).toBe(2);
+    await emulators.close();
+    expect(await idsOnDisk(dataDir)).toEqual(['brief', 'kept']);
+
+    const restarted = await emulators.start(dataDir);
+    expect(restarted.restored).toBe(1);
+    expect(held(restarted)).toBe(1);
+    expect(await read(tenantData(restarted), 'kept')).toBeDefined();
+    await emulators.close();
+    expect(await idsOnDisk(dataDir)).toEqual(['kept']);
   });
 
   it("keeps a document's _ts, from which its time to live counts, and its _etag across a restart", async () => {

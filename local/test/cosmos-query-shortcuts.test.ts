@@ -23,6 +23,9 @@ interface ServerDocuments {
   upsert(document: object): { _ts: number };
   _set(document: object): void;
   delete(id: string, partition: string): void;
+  /** The patch's: removes the documents past their time to live, and answers those whose id no live document took again. */
+  _purge(): { id: string }[];
+  _data: Map<string, unknown>;
 }
 interface ServerAccount {
   databases: { create(definition: object): void };
@@ -50,6 +53,8 @@ const write = fc.oneof(
   // `aged`: written ten seconds ago, so that a `ttl` of 5 has run out.
   fc.record({ upsert: document, aged: fc.boolean() }),
   fc.record({ delete: fc.constantFrom(...IDS), tenantId: fc.constantFrom(...TENANTS) }),
+  // What the embedded Cosmos DB runs every minute.
+  fc.constant({ purge: true as const }),
 );
 
 /** Queries of the shapes the app sends, and of shapes the shortcuts must leave alone. */
@@ -91,11 +96,19 @@ function freshCollection(): ServerDocuments {
   return account.database('db').collection('items').documents;
 }
 
-type Change = { upsert: object; aged: boolean } | { delete: string; tenantId: string };
+type Change = { upsert: object; aged: boolean } | { delete: string; tenantId: string } | { purge: true };
+
+/** The `_rid`s that the shortcuts' index files under some field's value but the server no longer holds. */
+function filedButGone(documents: ServerDocuments): string[] {
+  const { shortcutIndex } = documents as unknown as { shortcutIndex?: { byField: Map<string, Map<unknown, Set<string>>> } };
+  const filed = [...(shortcutIndex?.byField.values() ?? [])].flatMap((values) => [...values.values()].flatMap((rids) => [...rids]));
+  return filed.filter((rid) => !documents._data.has(rid));
+}
 
 function apply(documents: ServerDocuments, change: Change): void {
   try {
-    if ('upsert' in change) {
+    if ('purge' in change) documents._purge();
+    else if ('upsert' in change) {
       const written = documents.upsert(change.upsert);
       if (change.aged) documents._set({ ...written, _ts: written._ts - 10 });
     } else documents.delete(change.delete, change.tenantId);
@@ -113,10 +126,14 @@ describe('the embedded Cosmos DB query shortcuts', () => {
         fc.constantFrom(-1, 1, 2, 3, 7),
         fc.array(fc.array(write, { maxLength: 8 }), { maxLength: 12 }),
         fc.option(fc.constantFrom(['t1'], ['t2'], ['t3']), { nil: undefined }),
-        (seed, { text, ...values }, maxItemCount, between, partitionKey) => {
+        fc.boolean(),
+        (seed, { text, ...values }, maxItemCount, between, partitionKey, indexedFirst) => {
           const documents = freshCollection();
-          for (const change of seed) apply(documents, change);
           const params = { query: text, parameters: Object.entries(values).map(([name, value]) => ({ name: `@${name}`, value })) };
+          // The index made before the seed's writes, so that they (their deletes and purges too) keep it, or made from them.
+          if (indexedFirst) documents.query(params, { maxItemCount, continuation: null, partitionKey });
+          for (const change of seed) apply(documents, change);
+          expect(filedButGone(documents)).toEqual([]);
           let continuation: unknown = null;
           for (let page = 0; page <= between.length; page++) {
             const expected = Items.prototype.query.call(documents, params, { maxItemCount, continuation, partitionKey });
@@ -126,6 +143,8 @@ describe('the embedded Cosmos DB query shortcuts', () => {
             continuation = actual?.continuation;
             if (!continuation) return;
             for (const change of between[page] ?? []) apply(documents, change);
+            // The index files no document that a delete or a purge removed.
+            expect(filedButGone(documents)).toEqual([]);
           }
         },
       ),
@@ -142,6 +161,28 @@ describe('the embedded Cosmos DB query shortcuts', () => {
     documents.upsert({ id: 'A-9', tenantId: 't1', type: 'task' });
     documents.upsert({ id: 'A-0', tenantId: 't1', type: 'project' });
     expect(new Set(documents.query(tasks, { maxItemCount: -1, continuation: null })?.result)).toEqual(new Set(['A-1', 'A-2', 'A-9', 'B-1']));
+  });
+
+  it('purges what is past its time to live by its _rid, not the live document that took its id again, and its index with it', () => {
+    const documents = freshCollection();
+    const aged = (document: object) => {
+      const written = documents.upsert(document);
+      documents._set({ ...written, _ts: written._ts - 10 });
+    };
+    aged({ id: 'A', tenantId: 't1', type: 'task', ttl: 5 });
+    aged({ id: 'B', tenantId: 't1', type: 'task', ttl: 5 });
+    documents.create({ id: 'C', tenantId: 't1', type: 'task', ttl: -1 });
+    const tasks = { query: 'SELECT VALUE c.id FROM c WHERE c.type = @type', parameters: [{ name: '@type', value: 'task' }] };
+    expect(documents.query(tasks, { maxItemCount: -1, continuation: null })?.result).toEqual(['C']);
+    // A's id, free since it expired, taken again: another document, under a `_rid` of its own.
+    documents.create({ id: 'A', tenantId: 't1', type: 'task' });
+    expect(documents._data.size).toBe(4);
+    expect(documents._purge().map(({ id }) => id)).toEqual(['B']);
+    expect(documents._data.size).toBe(2);
+    expect(filedButGone(documents)).toEqual([]);
+    expect(new Set(documents.query(tasks, { maxItemCount: -1, continuation: null })?.result)).toEqual(new Set(['A', 'C']));
+    documents.delete('A', 't1');
+    expect(documents.query(tasks, { maxItemCount: -1, continuation: null })?.result).toEqual(['C']);
   });
 
   it('makes an error of the query the client’s, as the full run does', () => {

@@ -7,15 +7,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../cosmos-emulator.js';
+import { startCosmosEmulator, type CosmosEmulator, type CosmosEmulatorOptions } from '../cosmos-emulator.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from '../tls.js';
 
 export interface TemporaryEmulators {
   /** The file's own folder, removed when the file is done. */
   readonly folder: string;
   readonly tls: TlsCertificate;
-  /** An emulator of the database `lms` on a free port, kept in `dataDir` when given (else in memory). */
-  start(dataDir?: string): Promise<CosmosEmulator>;
+  /** An emulator of the database `lms` on a free port, kept in `dataDir` when given (else in memory), with any other options given. */
+  start(dataDir?: string, options?: Pick<CosmosEmulatorOptions, 'purgeInterval'>): Promise<CosmosEmulator>;
   /** Closes an emulator started here before the test is done, as a restart does: the one given, else the last started. */
   close(emulator?: CosmosEmulator): Promise<void>;
 }
@@ -47,8 +47,8 @@ export function temporaryEmulators(name: string, options: { tls?: TlsCertificate
       if (!tls) throw new Error('The TLS certificate is made in beforeAll.');
       return tls;
     },
-    async start(dataDir) {
-      const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: this.tls, ...(dataDir ? { dataDir } : {}) });
+    async start(dataDir, more) {
+      const emulator = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: this.tls, ...(dataDir ? { dataDir } : {}), ...more });
       running.push(emulator);
       return emulator;
     },
