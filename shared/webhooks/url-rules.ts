@@ -135,7 +135,8 @@ export function webhookUrl(value: string, allowLoopback: boolean): URL {
   } catch {
     throw refuse('webhookUrlInvalid', '');
   }
-  if (value.length > MAX_WEBHOOK_URL_LENGTH || (url.protocol !== 'https:' && url.protocol !== 'http:')) throw refuse('webhookUrlInvalid', url.hostname);
+  if (value.length > MAX_WEBHOOK_URL_LENGTH) throw refuse('webhookUrlInvalid', url.hostname);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refuse('webhookUrlNotHttps', url.hostname);
   if (url.username || url.password) throw refuse('webhookUrlCredentials', url.hostname);
   if (url.protocol === 'http:' && !allowLoopback) throw refuse('webhookUrlNotHttps', url.hostname);
   if (METADATA_HOSTS.has(url.hostname.toLowerCase().replace(/\.$/, ''))) throw refuse('webhookUrlMetadata', url.hostname);

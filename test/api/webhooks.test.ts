@@ -477,7 +477,7 @@ describe('subscriptions', () => {
       ['https://user:password@8.8.8.8/hook', /user name or password/],
       ['http://8.8.8.8/hook', /https/],
       ['http://127.0.0.1:9/hook', /https/],
-      ['ftp://8.8.8.8/hook', /absolute URL/],
+      ['ftp://8.8.8.8/hook', /must use https/],
       ['not a url', /absolute URL/],
       ['https://no-such-host.invalid/hook', /does not resolve/],
     ];

@@ -212,7 +212,7 @@ describe("a webhook URL's form", () => {
     expect(() => urlRules.webhookUrl('not a url', false)).toThrow(refusal('webhookUrlInvalid', ''));
     expect(() => urlRules.webhookUrl('/relative', false)).toThrow(refusal('webhookUrlInvalid', ''));
     for (const scheme of ['ftp', 'file', 'ws', 'javascript']) {
-      expect(() => urlRules.webhookUrl(`${scheme}://hooks.example.com/x`, true)).toThrow(refusal('webhookUrlInvalid', 'hooks.example.com'));
+      expect(() => urlRules.webhookUrl(`${scheme}://hooks.example.com/x`, true)).toThrow(refusal('webhookUrlNotHttps', 'hooks.example.com'));
     }
   });
 
@@ -249,7 +249,7 @@ describe("a webhook URL's form", () => {
   it('names at most 255 characters of the host in a refusal', async () => {
     const urlRules = await rules();
     const host = `${'a'.repeat(60)}.`.repeat(5) + 'example';
-    expect(() => urlRules.webhookUrl(`ftp://${host}/`, false)).toThrow(refusal('webhookUrlInvalid', host.slice(0, 255)));
+    expect(() => urlRules.webhookUrl(`ftp://${host}/`, false)).toThrow(refusal('webhookUrlNotHttps', host.slice(0, 255)));
   });
 });
 
