@@ -15,7 +15,10 @@ export function parseIfMatch(header: string | null): IfMatch {
   if (header === null) return undefined;
   if (header.trim() === '*') return '*';
   const tags: string[] = [];
-  for (const member of header.split(',')) {
+  // Empty list members are ignored (RFC 9110 5.6.1.2); a header with nothing else is malformed.
+  const members = header.split(',').filter((member) => member.trim() !== '');
+  if (members.length === 0) throw new ApiError(400, 'invalidIfMatch');
+  for (const member of members) {
     const match = LIST_MEMBER.exec(member);
     if (!match) throw new ApiError(400, 'invalidIfMatch');
     // If-Match uses strong comparison (RFC 9110 13.1.1): a weak tag never matches.

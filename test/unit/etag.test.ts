@@ -19,8 +19,13 @@ describe('entity tags', () => {
     expect(parseIfMatch('W/"a", "b"')).toEqual(['"b"']);
   });
 
+  it('ignores empty members of an If-Match list, as RFC 9110 asks', () => {
+    expect(parseIfMatch('"a",,"b"')).toEqual(['"a"', '"b"']);
+    expect(parseIfMatch(', "a" ,')).toEqual(['"a"']);
+  });
+
   it('refuses a malformed If-Match with a 400', () => {
-    for (const header of ['a', '"a', '"a",,', '', 'x"a"', '"a"x', '"a" "b"', '**']) {
+    for (const header of ['a', '"a', '', ' , ,', 'x"a"', '"a"x', '"a" "b"', '**', '"a", b']) {
       expect(() => parseIfMatch(header)).toThrow(ApiError);
     }
   });
