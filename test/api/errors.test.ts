@@ -120,7 +120,10 @@ describe('unknown routes and methods', () => {
     ['PATCH', '/projects/PRJ-1001'],
     ['POST', '/projects/PRJ-1001'],
     ['DELETE', '/projects'],
-  ])('%s %s is a 404 in the contract shape', async (method, path) => {
+    // The API's root, with and without the slash: Azure's catch-all `{*path}` matches an empty rest too.
+    ['GET', ''],
+    ['POST', '/'],
+  ])('%s /api%s is a 404 in the contract shape', async (method, path) => {
     const response = await api(method, path);
     expect(response.status).toBe(404);
     expectErrorShape(response.body, 404, 'Not Found');
