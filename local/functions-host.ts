@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import type { HttpHandler } from '@azure/functions';
 import { startCosmosTriggers } from './cosmos-triggers.js';
 import { corsPolicyFrom, handledByCors } from './cors.js';
@@ -133,6 +133,9 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
 }
 
 const server = createServerWithKestrelLimits((req, res) => void serve(req, res));
+// Node drops a CONNECT unanswered unless a listener takes the socket. Kestrel reads it as any other method, and the host,
+// whose functions list no CONNECT, answers its empty 404 (here with the connection closed: Node's parser has let go of it).
+server.on('connect', (_req, socket: Duplex) => socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'));
 const port = await listen(server, Number(process.env.LOCAL_PORT ?? 0), '127.0.0.1', 'local Functions host');
 const triggerHost = { registrations: functions, environment: process.env, log };
 const queueTriggers = await startQueueTriggers({ ...triggerHost, settings: queueExtensionSettings(hostJson.extensions?.queues) });

@@ -50,17 +50,14 @@ function undecodableEscaped(segment: string): string {
 }
 
 export function createRouter<T>(routes: Route<T>[]) {
-  const router = FindMyWay({
-    caseSensitive: false,
-    ignoreTrailingSlash: true,
-    ignoreDuplicateSlashes: true,
-    // Ids are refused by the app, with the contract's 404, not by the router.
-    maxParamLength: 64 * 1024,
-  });
-  for (const route of routes) {
-    const { path, catchAll } = findMyWayPath(route.template);
-    router.on(route.methods.map((method) => method.toUpperCase()) as HTTPMethod[], path, () => undefined, { route, catchAll });
-  }
+  // maxParamLength: ids are refused by the app, with the contract's 404, not by the router.
+  const router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 64 * 1024 });
+  const parsed = routes.map((route) => ({ route, methods: route.methods.map((name) => name.toUpperCase() as HTTPMethod), ...findMyWayPath(route.template) }));
+  for (const { route, path, catchAll, methods } of parsed) router.on(methods, path, () => undefined, { route, catchAll });
+  // ASP.NET's catch-all also matches an empty rest (`api/{*path}` takes `/api` and `/api/`, without the parameter),
+  // after any other route of that path and method: so it is registered there last, where none is.
+  for (const { route, path, catchAll, methods } of parsed.filter((each) => each.catchAll))
+    for (const method of methods) if (!router.hasRoute(method, path.slice(0, -1))) router.on(method, path.slice(0, -1), () => undefined, { route, catchAll });
   return {
     routes,
     find(method: string, path: string): { route: Route<T>; params: Record<string, string> } | undefined {
@@ -69,7 +66,7 @@ export function createRouter<T>(routes: Route<T>[]) {
       if (!found) return undefined;
       const { route, catchAll } = found.store as { route: Route<T>; catchAll?: string };
       const { '*': rest, ...params } = found.params as Record<string, string | undefined>;
-      return { route, params: { ...(params as Record<string, string>), ...(catchAll ? { [catchAll]: rest ?? '' } : {}) } };
+      return { route, params: { ...(params as Record<string, string>), ...(catchAll && rest ? { [catchAll]: rest } : {}) } };
     },
   };
 }

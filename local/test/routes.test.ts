@@ -33,6 +33,23 @@ describe('local host routing', () => {
     expect(router.find('GET', '/api/projects/%E3%83%86')?.params).toEqual({ projectId: 'テ' });
   });
 
+  it('matches the catch-all with nothing after its prefix, with or without the slash, the parameter then absent (as ASP.NET)', () => {
+    for (const path of ['/api', '/api/', '/API', '/api//'])
+      expect(router.find('GET', path), path).toEqual({ route: expect.objectContaining({ target: 'fallback' }), params: {} });
+    expect(router.find('PATCH', '/api')).toBeUndefined();
+    expect(router.find('GET', '/')).toBeUndefined();
+    const root = createRouter([
+      { template: 'api', methods: ['GET'], target: 'literal' },
+      { template: 'api/{*path}', methods: ['GET', 'POST'], target: 'fallback' },
+      { template: 'api/docs/{name?}', methods: ['GET'], target: 'docs' },
+      { template: 'api/docs/{*rest}', methods: ['GET', 'POST'], target: 'docs-fallback' },
+    ]);
+    expect(root.find('GET', '/api/')?.route.target).toBe('literal');
+    expect(root.find('POST', '/api/')?.route.target).toBe('fallback');
+    expect(root.find('GET', '/api/docs')?.route.target).toBe('docs');
+    expect(root.find('POST', '/api/docs/')).toMatchObject({ route: { target: 'docs-fallback' }, params: {} });
+  });
+
   it('applies constraints', () => {
     expect(router.find('GET', '/api/items/42')?.route.target).toBe('item');
     expect(router.find('GET', '/api/items/abc')?.route.target).toBe('fallback');

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { api, stack, token, uniqueEmail } from '../support/stack.js';
 
@@ -120,10 +121,23 @@ describe('unknown routes and methods', () => {
     ['PATCH', '/projects/PRJ-1001'],
     ['POST', '/projects/PRJ-1001'],
     ['DELETE', '/projects'],
-  ])('%s %s is a 404 in the contract shape', async (method, path) => {
+    // The API's root, with and without the slash: Azure's catch-all `{*path}` matches an empty rest too.
+    ['GET', ''],
+    ['POST', '/'],
+  ])('%s /api%s is a 404 in the contract shape', async (method, path) => {
     const response = await api(method, path);
     expect(response.status).toBe(404);
     expectErrorShape(response.body, 404, 'Not Found');
     expect(response.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it("answers a method no function lists with the host's empty 404, CONNECT too (a plain Node server drops it unanswered)", async () => {
+    for (const method of ['TRACE', 'PROPFIND', 'CONNECT']) {
+      const socket = connect(Number(new URL(stack.apiBaseUrl).port), '127.0.0.1').setEncoding('utf8');
+      socket.write(`${method} /api/projects HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
+      let answer = '';
+      for await (const chunk of socket) answer += chunk;
+      expect(answer, method).toMatch(/^HTTP\/1\.1 404 Not Found\r\n(?:[^\r\n]+\r\n)*\r\n(?:0\r\n\r\n)?$/);
+    }
   });
 });
