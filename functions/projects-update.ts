@@ -17,7 +17,11 @@ export const projectsUpdate = endpoint({
   success: { status: 200, body: project },
   docs: {
     summary: 'Update a project',
-    description: `Changes the fields given and keeps the others. Status moves: ${statusMoves}. An Archived project is read-only (it can still be deleted).`,
+    description:
+      'Changes the fields given and keeps the others. A PUT of what is stored (once normalised as it would be stored) changes nothing: ' +
+      'the same `updatedAt` and ETag, and no `project.updated` event. ' +
+      `Status moves: ${statusMoves}; the same status is a no-op. An Archived project is read-only, 409 even for a PUT that would change nothing ` +
+      '(it can still be deleted).',
     errors: { 400: ['tooManyMembers'], 409: ['statusMoveNotAllowed', 'projectArchived'] },
   },
   async handle({ principal, params, body, ifMatch }) {

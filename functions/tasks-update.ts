@@ -11,7 +11,10 @@ export const tasksUpdate = endpoint({
   success: { status: 200, body: task },
   docs: {
     summary: 'Update a task',
-    description: "Changes the fields given and keeps the others; a task cannot move to another project. An Archived project's tasks are read-only.",
+    description:
+      'Changes the fields given and keeps the others; a task cannot move to another project. A PUT of what is stored (once normalised as it ' +
+      "would be stored) changes nothing: the same `updatedAt` and ETag, and no `task.updated` event. An Archived project's tasks are read-only, " +
+      '409 even for a PUT that would change nothing.',
     errors: { 409: ['projectArchived'] },
   },
   async handle({ principal, params, body, ifMatch }) {

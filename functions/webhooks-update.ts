@@ -13,7 +13,9 @@ export const webhooksUpdate = endpoint({
   success: { status: 200, body: webhook },
   docs: {
     summary: 'Change a webhook subscription',
-    description: 'Changes the fields given. `active: true` switches a subscription on again, also one the API switched off.',
+    description:
+      'Changes the fields given. `active: true` switches a subscription on again, also one the API switched off (`disabledReason` goes). ' +
+      'A PUT of what is stored changes nothing: the same `updatedAt` and ETag; `active` as it already is switches nothing.',
     errors: { 400: URL_RULES },
   },
   async handle({ principal, params, body, ifMatch }) {

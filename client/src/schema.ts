@@ -90,7 +90,7 @@ export interface paths {
         get: operations["projectsGet"];
         /**
          * Update a project
-         * @description Changes the fields given and keeps the others. Status moves: Planning → Active or Archived; Active → OnHold or Completed or Archived; OnHold → Active or Archived; Completed → Active or Archived. An Archived project is read-only (it can still be deleted).
+         * @description Changes the fields given and keeps the others. A PUT of what is stored (once normalised as it would be stored) changes nothing: the same `updatedAt` and ETag, and no `project.updated` event. Status moves: Planning → Active or Archived; Active → OnHold or Completed or Archived; OnHold → Active or Archived; Completed → Active or Archived; the same status is a no-op. An Archived project is read-only, 409 even for a PUT that would change nothing (it can still be deleted).
          *
          *     **Roles:** LMS.Manager, LMS.Admin (permission `projects:write`).
          */
@@ -148,7 +148,7 @@ export interface paths {
         get: operations["tasksGet"];
         /**
          * Update a task
-         * @description Changes the fields given and keeps the others; a task cannot move to another project. An Archived project's tasks are read-only.
+         * @description Changes the fields given and keeps the others; a task cannot move to another project. A PUT of what is stored (once normalised as it would be stored) changes nothing: the same `updatedAt` and ETag, and no `task.updated` event. An Archived project's tasks are read-only, 409 even for a PUT that would change nothing.
          *
          *     **Roles:** LMS.Member, LMS.Manager, LMS.Admin (permission `tasks:write`).
          */
@@ -340,7 +340,7 @@ export interface paths {
         get: operations["webhooksGet"];
         /**
          * Change a webhook subscription
-         * @description Changes the fields given. `active: true` switches a subscription on again, also one the API switched off.
+         * @description Changes the fields given. `active: true` switches a subscription on again, also one the API switched off (`disabledReason` goes). A PUT of what is stored changes nothing: the same `updatedAt` and ETag; `active` as it already is switches nothing.
          *
          *     **Roles:** LMS.Admin (permission `webhooks:manage`).
          */

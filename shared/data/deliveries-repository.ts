@@ -202,6 +202,8 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
       return found;
     },
     change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),
+    // The write is what sends it: the change feed shows the delivery due to the relay.
+    touch: true,
   });
   return updated!;
 }

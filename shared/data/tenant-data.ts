@@ -90,6 +90,37 @@ export async function oneAtATime<T>(documentKey: string, change: () => Promise<T
 /** What a change returns to remove the document instead of replacing it. */
 export const REMOVE = Symbol('remove');
 
+/** What a change stamps on every document it writes: the time of the change. On its own it is no change. */
+const CHANGE_STAMPS: ReadonlySet<string> = new Set(['updatedAt']);
+
+/** Cosmos DB's own properties of a stored document (`_etag`, `_ts`, `_rid`, `_self`, `_attachments`): never the change's. */
+const isSystemProperty = (name: string): boolean => name.startsWith('_');
+
+/** Equal as JSON stores them: objects whatever the order of their fields, a field holding undefined as an absent one. */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, index) => sameJson(item, (b as unknown[])[index]));
+  return sameFields(a as Record<string, unknown>, b as Record<string, unknown>, () => false);
+}
+
+function sameFields(a: Record<string, unknown>, b: Record<string, unknown>, ignored: (name: string) => boolean): boolean {
+  const names = (object: Record<string, unknown>) => Object.keys(object).filter((name) => object[name] !== undefined && !ignored(name));
+  const fieldsOfA = names(a);
+  const fieldsOfB = names(b);
+  return fieldsOfA.length === fieldsOfB.length && fieldsOfA.every((name) => Object.hasOwn(b, name) && sameJson(a[name], b[name]));
+}
+
+/**
+ * Whether a change leaves the document as it is stored: every field equal but the change's stamp
+ * (`updatedAt`) and Cosmos's own properties. Fields readers do not see count too (a project's
+ * `nameSort`, a task's `priorityRank`, a subscription's `failedInARow`): a change that alters one
+ * of them is written, even though the resource looks the same.
+ */
+export function changesNothing(current: object, next: object): boolean {
+  return sameFields(current as Record<string, unknown>, next as Record<string, unknown>, (name) => CHANGE_STAMPS.has(name) || isSystemProperty(name));
+}
+
 /**
  * The one conditional write: changes (or removes) one document under optimistic concurrency. The
  * version the caller expects is compared with the version of the resource as it could have read
@@ -98,6 +129,12 @@ export const REMOVE = Symbol('remove');
  * for), the change is applied again after a short random wait. Within one instance, changes to a
  * document take turns and never clash; contention between instances that outlasts the attempts is
  * a 409 that says so, with Retry-After. Contention is not an outage.
+ *
+ * A change that leaves the document as it is stored (see changesNothing) writes nothing: no event,
+ * nothing alongside, the stored document answered as read, so its `updatedAt` and its version stay
+ * as they were. The expected version and the rules the change applies are checked all the same (a
+ * stale version is a 412, a read-only document a 409). A caller whose write is the point (to show
+ * the document to the change feed again) says `touch`.
  */
 export function changeDocument<D extends StoredDocument, R>(options: {
   kind: DocumentKind<D, R>;
@@ -116,6 +153,8 @@ export function changeDocument<D extends StoredDocument, R>(options: {
   guard?(): OperationInput;
   /** How to read the current document: by default as readers see it. */
   read?: () => Promise<D>;
+  /** Write even when the change leaves the document as it is: the write itself is wanted (it goes through the change feed). */
+  touch?: boolean;
 }): Promise<D | undefined> {
   const { tenantId, id } = options;
   return oneAtATime(`${tenantId}/${id}`, () => changeOnce(options));
@@ -129,6 +168,8 @@ async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeo
     const current = await read();
     if (!satisfies(options.expected, versionOf(kind.resourceOf(current)))) throw preconditionFailed();
     const next = await options.change(current);
+    // Nothing to change: nothing to write, nothing to announce.
+    if (next !== REMOVE && !options.touch && changesNothing(current, next)) return current;
     const event = options.event && eventWrite(tenantId, options.event({ before: current, after: next === REMOVE ? undefined : next }));
     // The write itself, guarded by the version read; in Cosmos's batches a delete takes ifMatch too.
     const write = (

@@ -163,7 +163,12 @@ export function listWebhooks(principal: Principal, query: ListWebhooksQuery): Pr
   return listPage(webhooks, principal.tenantId, query, { orderBy: 'c.createdAt DESC' });
 }
 
-/** Changes the fields given; switching a subscription on again forgets why it went off. `url` must already have passed the URL rules. */
+/**
+ * Changes the fields given. Switching a subscription on or off forgets why it went off and its failures
+ * in a row; `active` as it already is switches nothing (a subscription that is on keeps counting its
+ * failures, one the API turned off keeps its reason), so that a PUT of what is stored changes nothing.
+ * `url` must already have passed the URL rules.
+ */
 export async function updateWebhook(principal: Principal, id: string, changes: UpdateWebhookBody, expected: ExpectedVersion): Promise<Webhook> {
   const updated = await changeDocument({
     kind: webhooks,
@@ -173,7 +178,7 @@ export async function updateWebhook(principal: Principal, id: string, changes: U
     change: (current) => ({
       ...current,
       ...changes,
-      ...(changes.active !== undefined ? { disabledReason: null, failedInARow: 0 } : {}),
+      ...(changes.active !== undefined && changes.active !== current.active ? { disabledReason: null, failedInARow: 0 } : {}),
       updatedAt: new Date().toISOString(),
     }),
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { api, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
+import { api, eventsAbout, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
 
@@ -262,6 +262,53 @@ describe('GET, PUT and DELETE /api/projects/{projectId}', () => {
     expect(emptied.body.members).toEqual([newOwner]);
   });
 
+  it('changes nothing for a PUT of what is stored, once normalised: the same ETag and updatedAt, and no project.updated', async () => {
+    const adminToken = await admin();
+    const owner = uniqueEmail();
+    const created = await createProject({ name: 'Café hooked', description: 'As is', owner, members: ['m1@contoso.test'] });
+    const { id } = created.body;
+    const etag = created.headers.get('etag')!;
+    const unchanged = [
+      { status: 'Active' },
+      { name: 'Café hooked' },
+      // Trimmed and NFC-normalised as a name is stored: the same name.
+      { name: '  Cafe\u0301 hooked ' },
+      // Lower-cased, de-duplicated, with the owner: the same members.
+      { members: ['M1@Contoso.test', 'm1@contoso.test'] },
+      { members: [owner, 'm1@contoso.test'], owner: owner.toUpperCase() },
+      { name: 'Café hooked', description: 'As is', status: 'Active', owner, members: ['m1@contoso.test'] },
+    ];
+    for (const body of unchanged) {
+      const response = await api('PUT', `/projects/${id}`, { token: adminToken, body, headers: { 'If-Match': etag } });
+      expect(response.status, JSON.stringify(body)).toBe(200);
+      expect(response.body, JSON.stringify(body)).toEqual(created.body);
+      expect(response.headers.get('etag'), JSON.stringify(body)).toBe(etag);
+    }
+    const read = await api('GET', `/projects/${id}`, { token: adminToken });
+    expect(read.body).toEqual(created.body);
+    expect(read.headers.get('etag')).toBe(etag);
+    expect(await eventsAbout(adminToken, 'project.updated', id, created.body.createdAt)).toEqual([]);
+  });
+
+  it('still refuses a stale If-Match with 412 when nothing would change, and still writes a real change with its event', async () => {
+    const adminToken = await admin();
+    const created = await createProject({ name: 'Hooked' });
+    const { id } = created.body;
+    const etag = created.headers.get('etag')!;
+    const stale = await api('PUT', `/projects/${id}`, { token: adminToken, body: { status: 'Active' }, headers: { 'If-Match': '"stale"' } });
+    expect(stale.status).toBe(412);
+
+    const changed = await api('PUT', `/projects/${id}`, { token: adminToken, body: { name: 'Hooked', status: 'OnHold' }, headers: { 'If-Match': etag } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ name: 'Hooked', status: 'OnHold' });
+    expect(changed.headers.get('etag')).not.toBe(etag);
+    expect(changed.body.updatedAt > created.body.updatedAt).toBe(true);
+    const events = await eventsAbout(adminToken, 'project.updated', id, created.body.createdAt);
+    expect(events.map((event) => event.data)).toEqual([changed.body]);
+    // The tag it had before the change no longer matches, even for a PUT that would change nothing now.
+    expect((await api('PUT', `/projects/${id}`, { token: adminToken, body: { status: 'OnHold' }, headers: { 'If-Match': etag } })).status).toBe(412);
+  });
+
   it('refuses an empty update', async () => {
     const created = (await createProject()).body;
     const response = await api('PUT', `/projects/${created.id}`, { token: await admin(), body: {} });
@@ -314,6 +361,13 @@ describe('GET, PUT and DELETE /api/projects/{projectId}', () => {
     await api('PUT', `/projects/${created.id}`, { token: adminToken, body: { status: 'Archived' } });
     const rename = await api('PUT', `/projects/${created.id}`, { token: adminToken, body: { name: 'Too late' } });
     expect(rename.status).toBe(409);
+    // Read-only even for a PUT that would change nothing.
+    const archived = await api('GET', `/projects/${created.id}`, { token: adminToken });
+    for (const body of [{ name: created.name }, { status: 'Archived' }]) {
+      const unchanged = await api('PUT', `/projects/${created.id}`, { token: adminToken, body, headers: { 'If-Match': archived.headers.get('etag')! } });
+      expect(unchanged.status, JSON.stringify(body)).toBe(409);
+      expect(unchanged.body.message, JSON.stringify(body)).toMatch(/archived/i);
+    }
     expect((await api('DELETE', `/projects/${created.id}`, { token: adminToken })).status).toBe(204);
   });
 

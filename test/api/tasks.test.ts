@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { api, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
+import { api, eventsAbout, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
 const member = () => token({ roles: ['LMS.Member'] });
@@ -202,6 +202,36 @@ describe('GET, PUT and DELETE /api/tasks/{taskId}', () => {
     expect((await api('GET', `/tasks/${id}`, { token: await member() })).status).toBe(404);
   });
 
+  it('changes nothing for a PUT of what is stored, once normalised: the same ETag and updatedAt, and no task.updated; a real change still is one', async () => {
+    const memberToken = await member();
+    const created = await newTask(await newProject(), { priority: 'Urgent', assignee: 'kim@contoso.test', description: 'As is' });
+    const { id } = created.body;
+    const etag = created.headers.get('etag')!;
+    const unchanged = [
+      { priority: 'Urgent' },
+      { assignee: 'Kim@Contoso.test' },
+      { title: ' Write the syllabus  ', dueDate: null },
+      { title: 'Write the syllabus', description: 'As is', status: 'Todo', priority: 'Urgent', assignee: 'kim@contoso.test', dueDate: null },
+    ];
+    for (const body of unchanged) {
+      const response = await api('PUT', `/tasks/${id}`, { token: memberToken, body, headers: { 'If-Match': etag } });
+      expect(response.status, JSON.stringify(body)).toBe(200);
+      expect(response.body, JSON.stringify(body)).toEqual(created.body);
+      expect(response.headers.get('etag'), JSON.stringify(body)).toBe(etag);
+    }
+    expect((await api('GET', `/tasks/${id}`, { token: memberToken })).headers.get('etag')).toBe(etag);
+    expect(await eventsAbout(memberToken, 'task.updated', id, created.body.createdAt)).toEqual([]);
+    expect((await api('PUT', `/tasks/${id}`, { token: memberToken, body: { priority: 'Urgent' }, headers: { 'If-Match': '"stale"' } })).status).toBe(412);
+
+    const changed = await api('PUT', `/tasks/${id}`, { token: memberToken, body: { priority: 'Low' }, headers: { 'If-Match': etag } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ priority: 'Low' });
+    expect(changed.headers.get('etag')).not.toBe(etag);
+    expect(changed.body.updatedAt > created.body.updatedAt).toBe(true);
+    const events = await eventsAbout(memberToken, 'task.updated', id, created.body.createdAt);
+    expect(events.map((event) => event.data)).toEqual([changed.body]);
+  });
+
   it('refuses an empty update and a change of project', async () => {
     const id = (await newTask(await newProject())).body.id;
     expect((await api('PUT', `/tasks/${id}`, { token: await member(), body: {} })).status).toBe(400);
@@ -213,6 +243,8 @@ describe('GET, PUT and DELETE /api/tasks/{taskId}', () => {
     const id = (await newTask(projectId)).body.id;
     await api('PUT', `/projects/${projectId}`, { token: await admin(), body: { status: 'Archived' } });
     expect((await api('PUT', `/tasks/${id}`, { token: await member(), body: { status: 'Done' } })).status).toBe(409);
+    // Even a PUT that would change nothing.
+    expect((await api('PUT', `/tasks/${id}`, { token: await member(), body: { status: 'Todo' } })).status).toBe(409);
     expect((await api('DELETE', `/tasks/${id}`, { token: await admin() })).status).toBe(409);
     expect((await api('GET', `/tasks/${id}`, { token: await member() })).status).toBe(200);
   });

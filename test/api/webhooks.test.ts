@@ -223,6 +223,15 @@ describe('delivery', () => {
     await witness.waitFor((received) => received.some(about(unheard.body.id)));
     await everythingHandedOver();
     expect(to.received.length).toBe(seen);
+    // Told it is off, it stays as it is, its reason kept; switched on, it changes and forgets why it went off.
+    const off = await main.call('GET', `/webhooks/${id}`, { token: admin });
+    const stillOff = await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { active: false }, headers: { 'If-Match': off.headers.get('etag')! } });
+    expect(stillOff.body).toEqual(off.body);
+    expect(stillOff.headers.get('etag')).toBe(off.headers.get('etag'));
+    const on = await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { active: true }, headers: { 'If-Match': off.headers.get('etag')! } });
+    expect(on.body).toMatchObject({ active: true, disabledReason: null });
+    expect(on.headers.get('etag')).not.toBe(off.headers.get('etag'));
+    expect(on.body.updatedAt > off.body.updatedAt).toBe(true);
   });
 
   it('three deliveries in a row that fail turn the subscription off', { timeout: 60_000 }, async () => {
@@ -525,6 +534,25 @@ describe('subscriptions', () => {
     const after = await main.call('GET', `/webhooks/${id}`, { token: admin });
     expect(after.body).toEqual(before.body);
     expect(after.headers.get('etag')).toBe(before.headers.get('etag'));
+  });
+
+  it('change nothing for a PUT of what is stored: the same ETag and updatedAt; a stale If-Match is still a 412', async () => {
+    const to = await receiver();
+    const created = await main.call('POST', '/webhooks', { token: admin, body: { url: to.url, events: ['task.created'], description: 'As is' } });
+    subscriptions.push({ id: created.body.id, token: admin });
+    const read = await main.call('GET', `/webhooks/${created.body.id}`, { token: admin });
+    const etag = read.headers.get('etag')!;
+    for (const body of [{ url: to.url, events: ['task.created'], description: 'As is', active: true }, { active: true }, { events: ['task.created'] }]) {
+      const answer = await main.call('PUT', `/webhooks/${created.body.id}`, { token: admin, body, headers: { 'If-Match': etag } });
+      expect(answer.status, JSON.stringify(body)).toBe(200);
+      expect(answer.body, JSON.stringify(body)).toEqual(read.body);
+      expect(answer.headers.get('etag'), JSON.stringify(body)).toBe(etag);
+    }
+    const stale = await main.call('PUT', `/webhooks/${created.body.id}`, { token: admin, body: { active: true }, headers: { 'If-Match': '"stale"' } });
+    expect(stale.status).toBe(412);
+    const changed = await main.call('PUT', `/webhooks/${created.body.id}`, { token: admin, body: { description: 'Changed' }, headers: { 'If-Match': etag } });
+    expect(changed.body.updatedAt > read.body.updatedAt).toBe(true);
+    expect(changed.headers.get('etag')).not.toBe(etag);
   });
 
   it('are managed by LMS.Admin only, never show the secret after the create, and page', async () => {

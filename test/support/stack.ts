@@ -164,3 +164,19 @@ async function expectDocumented(method: string, path: string, response: ApiRespo
 export function uniqueEmail(label = 'owner'): string {
   return `${label}-${Math.random().toString(36).slice(2, 10)}@contoso.test`;
 }
+
+/**
+ * The events of one type about one resource (`data.id`) made since a time, newest first, as
+ * `GET /api/events` shows them to `token`, every page of them.
+ */
+export async function eventsAbout(token: string, type: string, id: string, since: string): Promise<{ id: string; type: string; data: { id: string } }[]> {
+  const found: { id: string; type: string; data: { id: string } }[] = [];
+  let path: string | undefined = `/events?type=${type}&since=${encodeURIComponent(since)}&limit=200`;
+  while (path) {
+    const page: ApiResponse<{ id: string; type: string; data: { id: string } }[]> = await api('GET', path, { token });
+    if (page.status !== 200) throw new Error(`GET ${path} answered ${page.status}: ${JSON.stringify(page.body)}`);
+    found.push(...page.body.filter((event) => event.data.id === id));
+    path = /<[^>]*\/api(\/[^>]+)>/.exec(page.headers.get('link') ?? '')?.[1];
+  }
+  return found;
+}

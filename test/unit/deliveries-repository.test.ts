@@ -8,7 +8,7 @@
  * first; the test reads and writes the store directly, as another instance would.
  */
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import {
   bringBack,
@@ -474,6 +474,22 @@ describe('retryDelivery', () => {
     expect(within(retried.nextAttemptAt, before, after)).toBe(true);
     expect(within(retried.updatedAt, before, after)).toBe(true);
     expect(await stored(principal.tenantId, failed.id)).toEqual(retried);
+  });
+
+  it('writes the delivery even when it is Pending and due at this very instant: the write is what the change feed hands to its attempt', async () => {
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const now = new Date('2026-11-28T12:00:00.000Z');
+    const due = await storeFields(await delivered(webhook), { status: 'Pending', nextAttemptAt: now.toISOString(), updatedAt: now.toISOString() });
+    vi.useFakeTimers({ toFake: ['Date'], now });
+    try {
+      const retried = await retryDelivery(principal, webhook.id, due.id);
+      expect(retried).toMatchObject({ status: 'Pending', nextAttemptAt: due.nextAttemptAt, updatedAt: due.updatedAt });
+      expect(retried._etag).not.toBe(due._etag);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect((await stored(principal.tenantId, due.id))!._etag).not.toBe(due._etag);
   });
 
   it('is a 404 for a delivery that is not the subscription’s, not the tenant’s, or none, and for a subscription not the tenant’s', async () => {

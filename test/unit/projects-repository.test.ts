@@ -260,6 +260,24 @@ describe('updateProject', () => {
     expect(await eventsOf(principal.tenantId)).toEqual(events);
   });
 
+  it('writes nothing for a change to what is stored, and writes one that only mends what follows from a field (the name it sorts by)', async () => {
+    const principal = adminCaller();
+    const read = await make(principal, { name: 'Hooked', members: ['dan@contoso.test'] });
+    const before = (await stored(principal.tenantId, read.id))!;
+    for (const changes of [{ status: 'Active' as const }, { name: 'Hooked', owner: read.owner, members: ['dan@contoso.test', read.owner] }]) {
+      expect(await updateProject(principal, read.id, changes, [versionOf(read)]), JSON.stringify(changes)).toEqual(read);
+    }
+    expect(await stored(principal.tenantId, read.id)).toEqual(before);
+    expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created']);
+
+    // Stored before names were sorted lower-cased: the same name is a change to the document, though not to the project shown.
+    await storedChange(principal.tenantId, read.id, { nameSort: 'Hooked' });
+    const mended = await updateProject(principal, read.id, { name: 'Hooked' }, undefined);
+    expect(mended).toEqual({ ...read, updatedAt: mended.updatedAt });
+    expect(await stored(principal.tenantId, read.id)).toMatchObject({ nameSort: 'hooked', updatedAt: mended.updatedAt });
+    expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created', 'project.updated']);
+  });
+
   it('refuses any change to an Archived project, even to the same status, with a 409 projectArchived', async () => {
     const principal = adminCaller();
     const { id } = await make(principal);

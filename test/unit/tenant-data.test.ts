@@ -40,6 +40,10 @@ interface NoteDocument extends Note {
   type: 'note';
   /** Bookkeeping the resource does not show. */
   touchedAt?: string;
+  /** The stamp of its last change, which alone is no change. */
+  updatedAt?: string;
+  /** Data the resource does not show. */
+  labels?: { name: string; colour?: string }[];
   archived?: true;
   _etag: string;
 }
@@ -172,6 +176,78 @@ describe('changing a document', () => {
     await change(tenantId, before.id, { alongside });
     expect(await stored(tenantId, 'NOTE-copy')).toMatchObject({ title: 'Copy of First' });
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'Second' });
+  });
+
+  it('that leaves the document as stored (its stamp aside) writes nothing: not it, its event, nor what goes alongside; it answers it as read', async () => {
+    const tenantId = randomUUID();
+    const before = await storedNote(tenantId, { updatedAt: '2026-01-01T00:00:00.000Z', labels: [{ name: 'a', colour: 'red' }] });
+    const alongside = vi.fn((): OperationInput[] => [
+      { operationType: 'Create', resourceBody: { id: 'NOTE-copy', tenantId, type: 'note', title: 'Copy', count: 0 } },
+    ]);
+    const from = embedded.store.requests.length;
+    const unchanged: ((current: NoteDocument) => NoteDocument)[] = [
+      // The same values, stamped anew.
+      (current) => ({ ...current, title: 'First', updatedAt: new Date().toISOString() }),
+      // Its fields in another order, nested ones too; a field holding undefined is one JSON leaves out.
+      ({ labels, count, ...rest }) => ({ count, ...rest, labels: labels!.map(({ name, colour }) => ({ colour, name })), archived: undefined }),
+      // Cosmos's own properties are not the change's.
+      (current) => ({ ...current, _etag: 'another', _ts: 1 }) as NoteDocument,
+    ];
+    for (const make of unchanged) {
+      const answered = await change(tenantId, before.id, { change: make, event: noteEvent, alongside });
+      expect(answered).toEqual(before);
+    }
+    expect(writesIn(embedded.store.requests.slice(from))).toEqual([]);
+    expect(alongside).not.toHaveBeenCalled();
+    expect(await stored(tenantId, 'NOTE-copy')).toBeUndefined();
+    await expectNothingWritten(before);
+  });
+
+  it('that changes a field readers do not see is written with its event: the stored document is what is compared, not the resource', async () => {
+    const tenantId = randomUUID();
+    const before = await storedNote(tenantId, { labels: [{ name: 'a' }] });
+    const changes: ((current: NoteDocument) => NoteDocument)[] = [
+      (current) => ({ ...current, touchedAt: 'now' }),
+      (current) => ({ ...current, labels: [{ name: 'a', colour: 'red' }] }),
+      (current) => ({ ...current, labels: [] }),
+      ({ touchedAt: _, ...current }) => current,
+    ];
+    let previous = before;
+    for (const [index, make] of changes.entries()) {
+      const answered = await change(tenantId, before.id, { change: make, event: noteEvent });
+      const now = (await stored(tenantId, before.id))!;
+      expect(now._etag, String(index)).not.toBe(previous._etag);
+      expect(answered, String(index)).toEqual(now);
+      expect(notes.resourceOf(now)).toEqual(notes.resourceOf(before));
+      previous = now;
+    }
+    expect(await stored(tenantId, before.id)).toMatchObject({ labels: [] });
+    expect(await eventsOf(tenantId)).toHaveLength(changes.length);
+  });
+
+  it('that would change nothing is still refused a stale expected version with the 412, and the rules its change applies still hold', async () => {
+    const tenantId = randomUUID();
+    const before = await storedNote(tenantId);
+    await change(tenantId, before.id, { change: rename('Changed meanwhile') });
+    const changed = (await stored(tenantId, before.id))!;
+    const same = (current: NoteDocument) => ({ ...current });
+    await expect(change(tenantId, before.id, { expected: [versionOfNote(before)], change: same })).rejects.toMatchObject({ status: 412 });
+    const readOnly = () => {
+      throw new ApiError(409, 'projectArchived', { id: before.id });
+    };
+    await expect(change(tenantId, before.id, { change: readOnly })).rejects.toMatchObject({ status: 409 });
+    await expect(change(tenantId, before.id, { expected: [versionOfNote(changed)], change: same })).resolves.toEqual(changed);
+    await expectNothingWritten(changed);
+  });
+
+  it('told to touch, writes even a change that leaves the document as it is, with its event', async () => {
+    const tenantId = randomUUID();
+    const before = await storedNote(tenantId);
+    const answered = await change(tenantId, before.id, { change: (current) => ({ ...current }), event: noteEvent, touch: true });
+    const now = (await stored(tenantId, before.id))!;
+    expect(now._etag).not.toBe(before._etag);
+    expect(answered).toEqual(now);
+    expect(await eventsOf(tenantId)).toHaveLength(1);
   });
 
   it('lets the change through when the expected version is the resource as it stands: any of several, *, or none asked', async () => {

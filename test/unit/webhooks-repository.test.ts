@@ -325,6 +325,42 @@ describe('updateWebhook', () => {
     expect(await stored(principal.tenantId, id)).toMatchObject({ failedInARow: 1 });
   });
 
+  it('writes nothing for a change to what is stored: the subscription, its updatedAt and its version stay as they were', async () => {
+    const principal = adminCaller();
+    const created = await subscribe(principal);
+    await storedChange(principal.tenantId, created.id, { updatedAt: '2026-01-01T00:00:00.000Z', description: 'Ours', failedInARow: 2 });
+    const before = (await stored(principal.tenantId, created.id))!;
+    const read = await getWebhook(principal, created.id);
+    const from = embedded.store.requests.length;
+
+    const same = { url: before.url, events: ['project.created' as const], description: 'Ours', active: true };
+    for (const changes of [same, { active: true }, { events: ['project.created' as const] }]) {
+      const answered = await updateWebhook(principal, created.id, changes, [versionOf(read)]);
+      expect(answered, JSON.stringify(changes)).toEqual(read);
+    }
+    expect(writesIn(embedded.store.requests.slice(from))).toEqual([]);
+    // Switched on already: its failures in a row keep counting.
+    expect(await stored(principal.tenantId, created.id)).toEqual(before);
+  });
+
+  it('keeps a subscription the API turned off as it is when told it is off: its reason and its failures stay, nothing is written', async () => {
+    const principal = adminCaller();
+    const { id } = await subscribe(principal);
+    const off = await storedChange(principal.tenantId, id, { active: false, disabledReason: DISABLED_BECAUSE.gone, failedInARow: 1 });
+
+    expect(await updateWebhook(principal, id, { active: false }, undefined)).toMatchObject({ active: false, disabledReason: DISABLED_BECAUSE.gone });
+    expect(await stored(principal.tenantId, id)).toEqual(off);
+  });
+
+  it('switching a subscription that is on off forgets its failures in a row', async () => {
+    const principal = adminCaller();
+    const { id } = await subscribe(principal);
+    await storedChange(principal.tenantId, id, { failedInARow: 2 });
+
+    expect(await updateWebhook(principal, id, { active: false }, undefined)).toMatchObject({ active: false, disabledReason: null });
+    expect(await stored(principal.tenantId, id)).toMatchObject({ active: false, failedInARow: 0 });
+  });
+
   it('honours If-Match: the version read changes it, a stale one is a 412 that changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
