@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
 import type { Container, JSONObject, OperationInput, OperationResponse } from '@azure/cosmos';
 import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
@@ -93,23 +94,9 @@ export const REMOVE = Symbol('remove');
 /** What a change stamps on every document it writes: the time of the change. On its own it is no change. */
 const CHANGE_STAMPS: ReadonlySet<string> = new Set(['updatedAt']);
 
-/** Cosmos DB's own properties of a stored document (`_etag`, `_ts`, `_rid`, `_self`, `_attachments`): never the change's. */
-const isSystemProperty = (name: string): boolean => name.startsWith('_');
-
-/** Equal as JSON stores them: objects whatever the order of their fields, a field holding undefined as an absent one. */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, index) => sameJson(item, (b as unknown[])[index]));
-  return sameFields(a as Record<string, unknown>, b as Record<string, unknown>, () => false);
-}
-
-function sameFields(a: Record<string, unknown>, b: Record<string, unknown>, ignored: (name: string) => boolean): boolean {
-  const names = (object: Record<string, unknown>) => Object.keys(object).filter((name) => object[name] !== undefined && !ignored(name));
-  const fieldsOfA = names(a);
-  const fieldsOfB = names(b);
-  return fieldsOfA.length === fieldsOfB.length && fieldsOfA.every((name) => Object.hasOwn(b, name) && sameJson(a[name], b[name]));
-}
+/** A document's fields as JSON stores them (one holding undefined is absent), without the change's stamp and Cosmos DB's own (`_etag`, `_ts`, …). */
+const storedFields = (document: object): unknown =>
+  JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(document).filter(([name]) => !CHANGE_STAMPS.has(name) && !name.startsWith('_')))));
 
 /**
  * Whether a change leaves the document as it is stored: every field equal but the change's stamp
@@ -118,7 +105,7 @@ function sameFields(a: Record<string, unknown>, b: Record<string, unknown>, igno
  * of them is written, even though the resource looks the same.
  */
 export function changesNothing(current: object, next: object): boolean {
-  return sameFields(current as Record<string, unknown>, next as Record<string, unknown>, (name) => CHANGE_STAMPS.has(name) || isSystemProperty(name));
+  return isDeepStrictEqual(storedFields(current), storedFields(next));
 }
 
 /**
