@@ -622,13 +622,13 @@ export interface components {
             /** @description When a cancel was asked for; the job is Cancelled once the batches under way end */
             cancelRequestedAt: string | null;
             counts: {
-                /** @description Projects and tasks the index holds after the job */
+                /** @description Projects and tasks the tenant's whole index holds after the job, whatever its scope */
                 sources: number;
-                /** @description Chunks the index holds after the job */
+                /** @description Chunks the tenant's whole index holds after the job, whatever its scope */
                 chunks: number;
-                /** @description Chunks written by the job */
+                /** @description Chunks written by the job, in its scope */
                 written: number;
-                /** @description Chunks left as they were */
+                /** @description Chunks of its scope left as they were */
                 unchanged: number;
                 /** @description Chunks removed because their source is gone */
                 deleted: number;

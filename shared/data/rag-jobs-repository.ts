@@ -1,7 +1,8 @@
 /**
  * RAG index jobs, in the tenant's partition: the one active job of a tenant, its planning, its
- * finishing and its end. Its batches are in rag-batches-repository.ts; the job's counts are the sum
- * of theirs, and progress is counted from the batches that ended, so it never goes back.
+ * finishing and its end. Its batches are in rag-batches-repository.ts; the job's counts of what it
+ * did are the sum of theirs (its `sources` and `chunks`, what the tenant's index holds after it, are
+ * counted in the index), and progress is counted from the batches that ended, so it never goes back.
  */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';

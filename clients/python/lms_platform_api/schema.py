@@ -86,13 +86,13 @@ class RagJobProgress(TypedDict):
 
 
 class RagJobCounts(TypedDict):
-    #: Projects and tasks the index holds after the job
+    #: Projects and tasks the tenant's whole index holds after the job, whatever its scope
     sources: int
-    #: Chunks the index holds after the job
+    #: Chunks the tenant's whole index holds after the job, whatever its scope
     chunks: int
-    #: Chunks written by the job
+    #: Chunks written by the job, in its scope
     written: int
-    #: Chunks left as they were
+    #: Chunks of its scope left as they were
     unchanged: int
     #: Chunks removed because their source is gone
     deleted: int
