@@ -206,6 +206,48 @@ describe('POST /api/rag/index', () => {
     await finished(next.body.jobId);
   });
 
+  it('honours an Idempotency-Key: a retry answers the first 202 (same job, same Location) and starts nothing; another body is a 422', async () => {
+    const projectId = await newProject();
+    const body = { projectIds: [projectId] };
+    const key = `rag-${projectId}-${Date.now()}`;
+    const start = async (headers: Record<string, string>, sent: object = body) => api('POST', '/rag/index', { token: await manager(), body: sent, headers });
+    /** This test's jobs (of its own project), newest first. */
+    const jobsOfProject = async () =>
+      ((await api('GET', '/rag/jobs?limit=200', { token: await manager() })).body as (Job & { projectIds: string[] | null })[])
+        .filter((job) => job.projectIds?.[0] === projectId)
+        .map((job) => job.jobId);
+
+    // Refused while another job runs: nothing is recorded under the key.
+    const other = await start({});
+    expect(other.status).toBe(202);
+    const refused = await start({ 'Idempotency-Key': key });
+    expect(refused.status).toBe(409);
+    await finished(other.body.jobId);
+
+    const first = await start({ 'Idempotency-Key': key });
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const retried = await start({ 'Idempotency-Key': key });
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.headers.get('location')).toBe(first.headers.get('location'));
+    expect(retried.body).toEqual(first.body);
+    // After the job ended, the retry still answers it as first answered, and starts nothing.
+    expect((await finished(first.body.jobId)).status).toBe('Succeeded');
+    const late = await start({ 'Idempotency-Key': key });
+    expect(late.status).toBe(202);
+    expect(late.body).toEqual(first.body);
+    expect(late.body.status).toBe('Queued');
+    expect(late.headers.get('location')).toBe(`/api/rag/jobs/${first.body.jobId}`);
+    expect(late.headers.get('idempotent-replayed')).toBe('true');
+    expect(await jobsOfProject()).toEqual([first.body.jobId, other.body.jobId]);
+
+    const reused = await start({ 'Idempotency-Key': key }, { mode: 'full', projectIds: [projectId] });
+    expect(reused.status).toBe(422);
+    expect(reused.body).toMatchObject({ error: 'Unprocessable Content' });
+    expect(await jobsOfProject()).toEqual([first.body.jobId, other.body.jobId]);
+  });
+
   it('validates the body and the role', async () => {
     for (const body of [{ mode: 'partial' }, { projectIds: [] }, { projectIds: ['nope'] }, { extra: 1 }]) {
       expect((await api('POST', '/rag/index', { token: await manager(), body })).status).toBe(400);

@@ -142,7 +142,7 @@ async function drain(tenantId: string, jobId: string, from: number): Promise<Tak
 
 async function startJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
   const { createJob, readJobDocument } = await repository();
-  const job = await createJob(principal, body);
+  const { resource: job } = await createJob(principal, body, undefined);
   const from = queued().length;
   await (await jobs()).dispatch((await readJobDocument(principal.tenantId, job.jobId))!);
   return { jobId: job.jobId, from };

@@ -275,7 +275,7 @@ OPERATIONS: dict[str, Operation] = {
     "tasksDelete": Operation("DELETE", "/tasks/{taskId}", False),
     "usersList": Operation("GET", "/users", False),
     "usersMe": Operation("GET", "/users/me", False),
-    "ragIndexStart": Operation("POST", "/rag/index", False),
+    "ragIndexStart": Operation("POST", "/rag/index", True),
     "ragJobsList": Operation("GET", "/rag/jobs", False),
     "ragJobsGet": Operation("GET", "/rag/jobs/{jobId}", False),
     "ragJobsCancel": Operation("POST", "/rag/jobs/{jobId}/cancel", False),
