@@ -283,6 +283,21 @@ describe('starting a job with an Idempotency-Key', () => {
     expect(late).toEqual({ resource: winner!.resource, replayed: true });
     expect(await jobsOf(principal)).toEqual([winner!.resource.jobId]);
   });
+
+  it('racing a start with the same key whose job has already ended: it answers that job, and starts none', async () => {
+    const principal = adminCaller();
+    const key = keyed();
+    let winner: Awaited<ReturnType<typeof startJob>> | undefined;
+    beforeRequest(embedded.store, isBatch, async () => {
+      winner = await startJob(principal, { mode: 'incremental' }, key);
+      // The tenant is free again: only the key's record stands in the way of this start's batch.
+      await finishJob(principal.tenantId, winner.resource.jobId, { cancelled: true });
+    });
+    const late = await startJob(principal, { mode: 'incremental' }, key);
+    expect(late).toEqual({ resource: winner!.resource, replayed: true });
+    expect(await jobsOf(principal)).toEqual([winner!.resource.jobId]);
+    expect(await storedLock(principal.tenantId)).toBeUndefined();
+  });
 });
 
 describe('reading jobs', () => {
