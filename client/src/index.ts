@@ -107,13 +107,13 @@ function sendTo(url: string): Middleware {
   return { onRequest: ({ request }) => new Request(url, request) };
 }
 
-/** The paths whose POST honours `Idempotency-Key`: the creates. */
+/** The paths whose POST honours `Idempotency-Key`: the creates, and the start of a RAG rebuild. */
 type PostHeaders<P extends keyof paths> = paths[P] extends { post: { parameters: { header?: infer Header } } } ? NonNullable<Header> : never;
 export type CreatePath = {
   [P in keyof paths]: [PostHeaders<P>] extends [never] ? never : 'Idempotency-Key' extends keyof PostHeaders<P> ? P : never;
 }[keyof paths];
 // Every create, no more and no fewer: the type checker holds this list to the document.
-const CREATES: Record<CreatePath, true> = { '/projects': true, '/tasks': true, '/webhooks': true };
+const CREATES: Record<CreatePath, true> = { '/projects': true, '/tasks': true, '/webhooks': true, '/rag/index': true };
 
 /** The status codes that say the API did not do it, so any request may be sent again. */
 const RETRIED_STATUSES = new Set([429, 503]);

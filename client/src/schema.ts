@@ -219,7 +219,7 @@ export interface paths {
         put?: never;
         /**
          * Start a RAG index rebuild
-         * @description Stores a job, which starts as soon as it reaches the RAG queue; follow `Location` to see it run. `incremental` (the default) writes only the chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`.
+         * @description Stores a job, which starts as soon as it reaches the RAG queue; follow `Location` to see it run. `incremental` (the default) writes only the chunks whose content changed, `full` rewrites them all; `projectIds` limits the rebuild to those projects and their tasks. One job per tenant at a time: the 409 names the active one in `activeJobId`. With an `Idempotency-Key`, a retry answers the job as it was first answered (`Queued`, the same `jobId` and `Location`) and starts nothing; a 409 or a failure records nothing, so the same key starts a job once the tenant is free.
          *
          *     **Roles:** LMS.Manager, LMS.Admin (permission `rag:run`).
          */
@@ -622,13 +622,13 @@ export interface components {
             /** @description When a cancel was asked for; the job is Cancelled once the batches under way end */
             cancelRequestedAt: string | null;
             counts: {
-                /** @description Projects and tasks the index holds after the job */
+                /** @description Projects and tasks the tenant's whole index holds after the job, whatever its scope */
                 sources: number;
-                /** @description Chunks the index holds after the job */
+                /** @description Chunks the tenant's whole index holds after the job, whatever its scope */
                 chunks: number;
-                /** @description Chunks written by the job */
+                /** @description Chunks written by the job, in its scope */
                 written: number;
-                /** @description Chunks left as they were */
+                /** @description Chunks of its scope left as they were */
                 unchanged: number;
                 /** @description Chunks removed because their source is gone */
                 deleted: number;
@@ -3096,7 +3096,13 @@ export interface operations {
     ragIndexStart: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @example 8d0c7a52-onboarding
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3120,6 +3126,7 @@ export interface operations {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
                     "Retry-After": components["headers"]["RetryAfterAccepted"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3151,6 +3158,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
+             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
              */
             400: {
                 headers: {
@@ -3241,6 +3249,20 @@ export interface operations {
              *     - The request body must be sent with Content-Type: application/json.
              */
             415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unprocessable Content:
+             *
+             *     - This Idempotency-Key was already used with a different request.
+             */
+            422: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

@@ -76,6 +76,31 @@ export async function storedEmbeddings(tenantId: string, ids: readonly string[])
   return new Map(found.map(({ id, embedding }) => [id, embedding]));
 }
 
+/** What a tenant's index holds: its sources (projects and tasks) and its chunks. */
+export interface IndexTotals {
+  sources: number;
+  chunks: number;
+}
+
+async function countTenant(tenantId: string, condition: string): Promise<number> {
+  const query = { query: `SELECT VALUE COUNT(1) FROM c WHERE c.tenantId = @tenantId${condition}`, parameters: [{ name: '@tenantId', value: tenantId }] };
+  const { resources } = await (await index()).items.query<number>(query, { partitionKey: [tenantId] }).fetchAll();
+  // Over several physical partitions the SDK sums the partitions' counts into one.
+  return resources[0] ?? 0;
+}
+
+/**
+ * What the tenant's whole index holds, counted by Cosmos (nothing read into memory). Every source has
+ * a chunk 0 as long as it has chunks (a source's chunks are numbered from 0, and the shortest source
+ * makes one), so its sources are its chunks 0. (Counting distinct `sourceId`s would take a DISTINCT
+ * subquery under COUNT: the JavaScript SDK does not offer Cosmos the query feature that needs across
+ * partitions, `DCount`, and the embedded store parses neither DISTINCT nor a subquery in FROM.)
+ */
+export async function indexTotals(tenantId: string): Promise<IndexTotals> {
+  const [sources, chunks] = await Promise.all([countTenant(tenantId, ' AND c.chunkIndex = 0'), countTenant(tenantId, '')]);
+  return { sources, chunks };
+}
+
 /** Operations grouped by the logical partition (tenant, project) they go to: a transactional batch stays within one. */
 async function writeByProject(
   tenantId: string,

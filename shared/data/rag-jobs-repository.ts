@@ -1,7 +1,8 @@
 /**
  * RAG index jobs, in the tenant's partition: the one active job of a tenant, its planning, its
- * finishing and its end. Its batches are in rag-batches-repository.ts; the job's counts are the sum
- * of theirs, and progress is counted from the batches that ended, so it never goes back.
+ * finishing and its end. Its batches are in rag-batches-repository.ts; the job's counts of what it
+ * did are the sum of theirs (its `sources` and `chunks`, what the tenant's index holds after it, are
+ * counted in the index), and progress is counted from the batches that ended, so it never goes back.
  */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
@@ -12,6 +13,7 @@ import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type RagPro
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { eventWrite } from './events.js';
+import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
 import type { ChunkPlace } from './rag-index-repository.js';
 import type { Page } from './paging.js';
 import {
@@ -22,6 +24,7 @@ import {
   readDocument,
   readVisible,
   tenantData,
+  type Created,
   type DocumentKind,
   type StoredDocument,
 } from './tenant-data.js';
@@ -82,15 +85,32 @@ function activeJobConflict(jobId: string): ApiError {
 /**
  * Stores a Queued job, unless the tenant already has one Queued or Running (409 naming it). The
  * lock and the job are created in one batch, lock first, so two racing requests cannot both win.
+ * With an Idempotency-Key, the job as first answered is recorded in the same batch, after the lock:
+ * the same key again answers that (`replayed`), whatever the job has become since, and creates
+ * nothing; a request refused (409, or the database failing) records nothing, so its retry with the
+ * same key starts a job once the tenant is free.
  */
-export async function createJob(principal: Principal, body: StartRagIndexBody): Promise<RagJob> {
+export async function createJob(principal: Principal, body: StartRagIndexBody, idempotency: Idempotency | undefined): Promise<Created<RagJob>> {
   const documents = await tenantData();
   const { tenantId } = principal;
+  const idempotent = idempotency && idempotentRequest(idempotency, principal.objectId, body);
+  // The first answer to the key, if there is one. Asked again before any 409: the active job may be
+  // the key's own, started by a racing request with the same key since the last look.
+  const replay = async (): Promise<Created<RagJob> | undefined> => {
+    const recorded = idempotent && (await recordedResult<RagJob>(documents, tenantId, idempotent));
+    return recorded ? { resource: recorded, replayed: true } : undefined;
+  };
   for (let attempt = 1; attempt <= 3; attempt++) {
+    const replayed = await replay();
+    if (replayed) return replayed;
     const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
     if (lock) {
       const active = await readJobDocument(tenantId, lock.jobId);
-      if (active && !isFinished(active)) throw activeJobConflict(lock.jobId);
+      if (active && !isFinished(active)) {
+        const replayedMeanwhile = await replay();
+        if (replayedMeanwhile) return replayedMeanwhile;
+        throw activeJobConflict(lock.jobId);
+      }
       // A lock left behind by a job that did finish (a crash between the two writes) is released.
       await documents
         .item(LOCK_ID, tenantId)
@@ -108,18 +128,21 @@ export async function createJob(principal: Principal, body: StartRagIndexBody): 
       planCursor: null,
     };
     const newLock: Omit<ActiveJobLock, '_etag'> = { id: LOCK_ID, tenantId, type: 'ragActiveJob', jobId: job.id };
-    const result = await sendBatch(
-      documents,
-      [
-        { operationType: 'Create', resourceBody: asJson(newLock) },
-        { operationType: 'Create', resourceBody: asJson(job) },
-      ],
-      tenantId,
-    );
-    if (result[0]?.statusCode === 409) continue;
-    if (result[1]?.statusCode !== 201) throw batchFailure('Storing the RAG job', result);
-    return ragJobs.resourceOf(result[1].resourceBody as unknown as RagJobDocument);
+    const resource = ragJobs.resourceOf(job as RagJobDocument);
+    const record = idempotent && recordResultOperation(tenantId, idempotent, resource);
+    const operations: OperationInput[] = [
+      { operationType: 'Create', resourceBody: asJson(newLock) },
+      ...(record ? [record] : []),
+      { operationType: 'Create', resourceBody: asJson(job) },
+    ];
+    const result = await sendBatch(documents, operations, tenantId);
+    // The lock taken by another job, or the key's record by a racing request with the same key: look again.
+    if (result[0]?.statusCode === 409 || (record && result[1]?.statusCode === 409)) continue;
+    if (result.at(-1)?.statusCode !== 201) throw batchFailure('Storing the RAG job', result);
+    return { resource, replayed: false };
   }
+  const replayed = await replay();
+  if (replayed) return replayed;
   const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
   throw activeJobConflict(lock?.jobId ?? 'unknown');
 }

@@ -47,6 +47,8 @@ export interface Outcome {
   body?: unknown;
   /** Where what the request made lives, for an answer that declares `Location` and is not `created`. */
   location?: string;
+  /** The body is the stored answer to an earlier request with the same Idempotency-Key, for an answer that is not `created`. */
+  replayed?: boolean;
   /** A list's page, for an operation that answers a `page`: its items are the body, its cursor the `Link` to the next. */
   page?: Page<unknown>;
   /**
@@ -177,7 +179,7 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
   if (declared.includes('Location')) headers.Location = created ? `${path}/${created.resource.id}` : outcome.location!;
   if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, page?.nextCursor));
   if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
-  if (created?.replayed) headers['Idempotent-Replayed'] = 'true';
+  if (created ? created.replayed : outcome.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
     const { Link: deprecationLink, ...deprecation } = deprecationHeaders(definition.deprecated);
     Object.assign(headers, deprecation);

@@ -11,13 +11,13 @@
  *    back to the queue for the time it asks, with what was embedded already written: no invocation
  *    sleeps, and nothing is embedded twice.
  * 3. `{ jobId, tenantId, finish }`, once every batch has ended, removes the chunks whose source is
- *    gone (comparing the index with the sources a page at a time) and ends the job. One message's run
- *    does it; a second delivery finds it taken and leaves it.
+ *    gone (comparing the index with the sources a page at a time), counts what the tenant's index
+ *    holds, and ends the job. One message's run does it; a second delivery finds it taken and leaves it.
  *
- * Every step can run twice without harm: a batch records its counts once, and the job's counts are
- * the sum of its batches'. A run cut off part way (a crash, a throttled API) leaves its traces so the
- * next run counts exactly: each chunk names the job that wrote it, and removals are recorded before
- * they are made.
+ * Every step can run twice without harm: a batch records its counts once, and the job's counts of
+ * what it did are the sum of its batches'. A run cut off part way (a crash, a throttled API) leaves
+ * its traces so the next run counts exactly: each chunk names the job that wrote it, and removals are
+ * recorded before they are made.
  */
 import { embeddingsSettings } from '../config.js';
 import { projectSources } from '../data/projects-repository.js';
@@ -25,6 +25,7 @@ import {
   chunkPages,
   chunksOfSources,
   deleteChunks,
+  indexTotals,
   storedEmbeddings,
   writeChunks,
   type Chunk,
@@ -255,7 +256,8 @@ async function existingSources(tenantId: string, chunks: readonly Chunk[] | read
 
 /**
  * Once every batch has ended: removes the chunks in scope whose source is gone, a page at a time,
- * and ends the job with the sum of its batches' counts (or as Cancelled, if that was asked).
+ * and ends the job with the sum of its batches' counts of what it did, and the sources and chunks the
+ * tenant's index holds afterwards, counted by Cosmos (or as Cancelled, if that was asked).
  */
 export async function finish(tenantId: string, jobId: string, runner: string): Promise<void> {
   const ready = await readJobDocument(tenantId, jobId);
@@ -279,5 +281,7 @@ export async function finish(tenantId: string, jobId: string, runner: string): P
     if (gone.length > 0) await remove(gone);
     await recordSweep(tenantId, jobId, { deleted, pending: [] }, FINISHING_LEASE_MS);
   }
-  await finishJob(tenantId, jobId, { counts: { ...totals.counts, deleted: totals.counts.deleted + deleted } });
+  // What the tenant's index holds now, whatever the job's scope; what the job did is the sum of its batches'.
+  const { sources, chunks } = await indexTotals(tenantId);
+  await finishJob(tenantId, jobId, { counts: { ...totals.counts, sources, chunks, deleted: totals.counts.deleted + deleted } });
 }

@@ -21,10 +21,10 @@ export const startRagIndexBody = z.strictObject({
 export type StartRagIndexBody = z.infer<typeof startRagIndexBody>;
 
 export const ragCounts = z.object({
-  sources: z.number().int().describe('Projects and tasks the index holds after the job'),
-  chunks: z.number().int().describe('Chunks the index holds after the job'),
-  written: z.number().int().describe('Chunks written by the job'),
-  unchanged: z.number().int().describe('Chunks left as they were'),
+  sources: z.number().int().describe("Projects and tasks the tenant's whole index holds after the job, whatever its scope"),
+  chunks: z.number().int().describe("Chunks the tenant's whole index holds after the job, whatever its scope"),
+  written: z.number().int().describe('Chunks written by the job, in its scope'),
+  unchanged: z.number().int().describe('Chunks of its scope left as they were'),
   deleted: z.number().int().describe('Chunks removed because their source is gone'),
 });
 export type RagCounts = z.infer<typeof ragCounts>;

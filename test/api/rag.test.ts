@@ -79,6 +79,32 @@ async function chunkVersions(projectIds: string[], database?: string): Promise<M
   return new Map(resources.map((chunk) => [chunk.id, chunk._etag]));
 }
 
+type Counts = NonNullable<Job['counts']>;
+
+/**
+ * Expects the job's counts: `sources` and `chunks` what the tenant's whole index holds after it (other
+ * files' projects and tasks too, whatever the job's scope), read here as its chunks and the distinct
+ * sources they are of; the others, `did`, what the job did in its scope. Other files start jobs of this tenant as
+ * well, which change the index once this one has ended: the totals are compared while this job is
+ * still the tenant's newest, and otherwise must hold at least the job's own scope.
+ */
+async function expectCounts(job: Job, scope: { sources: number; chunks: number }, did: Partial<Counts> = {}): Promise<void> {
+  expect(job.status).toBe('Succeeded');
+  expect(job.counts).toMatchObject(did);
+  const { resources: sourceIds } = await chunksOf()
+    .items.query<string>(
+      { query: 'SELECT VALUE c.sourceId FROM c WHERE c.tenantId = @tenantId', parameters: [{ name: '@tenantId', value: HOME_TENANT }] },
+      { partitionKey: [HOME_TENANT] },
+    )
+    .fetchAll();
+  const newest = await api('GET', '/rag/jobs?limit=1', { token: await manager() });
+  if ((newest.body as Job[])[0]?.jobId === job.jobId) {
+    expect({ sources: job.counts!.sources, chunks: job.counts!.chunks }).toEqual({ sources: new Set(sourceIds).size, chunks: sourceIds.length });
+  }
+  expect(job.counts!.sources).toBeGreaterThanOrEqual(scope.sources);
+  expect(job.counts!.chunks).toBeGreaterThanOrEqual(scope.chunks);
+}
+
 describe('POST /api/rag/index', () => {
   it('answers 202 with Location and a Queued job, which then succeeds', async () => {
     const projectId = await newProject();
@@ -96,7 +122,8 @@ describe('POST /api/rag/index', () => {
     });
     expect(response.headers.get('location')).toBe(`/api/rag/jobs/${response.body.jobId}`);
     const job = await finished(response.body.jobId);
-    expect(job).toMatchObject({ status: 'Succeeded', counts: { sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: 0 }, error: null });
+    expect(job).toMatchObject({ status: 'Succeeded', error: null });
+    await expectCounts(job, { sources: 1, chunks: 1 }, { written: 1, unchanged: 0, deleted: 0 });
   });
 
   it('takes a POST without a body as every default, and says in Retry-After when to look at the job', async () => {
@@ -110,8 +137,9 @@ describe('POST /api/rag/index', () => {
     expect(response.status, JSON.stringify(response.body)).toBe(202);
     expect(response.headers.get('retry-after')).toBe('2');
     expect(response.body).toMatchObject({ status: 'Queued', mode: 'incremental', projectIds: null });
-    // Ended before the next test starts a job of this tenant.
-    expect((await finished(response.body.jobId)).status).toBe('Succeeded');
+    // Ended before the next test starts a job of this tenant; the whole tenant's job counts the whole index too.
+    const job = await finished(response.body.jobId);
+    await expectCounts(job, { sources: 0, chunks: 0 });
   });
 
   it('reflects created, changed and deleted projects and tasks, writing only what changed', async () => {
@@ -121,9 +149,9 @@ describe('POST /api/rag/index', () => {
     const scope = { projectIds: [short, long] };
 
     const first = await rebuild(scope);
-    const longChunks = first.counts!.chunks - 3;
+    const longChunks = (await chunkIds([long])).length;
     expect(longChunks).toBeGreaterThan(1);
-    expect(first.counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 3 + longChunks, unchanged: 0, deleted: 0 });
+    await expectCounts(first, { sources: 4, chunks: 3 + longChunks }, { written: 3 + longChunks, unchanged: 0, deleted: 0 });
     expect(await chunkIds([short, long])).toEqual(
       [`${short}-c0`, ...Array.from({ length: longChunks }, (_, index) => `${long}-c${index}`), `${tasks[0]}-c0`, `${tasks[1]}-c0`].sort(),
     );
@@ -141,7 +169,7 @@ describe('POST /api/rag/index', () => {
     expect(chunk.content).toContain('Record the intro');
 
     const versions = await chunkVersions([short, long]);
-    expect((await rebuild(scope)).counts).toEqual({ sources: 4, chunks: 3 + longChunks, written: 0, unchanged: 3 + longChunks, deleted: 0 });
+    await expectCounts(await rebuild(scope), { sources: 4, chunks: 3 + longChunks }, { written: 0, unchanged: 3 + longChunks, deleted: 0 });
     // Unchanged chunks are not rewritten, not even with the same content.
     expect(await chunkVersions([short, long])).toEqual(versions);
 
@@ -150,10 +178,10 @@ describe('POST /api/rag/index', () => {
     expect((await rebuild(scope)).counts).toMatchObject({ written: 1, deleted: 0 });
 
     await api('DELETE', `/tasks/${tasks[1]}`, { token: await manager() });
-    expect((await rebuild(scope)).counts).toEqual({ sources: 3, chunks: 2 + longChunks, written: 0, unchanged: 2 + longChunks, deleted: 1 });
+    await expectCounts(await rebuild(scope), { sources: 3, chunks: 2 + longChunks }, { written: 0, unchanged: 2 + longChunks, deleted: 1 });
 
     await api('DELETE', `/projects/${long}`, { token: await token({ roles: ['LMS.Admin'] }) });
-    expect((await rebuild(scope)).counts).toEqual({ sources: 2, chunks: 2, written: 0, unchanged: 2, deleted: longChunks });
+    await expectCounts(await rebuild(scope), { sources: 2, chunks: 2 }, { written: 0, unchanged: 2, deleted: longChunks });
     expect(await chunkIds([short, long])).toEqual([`${short}-c0`, `${tasks[0]}-c0`].sort());
   });
 
@@ -161,7 +189,7 @@ describe('POST /api/rag/index', () => {
     const projectId = await newProject();
     await newTask(projectId, 'One');
     await rebuild({ projectIds: [projectId] });
-    expect((await rebuild({ mode: 'full', projectIds: [projectId] })).counts).toEqual({ sources: 2, chunks: 2, written: 2, unchanged: 0, deleted: 0 });
+    await expectCounts(await rebuild({ mode: 'full', projectIds: [projectId] }), { sources: 2, chunks: 2 }, { written: 2, unchanged: 0, deleted: 0 });
   });
 
   it('allows one active job per tenant: a second request is a 409 naming the first', async () => {
@@ -176,6 +204,48 @@ describe('POST /api/rag/index', () => {
     const next = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [projectId] } });
     expect(next.status).toBe(202);
     await finished(next.body.jobId);
+  });
+
+  it('honours an Idempotency-Key: a retry answers the first 202 (same job, same Location) and starts nothing; another body is a 422', async () => {
+    const projectId = await newProject();
+    const body = { projectIds: [projectId] };
+    const key = `rag-${projectId}-${Date.now()}`;
+    const start = async (headers: Record<string, string>, sent: object = body) => api('POST', '/rag/index', { token: await manager(), body: sent, headers });
+    /** This test's jobs (of its own project), newest first. */
+    const jobsOfProject = async () =>
+      ((await api('GET', '/rag/jobs?limit=200', { token: await manager() })).body as (Job & { projectIds: string[] | null })[])
+        .filter((job) => job.projectIds?.[0] === projectId)
+        .map((job) => job.jobId);
+
+    // Refused while another job runs: nothing is recorded under the key.
+    const other = await start({});
+    expect(other.status).toBe(202);
+    const refused = await start({ 'Idempotency-Key': key });
+    expect(refused.status).toBe(409);
+    await finished(other.body.jobId);
+
+    const first = await start({ 'Idempotency-Key': key });
+    expect(first.status, JSON.stringify(first.body)).toBe(202);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const retried = await start({ 'Idempotency-Key': key });
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.headers.get('location')).toBe(first.headers.get('location'));
+    expect(retried.body).toEqual(first.body);
+    // After the job ended, the retry still answers it as first answered, and starts nothing.
+    expect((await finished(first.body.jobId)).status).toBe('Succeeded');
+    const late = await start({ 'Idempotency-Key': key });
+    expect(late.status).toBe(202);
+    expect(late.body).toEqual(first.body);
+    expect(late.body.status).toBe('Queued');
+    expect(late.headers.get('location')).toBe(`/api/rag/jobs/${first.body.jobId}`);
+    expect(late.headers.get('idempotent-replayed')).toBe('true');
+    expect(await jobsOfProject()).toEqual([first.body.jobId, other.body.jobId]);
+
+    const reused = await start({ 'Idempotency-Key': key }, { mode: 'full', projectIds: [projectId] });
+    expect(reused.status).toBe(422);
+    expect(reused.body).toMatchObject({ error: 'Unprocessable Content' });
+    expect(await jobsOfProject()).toEqual([first.body.jobId, other.body.jobId]);
   });
 
   it('validates the body and the role', async () => {

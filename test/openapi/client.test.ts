@@ -172,7 +172,7 @@ const ownedBy = async (owner: string) => (await lms.all('/projects', { params: {
 
 describe('the client package: retries, default headers and webhooks', () => {
   it('knows the creates, which honour Idempotency-Key, from the document', () => {
-    expectTypeOf<CreatePath>().toEqualTypeOf<'/projects' | '/tasks' | '/webhooks'>();
+    expectTypeOf<CreatePath>().toEqualTypeOf<'/projects' | '/tasks' | '/webhooks' | '/rag/index'>();
   });
 
   it('retries a 503 after the wait its Retry-After asks for, with the Idempotency-Key it made, and creates one project', async () => {

@@ -11,6 +11,7 @@ import {
   chunkPages,
   chunksOfSources,
   deleteChunks,
+  indexTotals,
   storedEmbeddings,
   writeChunks,
   type ChunkDocument,
@@ -204,5 +205,35 @@ describe("a tenant's chunks, a page at a time", () => {
     const queries = requestsSince(from).filter((request) => request.isQuery);
     expect(queries.length).toBeGreaterThan(0);
     for (const query of queries) expect(query.partitionKey).toBe(JSON.stringify([tenantId]));
+  });
+});
+
+describe("what a tenant's index holds", () => {
+  it("is the tenant's sources and chunks, none of another tenant's, counted by the store in the tenant's partitions", async () => {
+    const { tenantId, otherTenantId } = await twoTenants();
+    // Another tenant with one source more, in a project of its own.
+    await writeChunks(otherTenantId, [chunk(otherTenantId, { sourceId: 'TSK-3', projectId: 'PRJ-3' }, 0)]);
+    const from = embedded.store.requests.length;
+    // PRJ-1, TSK-1 (two chunks) and TSK-2.
+    expect(await indexTotals(tenantId)).toEqual({ sources: 3, chunks: 4 });
+    const queries = requestsSince(from).filter((request) => request.isQuery);
+    expect(queries.length).toBeGreaterThan(0);
+    for (const query of queries) {
+      expect(query.partitionKey).toBe(JSON.stringify([tenantId]));
+      // Counted, not read: no chunk comes back to be counted here.
+      expect(JSON.parse(query.body).query).toMatch(/^SELECT VALUE COUNT\(1\) FROM c WHERE c\.tenantId = @tenantId/);
+    }
+    expect(await indexTotals(otherTenantId)).toEqual({ sources: 4, chunks: 5 });
+    expect(await indexTotals(randomUUID())).toEqual({ sources: 0, chunks: 0 });
+  });
+
+  it('counts a source whose chunks are spread over several once, by its first chunk', async () => {
+    const tenantId = randomUUID();
+    const source = { sourceType: 'project' as const, sourceId: 'PRJ-7', projectId: 'PRJ-7' };
+    await writeChunks(
+      tenantId,
+      [0, 1, 2, 3].map((index) => chunk(tenantId, source, index)),
+    );
+    expect(await indexTotals(tenantId)).toEqual({ sources: 1, chunks: 4 });
   });
 });

@@ -9,8 +9,9 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { EventDocument } from '../../shared/data/events.js';
+import type { Idempotency } from '../../shared/data/idempotency.js';
 import {
-  createJob,
+  createJob as startJob,
   finishJob,
   finishPlanning,
   getJob,
@@ -27,6 +28,7 @@ import {
   type RagJobDocument,
   type Sweep,
 } from '../../shared/data/rag-jobs-repository.js';
+import type { StartRagIndexBody } from '../../shared/schemas/rag.js';
 import { errorOf, failureOf } from '../support/failures.js';
 import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
 import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
@@ -54,6 +56,9 @@ async function storeFields(tenantId: string, jobId: string, fields: Partial<RagJ
     .item(jobId, tenantId)
     .replace({ ...current, ...fields });
 }
+
+/** Starts a job without an Idempotency-Key: the job as answered. */
+const createJob = async (principal: Principal, body: StartRagIndexBody) => (await startJob(principal, body, undefined)).resource;
 
 const activeJobConflict = (jobId: string) => ({ status: 409, messageKey: 'ragJobActive', params: { id: jobId }, options: { extra: { activeJobId: jobId } } });
 
@@ -209,6 +214,89 @@ describe('starting a job', () => {
     expect((await errorOf(createJob(principal, { mode: 'incremental' }))).message).toBe('Storing the RAG job failed: 201,429');
     embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: [] } : undefined);
     expect((await errorOf(createJob(principal, { mode: 'incremental' }))).message).toBe('Storing the RAG job failed: ');
+  });
+});
+
+describe('starting a job with an Idempotency-Key', () => {
+  const keyed = (key = randomUUID()): Idempotency => ({ key, scope: 'rag-index-start' });
+  const jobsOf = async (principal: Principal) => (await listJobs(principal, { limit: 10, cursor: undefined })).items.map((job) => job.jobId);
+
+  it('answers the same key again with the job as first answered, starting nothing, while it runs and after it ended', async () => {
+    const principal = adminCaller();
+    const key = keyed();
+    const first = await startJob(principal, { mode: 'full', projectIds: ['PRJ-1'] }, key);
+    expect(first).toEqual({ resource: expect.objectContaining({ status: 'Queued', mode: 'full' }), replayed: false });
+    // Running: a start without the key is a 409, the key's retry is its first answer.
+    await startRunning(principal.tenantId, first.resource.jobId);
+    expect(await failureOf(createJob(principal, { mode: 'full', projectIds: ['PRJ-1'] }))).toMatchObject(activeJobConflict(first.resource.jobId));
+    expect(await startJob(principal, { mode: 'full', projectIds: ['PRJ-1'] }, key)).toEqual({ resource: first.resource, replayed: true });
+    // Ended: the tenant is free, yet the key's retry starts nothing.
+    await finishJob(principal.tenantId, first.resource.jobId, { counts: { sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: 0 } });
+    expect(await startJob(principal, { mode: 'full', projectIds: ['PRJ-1'] }, key)).toEqual({ resource: first.resource, replayed: true });
+    expect(await storedLock(principal.tenantId)).toBeUndefined();
+    expect(await jobsOf(principal)).toEqual([first.resource.jobId]);
+  });
+
+  it("refuses the same key with another request (422), and keys another caller's or another key's start apart", async () => {
+    const principal = adminCaller();
+    const key = keyed();
+    const first = await startJob(principal, { mode: 'incremental' }, key);
+    expect(await failureOf(startJob(principal, { mode: 'full' }, key))).toMatchObject({ status: 422, messageKey: 'idempotencyKeyReused' });
+    expect(await failureOf(startJob(principal, { mode: 'incremental', projectIds: ['PRJ-1'] }, key))).toMatchObject({ status: 422 });
+    await finishJob(principal.tenantId, first.resource.jobId, { cancelled: true });
+    // Another caller of the tenant with the same key, and the same caller with another key: starts of their own.
+    const colleague = { ...principal, objectId: randomUUID() };
+    const theirs = await startJob(colleague, { mode: 'incremental' }, key);
+    expect(theirs.replayed).toBe(false);
+    await finishJob(principal.tenantId, theirs.resource.jobId, { cancelled: true });
+    const another = await startJob(principal, { mode: 'incremental' }, keyed());
+    expect(another.replayed).toBe(false);
+    expect(new Set([first.resource.jobId, theirs.resource.jobId, another.resource.jobId]).size).toBe(3);
+  });
+
+  it('records nothing for a start refused with a 409 or failed by the store: the same key then starts a job', async () => {
+    const principal = adminCaller();
+    const key = keyed();
+    const { jobId: active } = await createJob(principal, { mode: 'incremental' });
+    expect(await failureOf(startJob(principal, { mode: 'incremental' }, key))).toMatchObject(activeJobConflict(active));
+    await finishJob(principal.tenantId, active, { cancelled: true });
+    const throttledJob = [{ statusCode: 201 }, { statusCode: 201 }, { statusCode: 429 }];
+    embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: throttledJob } : undefined);
+    expect((await errorOf(startJob(principal, { mode: 'incremental' }, key))).message).toBe('Storing the RAG job failed: 201,201,429');
+    embedded.store.intercept = undefined;
+    const started = await startJob(principal, { mode: 'incremental' }, key);
+    expect(started.replayed).toBe(false);
+    expect(started.resource.jobId).not.toBe(active);
+    expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: started.resource.jobId });
+    expect(await jobsOf(principal)).toEqual([started.resource.jobId, active]);
+  });
+
+  it('racing a start with the same key: both answer the one job it started', async () => {
+    const principal = adminCaller();
+    const key = keyed();
+    let winner: Awaited<ReturnType<typeof startJob>> | undefined;
+    beforeRequest(embedded.store, isBatch, async () => {
+      winner = await startJob(principal, { mode: 'incremental' }, key);
+    });
+    const late = await startJob(principal, { mode: 'incremental' }, key);
+    expect(winner!.replayed).toBe(false);
+    expect(late).toEqual({ resource: winner!.resource, replayed: true });
+    expect(await jobsOf(principal)).toEqual([winner!.resource.jobId]);
+  });
+
+  it('racing a start with the same key whose job has already ended: it answers that job, and starts none', async () => {
+    const principal = adminCaller();
+    const key = keyed();
+    let winner: Awaited<ReturnType<typeof startJob>> | undefined;
+    beforeRequest(embedded.store, isBatch, async () => {
+      winner = await startJob(principal, { mode: 'incremental' }, key);
+      // The tenant is free again: only the key's record stands in the way of this start's batch.
+      await finishJob(principal.tenantId, winner.resource.jobId, { cancelled: true });
+    });
+    const late = await startJob(principal, { mode: 'incremental' }, key);
+    expect(late).toEqual({ resource: winner!.resource, replayed: true });
+    expect(await jobsOf(principal)).toEqual([winner!.resource.jobId]);
+    expect(await storedLock(principal.tenantId)).toBeUndefined();
   });
 });
 

@@ -142,7 +142,7 @@ async function drain(tenantId: string, jobId: string, from: number): Promise<Tak
 
 async function startJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
   const { createJob, readJobDocument } = await repository();
-  const job = await createJob(principal, body);
+  const { resource: job } = await createJob(principal, body, undefined);
   const from = queued().length;
   await (await jobs()).dispatch((await readJobDocument(principal.tenantId, job.jobId))!);
   return { jobId: job.jobId, from };
@@ -238,6 +238,26 @@ describe('a RAG job', () => {
     const { job } = await runJob(principal, { mode: 'incremental', projectIds: [projectIds[1]!] });
     expect(job.counts).toMatchObject({ sources: 2 });
     expect(new Set((await storedChunks(principal.tenantId)).map((chunk) => chunk.sourceId)).has(projectIds[0]!)).toBe(false);
+  });
+
+  it("limited to projects counts, as its sources and chunks, what the tenant's whole index holds; what it did, in its scope", async () => {
+    const { principal, projectIds, taskIds } = await tenantWithSources({ projects: 3, tasksPerProject: 2, longDescription: true });
+    const whole = await runJob(principal, { mode: 'incremental' });
+    const total = (await storedChunks(principal.tenantId)).length;
+    expect(whole.job.counts).toEqual({ sources: 9, chunks: total, written: total, unchanged: 0, deleted: 0 });
+    // A task of a project outside the next job's scope is gone: that job leaves its chunk, which the index still holds.
+    await (await tasksRepository()).deleteTask(principal, taskIds[5]!, undefined);
+
+    // The second project and its two tasks make a chunk each.
+    const scoped = await runJob(principal, { mode: 'incremental', projectIds: [projectIds[1]!] });
+    expect(scoped.job.counts).toEqual({ sources: 9, chunks: total, written: 0, unchanged: 3, deleted: 0 });
+    const full = await runJob(principal, { mode: 'full', projectIds: [projectIds[1]!] });
+    expect(full.job.counts).toEqual({ sources: 9, chunks: total, written: 3, unchanged: 0, deleted: 0 });
+    expect((await storedChunks(principal.tenantId)).length).toBe(total);
+
+    // The whole tenant's next job removes it.
+    const after = await runJob(principal, { mode: 'incremental' });
+    expect(after.job.counts).toEqual({ sources: 8, chunks: total - 1, written: 0, unchanged: total - 1, deleted: 1 });
   });
 
   it('with nothing to index plans no batch and ends at once', async () => {

@@ -202,7 +202,7 @@ describe('a delivery in the change feed', () => {
 describe('a RAG job in the change feed', () => {
   it('is put on the RAG queue once while it is Queued, and left alone once the feed shows it dispatched', async () => {
     const principal = adminCaller();
-    const { jobId } = await createJob(principal, { mode: 'incremental' });
+    const { jobId } = (await createJob(principal, { mode: 'incremental' }, undefined)).resource;
     const changes = changesOf(principal.tenantId);
     expect(await relayChanges(await changes())).toEqual([]);
     const dispatched = await changes();
@@ -220,7 +220,7 @@ describe('a page of changes whose work fails', () => {
     const subscribed = await receiver();
     await subscribe(principal, subscribed, ['project.created']);
     const project = (await createProject(principal, { name: 'Despite the queue' }, undefined)).resource;
-    const { jobId } = await createJob(principal, { mode: 'incremental' });
+    const { jobId } = (await createJob(principal, { mode: 'incremental' }, undefined)).resource;
     const page = await changesOf(principal.tenantId)();
 
     front.answer = (request) => (request.path.startsWith(`/${RAG_QUEUE}`) ? 503 : undefined);

@@ -238,9 +238,17 @@ class Rag(_Resource):
         super().__init__(transport)
         self.jobs = RagJobs(transport)
 
-    def rebuild(self, *, mode: Optional[RagJobMode] = None, project_ids: Optional[List[str]] = None) -> Resource[RagJob]:
-        """ragIndexStart: starts a rebuild of the RAG index (`incremental` by default); `rag.jobs.wait` follows it."""
-        return Resource(self._transport.call("ragIndexStart", body=_fields(mode=mode, projectIds=project_ids)))
+    def rebuild(
+        self,
+        *,
+        mode: Optional[RagJobMode] = None,
+        project_ids: Optional[List[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Resource[RagJob]:
+        """ragIndexStart: starts a rebuild of the RAG index (`incremental` by default); `rag.jobs.wait` follows it.
+        The `Idempotency-Key` is generated when not given, so a retry starts no second job."""
+        body = _fields(mode=mode, projectIds=project_ids)
+        return Resource(self._transport.call("ragIndexStart", body=body, headers={"Idempotency-Key": idempotency_key}))
 
 
 class WebhookDeliveries(_Resource):

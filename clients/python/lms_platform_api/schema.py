@@ -86,13 +86,13 @@ class RagJobProgress(TypedDict):
 
 
 class RagJobCounts(TypedDict):
-    #: Projects and tasks the index holds after the job
+    #: Projects and tasks the tenant's whole index holds after the job, whatever its scope
     sources: int
-    #: Chunks the index holds after the job
+    #: Chunks the tenant's whole index holds after the job, whatever its scope
     chunks: int
-    #: Chunks written by the job
+    #: Chunks written by the job, in its scope
     written: int
-    #: Chunks left as they were
+    #: Chunks of its scope left as they were
     unchanged: int
     #: Chunks removed because their source is gone
     deleted: int
@@ -275,7 +275,7 @@ OPERATIONS: dict[str, Operation] = {
     "tasksDelete": Operation("DELETE", "/tasks/{taskId}", False),
     "usersList": Operation("GET", "/users", False),
     "usersMe": Operation("GET", "/users/me", False),
-    "ragIndexStart": Operation("POST", "/rag/index", False),
+    "ragIndexStart": Operation("POST", "/rag/index", True),
     "ragJobsList": Operation("GET", "/rag/jobs", False),
     "ragJobsGet": Operation("GET", "/rag/jobs/{jobId}", False),
     "ragJobsCancel": Operation("POST", "/rag/jobs/{jobId}/cancel", False),
