@@ -50,7 +50,9 @@ const parameter = (name: string) => ({ $ref: `#/components/parameters/${name}` }
 
 const RESPONSE_HEADERS: Record<string, Json> = {
   ETag: {
-    description: 'Strong entity tag of the representation sent. Send it back in If-Match to change only this version.',
+    description:
+      "Strong entity tag of the resource's version: the one a read of it answers (a secret shown beside the resource is no part of it). " +
+      'Send it back in If-Match to change only this version.',
     required: true,
     schema: { type: 'string' },
   },
@@ -385,8 +387,9 @@ A body whose fields are all optional may be left out (no content, \`Content-Leng
 
 **Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
 
-**Changes.** Single resources carry an \`ETag\`; \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches)
-and reads honour \`If-None-Match\` (304). Creates honour \`Idempotency-Key\`.`;
+**Changes.** Single resources carry an \`ETag\`: the resource's version, the same a read of it answers (after a create, an action or a
+rotation too). \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).
+Creates honour \`Idempotency-Key\`.`;
 }
 
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {

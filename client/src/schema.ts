@@ -782,7 +782,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Strong entity tag of the representation sent. Send it back in If-Match to change only this version. */
+        /** @description Strong entity tag of the resource's version: the one a read of it answers (a secret shown beside the resource is no part of it). Send it back in If-Match to change only this version. */
         ETag: string;
         /** @description Path of the resource created (or of the job started). */
         Location: string;
@@ -3119,6 +3119,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
                     "Retry-After": components["headers"]["RetryAfterAccepted"];
                     [name: string]: unknown;
                 };
@@ -3569,6 +3570,7 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3855,6 +3857,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4733,6 +4736,7 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4877,6 +4881,7 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5020,6 +5025,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {

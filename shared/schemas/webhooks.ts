@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resourceAndMore } from '../domain/versions.js';
 import { atLeastOneField, patterned, text } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { CHANGE_EVENT_TYPES, EVENT_TYPES } from './events.js';
@@ -29,15 +30,18 @@ export const webhook = z.object({
 });
 export type Webhook = z.infer<typeof webhook>;
 
-/** Only the answers to a create and to a rotation show the secret. */
-export const webhookWithSecret = webhook.extend({
-  secret: z
-    .string()
-    .describe(
-      '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
-        'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
-    ),
-});
+/** Only the answers to a create and to a rotation show the secret, which is no part of the webhook's version: their ETag is the webhook's. */
+export const webhookWithSecret = resourceAndMore(
+  webhook,
+  webhook.extend({
+    secret: z
+      .string()
+      .describe(
+        '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
+          'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
+      ),
+  }),
+);
 export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;
 
 /** A URL as a subscription takes it; the rules that need the network (what the host resolves to) are checked beside. */

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { entityTag } from '../../shared/http/etag.js';
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
@@ -540,6 +541,33 @@ describe('subscriptions', () => {
     const next = /<[^>]*\/api(\/[^>]+)>/.exec(page.headers.get('link')!)![1]!;
     const second = await main.call('GET', next, { token: admin });
     expect(second.body.map((subscription: { id: string }) => subscription.id)).toContain(first.id);
+  });
+
+  it('answer a create, a rotation and a ping with the ETag a read gives, which If-Match takes: a secret shown is no part of it', async () => {
+    const to = await receiver();
+    const created = await main.call('POST', '/webhooks', { token: admin, body: { url: to.url, events: ['project.created'] } });
+    expect(created.status).toBe(201);
+    subscriptions.push({ id: created.body.id, token: admin });
+    const id = created.body.id as string;
+    const read = async () => (await main.call('GET', `/webhooks/${id}`, { token: admin })).headers.get('etag');
+    expect(created.headers.get('etag')).toMatch(/^"[\w-]{27}"$/);
+    expect(created.headers.get('etag')).toBe(await read());
+
+    const rotated = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin });
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('etag')).not.toBe(created.headers.get('etag'));
+    expect(rotated.headers.get('etag')).toBe(await read());
+    const changed = await main.call('PUT', `/webhooks/${id}`, {
+      token: admin,
+      body: { description: 'Tagged' },
+      headers: { 'If-Match': rotated.headers.get('etag')! },
+    });
+    expect(changed.status).toBe(200);
+
+    // A delivery is one resource too: its tag is its version's.
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    expect(pinged.status).toBe(202);
+    expect(pinged.headers.get('etag')).toBe(entityTag(pinged.body));
   });
 
   it('never cross tenants: another tenant neither sees these subscriptions nor receives these events', async () => {

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { badRequest } from '../../shared/errors.js';
+import { resourceAndMore } from '../../shared/domain/versions.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
+import { entityTag } from '../../shared/http/etag.js';
 import type { OperationDefinition } from '../../shared/http/operation.js';
 import type { PathParameter } from '../../shared/schemas/common.js';
 import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT } from '../../local/defaults.js';
@@ -329,28 +331,39 @@ describe('endpoint()', () => {
     expect(received[1]!.idempotency).toBeUndefined();
   });
 
-  it('sends the ETag of the body where the operation honours If-Match or If-None-Match, or declares it, and describes it so', async () => {
-    const tag = async (handler: ReturnType<typeof echo>['handler']) => (await call(handler)).headers.ETag;
-    for (const honours of [['If-Match'], ['If-None-Match']] as const) {
+  it("sends every single resource's ETag, whatever the operation honours and whatever its status, and describes it so", async () => {
+    const tag = async (handler: ReturnType<typeof echo>['handler'], method = 'GET') => (await call(handler, { method })).headers.ETag;
+    const expected = entityTag({ id: 'ITM-1', name: 'x' });
+    for (const honours of [[], ['If-Match'], ['If-None-Match'], ['Idempotency-Key']] as const) {
       const { handler } = echo({ honours: [...honours] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-      expect(await tag(handler), honours[0]).toMatch(/^"[\w-]{27}"$/);
-      expect(handler.definition.success.headers, honours[0]).toEqual(['ETag']);
+      expect(await tag(handler), honours.join() || 'none').toBe(expected);
+      expect(handler.definition.success.headers, honours.join() || 'none').toEqual(['ETag']);
     }
-    // Any precondition it honours is enough, beside headers that are none.
-    const created = echo({ honours: ['Idempotency-Key', 'If-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(await tag(created.handler)).toMatch(/^"[\w-]{27}"$/);
-    expect(created.handler.definition.success.headers).toEqual(['ETag']);
-    const declared = echo({ success: { status: 200, body: item, headers: ['ETag'] } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(await tag(declared.handler)).toMatch(/^"[\w-]{27}"$/);
-    // Declared and implied, it is described once.
-    const both = echo({ success: { status: 200, body: item, headers: ['ETag'] }, honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(both.handler.definition.success.headers).toEqual(['ETag']);
-    const untagged = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(await tag(untagged.handler)).toBeUndefined();
+    // An action's answer (202) and a create's (201) are single resources too; the tag comes beside the headers declared.
+    for (const status of [201, 202] as const) {
+      const { handler } = echo({ success: { status, body: item, headers: ['Location'] } }, () => ({ body: { id: 'ITM-1', name: 'x' }, location: '/api/x' }));
+      expect(await tag(handler, 'POST'), String(status)).toBe(expected);
+      expect(handler.definition.success.headers, String(status)).toEqual(['Location', 'ETag']);
+    }
     // A delete that honours If-Match answers no body, so no tag.
     const deleted = echo({ honours: ['If-Match'], success: { status: 204 } }, () => ({}));
     expect((await call(deleted.handler, { method: 'DELETE' })).headers.ETag).toBeUndefined();
     expect(deleted.handler.definition.success.headers).toBeUndefined();
+  });
+
+  it("tags a body that shows more than its resource (a secret shown once) with the resource's version, as a read of it tags it", async () => {
+    const withSecret = resourceAndMore(item, item.extend({ secret: z.string() }));
+    const shown = { id: 'ITM-1', name: 'x', secret: 'whsec_new' };
+    const rotated = echo({ success: { status: 200, body: withSecret } }, () => ({ body: shown }));
+    const answer = await call(rotated.handler, { method: 'POST' });
+    expect(answer.jsonBody).toEqual(shown);
+    const read = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(answer.headers.ETag).toBe((await call(read.handler)).headers.ETag);
+    // Whatever the secret: it is no part of the version.
+    const another = echo({ success: { status: 201, body: withSecret } }, () => ({
+      created: { resource: { ...shown, secret: 'whsec_other' }, replayed: false },
+    }));
+    expect((await call(another.handler, { method: 'POST' })).headers.ETag).toBe(answer.headers.ETag);
   });
 
   it('answers 304 for If-None-Match where honoured', async () => {
@@ -373,7 +386,7 @@ describe('endpoint()', () => {
   it('answers what a create made at its place under the collection, with its ETag, and Idempotent-Replayed when replayed', async () => {
     const resource = { id: 'ITM-9', name: 'x' };
     const create = (replayed: boolean) =>
-      echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, () => ({ created: { resource, replayed } })).handler;
+      echo({ success: { status: 201, body: item, headers: ['Location'] } }, () => ({ created: { resource, replayed } })).handler;
     const created = await call(create(false), { method: 'POST', path: '//items' });
     expect(created.status).toBe(201);
     expect(created.jsonBody).toEqual(resource);
