@@ -243,7 +243,8 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   }
   // A path parameter of any other form than its resource's ids names nothing: that resource's 404.
   for (const parameter of Object.values(described.params ?? {})) add(404, parameter.notFound);
-  if (described.body) {
+  // An operation of endpoint() (one that needs a token) reads a body sent to it even where it takes none, which must then be `{}`.
+  if (described.body || described.permission) {
     add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject', 'bodyIncomplete');
     add(411, 'lengthRequired');
     add(413, 'bodyTooLarge');
@@ -384,6 +385,8 @@ ${rolesTable()}
 **Requests.** Give each query parameter once, with one value: a repeated parameter, or a comma list in one that takes a single value,
 is a 400 (in \`q\` a comma is text). Send a body with \`Content-Length\`: Azure's Functions host hands a chunked body to the API empty, so one is a 411.
 A body whose fields are all optional may be left out (no content, \`Content-Length: 0\`): no body means every default.
+An operation without a request body takes none: a body sent to it all the same is read as any body (JSON, or a 415) and must be \`{}\`:
+each field in it is unknown (400).
 
 **Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
 

@@ -865,6 +865,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -901,6 +905,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1006,6 +1052,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -1054,6 +1104,48 @@ export interface operations {
              *     - Event {id} does not exist, or is older than the week events are kept.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1146,6 +1238,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -1182,6 +1278,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1482,6 +1620,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -1530,6 +1672,48 @@ export interface operations {
              *     - Project {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1829,6 +2013,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -1902,11 +2090,53 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Precondition Failed:
              *
              *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
              */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1998,6 +2228,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -2034,6 +2268,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -2358,6 +2634,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -2406,6 +2686,48 @@ export interface operations {
              *     - Task {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -2702,6 +3024,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -2776,11 +3102,53 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Precondition Failed:
              *
              *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
              */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -2867,6 +3235,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              *     - The role filter applies to recorded users only; the directory does not know the API's roles.
@@ -2909,6 +3281,48 @@ export interface operations {
              *     - Microsoft Graph refused to list the directory for you: the User.Read.All permission is missing.
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3003,6 +3417,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -3052,6 +3470,48 @@ export interface operations {
              *     - User {id} has not called the API yet.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3329,6 +3789,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -3365,6 +3829,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3465,6 +3971,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -3513,6 +4023,48 @@ export interface operations {
              *     - RAG job {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3598,6 +4150,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -3660,6 +4216,48 @@ export interface operations {
              *     - RAG job {id} has already ended ({status}): there is nothing to cancel.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3747,6 +4345,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -3783,6 +4385,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4107,6 +4751,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -4155,6 +4803,48 @@ export interface operations {
              *     - Webhook subscription {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4462,6 +5152,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -4535,11 +5229,53 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Precondition Failed:
              *
              *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
              */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4627,6 +5363,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -4677,6 +5417,48 @@ export interface operations {
              *     - Webhook subscription {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4761,6 +5543,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -4824,6 +5610,48 @@ export interface operations {
              *     - Webhook subscription {id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4906,6 +5734,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -4968,6 +5800,48 @@ export interface operations {
              *     - Webhook subscription {id} is switched off; switch it on ("active": true) before you ping it or send a delivery again.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -5054,6 +5928,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -5116,6 +5994,48 @@ export interface operations {
              *     - A subscription signs with at most {limit} secrets at once (a replaced one signs for 24 hours). Rotate again once the oldest expires.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

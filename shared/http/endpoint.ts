@@ -24,6 +24,8 @@ type Output<S> = S extends z.ZodType ? z.output<S> : undefined;
 type Params<P> = { readonly [Name in keyof P]: string };
 
 const NO_QUERY_PARAMETERS = z.strictObject({});
+/** The body of an operation declared without one: none, or `{}`; any field is an unknown field. */
+const NO_BODY = z.strictObject({});
 // The Idempotency-Key draft's key: visible ASCII, of a sensible length.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -211,7 +213,9 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
 ): DescribedHandler {
   const definition = described(declared);
   const honours = new Set(definition.honours);
-  const bodyOptions = { mayBeOmitted: definition.body !== undefined && bodyMayBeOmitted(definition.body) };
+  // An operation declared without a body takes none: a body sent all the same is read as any body, and must be `{}`.
+  const bodySchema = definition.body ?? NO_BODY;
+  const bodyOptions = { mayBeOmitted: bodyMayBeOmitted(bodySchema) };
   const handler: HttpHandler = (request, context) =>
     respond(request, context, async (language) => {
       const principal = await authenticate(request);
@@ -221,7 +225,8 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       // Parsed once: the raw query string for repetitions, the path for Location.
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
-      const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
+      const read = parseOrThrow(bodySchema, await readJsonObject(request, bodyOptions), language);
+      const body = (definition.body ? read : undefined) as Output<BS>;
       const path = url.pathname.replace(/\/{2,}/g, '/');
       const outcome = await definition.handle({
         principal,

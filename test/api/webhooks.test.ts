@@ -570,6 +570,26 @@ describe('subscriptions', () => {
     expect(pinged.headers.get('etag')).toBe(entityTag(pinged.body));
   });
 
+  it('take no body where they take none: a secret sent to rotate-secret is refused, not ignored, and nothing changes', async () => {
+    const { id } = await subscribe(await receiver(), { events: ['project.created'] });
+    const before = (await main.call('GET', `/webhooks/${id}`, { token: admin })).headers.get('etag');
+
+    const mine = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: { secret: 'whsec_mine' } });
+    expect(mine.status).toBe(400);
+    expect(mine.body).toMatchObject({ error: 'Bad Request', details: [{ path: 'secret', message: 'Unknown field "secret".' }] });
+    const typed = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: 'whsec_mine', headers: { 'content-type': 'text/plain' } });
+    expect(typed.status).toBe(415);
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin, body: { message: 'hello' } });
+    expect(pinged.status).toBe(400);
+    const deleted = await main.call('DELETE', `/webhooks/${id}`, { token: admin, body: { force: true } });
+    expect(deleted.status).toBe(400);
+    // Nothing rotated (a rotation changes updatedAt, so the tag), nothing deleted, nothing pinged.
+    expect((await main.call('GET', `/webhooks/${id}`, { token: admin })).headers.get('etag')).toBe(before);
+    expect((await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body).toEqual([]);
+    // An empty object is no body: the rotation happens.
+    expect((await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: {} })).status).toBe(200);
+  });
+
   it('never cross tenants: another tenant neither sees these subscriptions nor receives these events', async () => {
     const neighbourAdmin = await provider.issueToken({ tenantId: NEIGHBOUR, kind: 'user', roles: ['LMS.Admin'] });
     const mine = await receiver();

@@ -308,6 +308,51 @@ describe('endpoint()', () => {
     });
   });
 
+  describe('an operation declared without a body takes none: one sent all the same is read as any body, and must be {}', () => {
+    const bodiless = () => echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+
+    it('answers a request without content: no body at all, or Content-Length 0 whatever its type; and {}', async () => {
+      const { handler, received } = bodiless();
+      expect((await call(handler, { method: 'POST' })).status).toBe(200);
+      expect((await call(handler, { method: 'POST', headers: { 'content-length': '0' } })).status).toBe(200);
+      expect((await call(handler, { method: 'DELETE', headers: { 'content-length': '0', 'content-type': 'text/plain' } })).status).toBe(200);
+      expect((await call(handler, { method: 'POST', body: '{}' })).status).toBe(200);
+      expect(received.map((input) => input.body)).toEqual([undefined, undefined, undefined, undefined]);
+    });
+
+    it('refuses every field of a body as unknown, listing each in details, in the language asked for', async () => {
+      const { handler, received } = bodiless();
+      const refused = await call(handler, { method: 'POST', body: '{"secret":"whsec_mine","also":1}' });
+      expect(refused.status).toBe(400);
+      expect(refused.jsonBody).toMatchObject({
+        error: 'Bad Request',
+        details: [
+          { path: 'secret', message: 'Unknown field "secret".' },
+          { path: 'also', message: 'Unknown field "also".' },
+        ],
+      });
+      const japanese = await call(handler, { method: 'DELETE', body: '{"secret":"whsec_mine"}', headers: { 'accept-language': 'ja' } });
+      expect(japanese.jsonBody).toMatchObject({ status: 400, details: [{ path: 'secret', message: '不明なフィールド「secret」です。' }] });
+      expect(received).toEqual([]);
+    });
+
+    it('reads a body by the rules of every body: another type 415, invalid JSON or no object 400', async () => {
+      const { handler, received } = bodiless();
+      expect((await call(handler, { method: 'POST', body: 'whsec_mine', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+      const declared = { 'content-type': 'text/plain', 'content-length': '10' };
+      expect((await call(handler, { method: 'POST', body: 'whsec_mine', headers: declared })).status).toBe(415);
+      expect((await call(handler, { method: 'POST', body: '{"secret":' })).jsonBody).toMatchObject({
+        status: 400,
+        message: 'The request body is not valid JSON.',
+      });
+      expect((await call(handler, { method: 'POST', body: '["whsec_mine"]' })).jsonBody).toMatchObject({
+        status: 400,
+        message: 'The request body must be a JSON object.',
+      });
+      expect(received).toEqual([]);
+    });
+  });
+
   it('hands over If-Match as the versions expected only where the operation honours it', async () => {
     const honouring = echo({ honours: ['If-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     await call(honouring.handler, { headers: { 'if-match': '"v1", W/"weak", "v2"' } });
