@@ -32,6 +32,18 @@ beforeAll(async () => {
 });
 afterAll(() => identityProvider.close());
 
+/** The CORS-safelisted response headers, which a page reads without their being exposed, and nosniff, which is for the browser alone. */
+const BROWSER_READS_ANYWAY = new Set([
+  'Cache-Control',
+  'Content-Language',
+  'Content-Length',
+  'Content-Type',
+  'Expires',
+  'Last-Modified',
+  'Pragma',
+  'X-Content-Type-Options',
+]);
+
 const itemId: PathParameter = { schema: z.string().regex(/^ITM-\d+$/), notFound: 'projectNotFound', example: 'ITM-1' };
 const item = z.object({ id: z.string(), name: z.string() });
 
@@ -439,6 +451,10 @@ describe('endpoint()', () => {
     expect(created.headers['Idempotent-Replayed']).toBeUndefined();
     const replayed = await call(create(true), { method: 'POST' });
     expect(replayed.headers).toMatchObject({ Location: '/api/items/ITM-9', ETag: created.headers.ETag, 'Idempotent-Replayed': 'true' });
+    // A page of another origin may read each of them: every header meant for the caller that a browser does not show by itself.
+    const forTheCaller = Object.keys(replayed.headers).filter((name) => !BROWSER_READS_ANYWAY.has(name) && !name.startsWith('Access-Control-'));
+    expect(forTheCaller).toContain('Idempotent-Replayed');
+    expect(replayed.headers['Access-Control-Expose-Headers']!.split(', ')).toEqual(expect.arrayContaining(forTheCaller));
   });
 
   it('sends a Location the handler gives, for what is made elsewhere than under the request path', async () => {
