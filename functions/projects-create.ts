@@ -7,7 +7,7 @@ export const projectsCreate = endpoint({
   permission: 'projects:write',
   body: createProjectBody,
   honours: ['Idempotency-Key'],
-  success: { status: 201, body: project, headers: ['Location', 'ETag'] },
+  success: { status: 201, body: project, headers: ['Location'] },
   docs: {
     summary: 'Create a project',
     description:

@@ -7,7 +7,7 @@ export const tasksCreate = endpoint({
   permission: 'tasks:write',
   body: createTaskBody,
   honours: ['Idempotency-Key'],
-  success: { status: 201, body: task, headers: ['Location', 'ETag'] },
+  success: { status: 201, body: task, headers: ['Location'] },
   docs: {
     summary: 'Create a task',
     description: 'The task goes into `projectId`, which must exist in your tenant and not be Archived.',

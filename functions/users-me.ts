@@ -6,7 +6,7 @@ import { user } from '../shared/schemas/users.js';
 
 export const usersMe = endpoint({
   permission: 'users:read',
-  success: { status: 200, body: user, headers: ['ETag'] },
+  success: { status: 200, body: user },
   docs: {
     summary: 'Read the caller',
     description: 'The user the token belongs to, as recorded by this request.',

@@ -49,6 +49,26 @@ const catalog = {
     en: () => '"webhook.ping" cannot be subscribed to: it is sent on request, by POST /api/webhooks/{webhookId}/ping, to that subscription only.',
     ja: () => '「webhook.ping」は購読できません。POST /api/webhooks/{webhookId}/ping で要求したときに、そのサブスクリプションにだけ送信されます。',
   },
+  wholeNumberFrom: {
+    en: (p) => `Must be a whole number from ${p.min} to ${p.max}.`,
+    ja: (p) => `${p.min} から ${p.max} までの整数である必要があります。`,
+  },
+  idForm: {
+    en: (p) => `Must be an id such as ${p.example}.`,
+    ja: (p) => `${p.example} のような形式の ID である必要があります。`,
+  },
+  calendarDate: {
+    en: () => 'Must be a date that exists, written YYYY-MM-DD (such as 2027-01-15).',
+    ja: () => '存在する日付を YYYY-MM-DD 形式（例: 2027-01-15）で指定する必要があります。',
+  },
+  dateTime: {
+    en: () => 'Must be a date and time in ISO 8601 with a time zone (such as 2026-11-21T09:30:00Z).',
+    ja: () => 'タイムゾーン付きの ISO 8601 形式の日時（例: 2026-11-21T09:30:00Z）である必要があります。',
+  },
+  invalidForm: {
+    en: () => 'Is not in the form this value takes: see the API description.',
+    ja: () => 'この値に必要な形式ではありません。API の説明を確認してください。',
+  },
   emptyUpdate: {
     en: () => 'The request body must contain at least one field to change.',
     ja: () => 'リクエスト本文には変更するフィールドが 1 つ以上必要です。',

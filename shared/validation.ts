@@ -1,14 +1,26 @@
 import { z } from 'zod';
 import { badRequest, type ErrorDetail } from './errors.js';
+import type { MessageParams } from './message-types.js';
 import { translate, type Language, type MessageKey } from './messages.js';
 
 const localeErrorMaps = { en: z.locales.en().localeError, ja: z.locales.ja().localeError };
 
-/** Our own checks carry a message key; everything else is worded by zod's locale for the caller's language. */
+/**
+ * The formats whose failure zod words for a programmer (`Invalid string: must match pattern /…/`, `Invalid ISO date`):
+ * worded here, in words a caller can act on. A pattern of our own says its form itself (`patterned`); one that does
+ * not still never shows its regular expression.
+ */
+const FORMAT_MESSAGES: Partial<Record<string, MessageKey>> = { regex: 'invalidForm', date: 'calendarDate', datetime: 'dateTime' };
+
+/** Our own checks carry a message key (and its parameters); everything else is worded by zod's locale for the caller's language. */
 function errorMap(language: Language): z.core.$ZodErrorMap {
   return (issue) => {
-    const messageKey = issue.code === 'custom' ? (issue.params?.messageKey as MessageKey | undefined) : undefined;
-    return messageKey ? translate(messageKey, language) : localeErrorMaps[language](issue);
+    if (issue.code === 'custom' && issue.params?.messageKey) {
+      const { messageKey, ...params } = issue.params as { messageKey: MessageKey } & MessageParams;
+      return translate(messageKey, language, params);
+    }
+    const formatKey = issue.code === 'invalid_format' ? FORMAT_MESSAGES[issue.format] : undefined;
+    return formatKey ? translate(formatKey, language) : localeErrorMaps[language](issue);
   };
 }
 
@@ -92,13 +104,36 @@ export const email = () =>
     .max(254)
     .transform((value) => value.toLowerCase());
 
-/** A whole number in a query string: digits only, so "1e9", "0x10" and " 5" are refused rather than coerced. */
-export function integerParameter(options: { min: number; max: number; default: number }) {
+/**
+ * A string of the form `pattern` states, refused with the message `messageKey` words that form in
+ * (`Must be an id such as PRJ-1001.`): a client never reads a regular expression. The API description
+ * keeps the pattern.
+ */
+export function patterned(pattern: RegExp, messageKey: MessageKey, params: MessageParams = {}) {
   return z
     .string()
-    .regex(/^-?\d{1,12}$/)
+    .check((ctx) => {
+      if (!pattern.test(ctx.value)) ctx.issues.push({ code: 'custom', input: ctx.value, params: { ...params, messageKey } });
+    })
+    .meta({ pattern: pattern.source });
+}
+
+const WHOLE_NUMBER = /^-?\d{1,12}$/;
+
+/**
+ * A whole number in a query string: digits only, so "1e9", "0x10" and " 5" are refused rather than
+ * coerced. Whatever is wrong with it, the message says what it takes: a whole number from min to max.
+ */
+export function integerParameter(options: { min: number; max: number; default: number }) {
+  const { min, max } = options;
+  return z
+    .string()
+    .check((ctx) => {
+      const value = WHOLE_NUMBER.test(ctx.value) ? Number(ctx.value) : Number.NaN;
+      if (!(value >= min && value <= max)) ctx.issues.push({ code: 'custom', input: ctx.value, params: { messageKey: 'wholeNumberFrom', min, max } });
+    })
     .transform(Number)
-    .pipe(z.number().int().min(options.min).max(options.max))
+    .pipe(z.number().int().min(min).max(max))
     .optional()
     .transform((value) => value ?? options.default);
 }

@@ -50,7 +50,9 @@ const parameter = (name: string) => ({ $ref: `#/components/parameters/${name}` }
 
 const RESPONSE_HEADERS: Record<string, Json> = {
   ETag: {
-    description: 'Strong entity tag of the representation sent. Send it back in If-Match to change only this version.',
+    description:
+      "Strong entity tag of the resource's version: the one a read of it answers (a secret shown beside the resource is no part of it). " +
+      'Send it back in If-Match to change only this version.',
     required: true,
     schema: { type: 'string' },
   },
@@ -241,7 +243,8 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   }
   // A path parameter of any other form than its resource's ids names nothing: that resource's 404.
   for (const parameter of Object.values(described.params ?? {})) add(404, parameter.notFound);
-  if (described.body) {
+  // An operation of endpoint() (one that needs a token) reads a body sent to it even where it takes none, which must then be `{}`.
+  if (described.body || described.permission) {
     add(400, 'invalidJson', 'invalidUtf8', 'bodyNotObject', 'bodyIncomplete');
     add(411, 'lengthRequired');
     add(413, 'bodyTooLarge');
@@ -382,11 +385,14 @@ ${rolesTable()}
 **Requests.** Give each query parameter once, with one value: a repeated parameter, or a comma list in one that takes a single value,
 is a 400 (in \`q\` a comma is text). Send a body with \`Content-Length\`: Azure's Functions host hands a chunked body to the API empty, so one is a 411.
 A body whose fields are all optional may be left out (no content, \`Content-Length: 0\`): no body means every default.
+An operation without a request body takes none: a body sent to it all the same is read as any body (JSON, or a 415) and must be \`{}\`:
+each field in it is unknown (400).
 
 **Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
 
-**Changes.** Single resources carry an \`ETag\`; \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches)
-and reads honour \`If-None-Match\` (304). Creates honour \`Idempotency-Key\`.`;
+**Changes.** Single resources carry an \`ETag\`: the resource's version, the same a read of it answers (after a create, an action or a
+rotation too). \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).
+Creates honour \`Idempotency-Key\`.`;
 }
 
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {

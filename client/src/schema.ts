@@ -782,7 +782,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Strong entity tag of the representation sent. Send it back in If-Match to change only this version. */
+        /** @description Strong entity tag of the resource's version: the one a read of it answers (a secret shown beside the resource is no part of it). Send it back in If-Match to change only this version. */
         ETag: string;
         /** @description Path of the resource created (or of the job started). */
         Location: string;
@@ -865,6 +865,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -901,6 +905,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1006,6 +1052,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -1054,6 +1104,48 @@ export interface operations {
              *     - Event {id} does not exist, or is older than the week events are kept.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1146,6 +1238,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -1182,6 +1278,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1482,6 +1620,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -1530,6 +1672,48 @@ export interface operations {
              *     - Project {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1829,6 +2013,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -1902,11 +2090,53 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Precondition Failed:
              *
              *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
              */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -1998,6 +2228,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -2034,6 +2268,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -2358,6 +2634,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -2406,6 +2686,48 @@ export interface operations {
              *     - Task {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -2702,6 +3024,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -2776,11 +3102,53 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Precondition Failed:
              *
              *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
              */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -2867,6 +3235,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              *     - The role filter applies to recorded users only; the directory does not know the API's roles.
@@ -2909,6 +3281,48 @@ export interface operations {
              *     - Microsoft Graph refused to list the directory for you: the User.Read.All permission is missing.
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3003,6 +3417,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -3052,6 +3470,48 @@ export interface operations {
              *     - User {id} has not called the API yet.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3125,6 +3585,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
                     "Retry-After": components["headers"]["RetryAfterAccepted"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
@@ -3350,6 +3811,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -3386,6 +3851,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3486,6 +3993,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -3543,6 +4054,48 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Server Error:
              *
              *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
@@ -3591,6 +4144,7 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3618,6 +4172,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -3680,6 +4238,48 @@ export interface operations {
              *     - RAG job {id} has already ended ({status}): there is nothing to cancel.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3767,6 +4367,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -3803,6 +4407,48 @@ export interface operations {
              *     - Your role does not allow this operation ({permission}).
              */
             403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -3877,6 +4523,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     Location: components["headers"]["Location"];
+                    ETag: components["headers"]["ETag"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
@@ -4126,6 +4773,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -4174,6 +4825,48 @@ export interface operations {
              *     - Webhook subscription {id} does not exist.
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4481,6 +5174,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The If-Match header must be "*" or a list of quoted entity tags.
              */
             400: {
@@ -4554,11 +5251,53 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Precondition Failed:
              *
              *     - The resource has changed since you read it (If-Match does not match its ETag). Read it again and retry.
              */
             412: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;
@@ -4646,6 +5385,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              *     - The cursor is not valid. Start again from the first page.
              *     - The cursor belongs to a different query. Use it only with the filters and sort it came with.
              */
@@ -4705,6 +5448,48 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Server Error:
              *
              *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
@@ -4755,6 +5540,7 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4779,6 +5565,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -4851,6 +5641,48 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Server Error:
              *
              *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
@@ -4899,6 +5731,7 @@ export interface operations {
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4923,6 +5756,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -4994,6 +5831,48 @@ export interface operations {
                 };
             };
             /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
              * @description Server Error:
              *
              *     - Something went wrong inside the service. Quote request id {requestId} when reporting it.
@@ -5042,6 +5921,7 @@ export interface operations {
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5070,6 +5950,10 @@ export interface operations {
              *
              *     - The request is not valid. See details.
              *     - The query parameter "{name}" may appear only once.
+             *     - The request body is not valid JSON.
+             *     - The request body is not valid UTF-8.
+             *     - The request body must be a JSON object.
+             *     - The request body ended before all of it arrived.
              */
             400: {
                 headers: {
@@ -5132,6 +6016,48 @@ export interface operations {
              *     - A subscription signs with at most {limit} secrets at once (a replaced one signs for 24 hours). Rotate again once the oldest expires.
              */
             409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Length Required:
+             *
+             *     - The request body arrived empty: a body sent without Content-Length (chunked) reaches the API empty. Send it with Content-Length.
+             */
+            411: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload Too Large:
+             *
+             *     - The request body is larger than {limit} bytes.
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported Media Type:
+             *
+             *     - The request body must be sent with Content-Type: application/json.
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
                     [name: string]: unknown;

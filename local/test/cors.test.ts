@@ -6,7 +6,7 @@ import { stack, stackAppSettings } from '../../test/support/stack.js';
 const ADD_IN = 'https://addin.contoso.test';
 const LOCAL_PAGE = 'http://localhost:3000';
 const STRANGER = 'https://stranger.example';
-const CONTRACT_READABLE = ['ETag', 'Location', 'Link', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate'];
+const CONTRACT_READABLE = ['ETag', 'Location', 'Link', 'Retry-After', 'Idempotent-Replayed', 'X-Request-Id', 'WWW-Authenticate'];
 
 type Host = Awaited<ReturnType<typeof startHostProcess>>;
 

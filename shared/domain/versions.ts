@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import type { z } from 'zod';
 
 /**
  * The version of a resource as the API shows it, computed from what is shown: bookkeeping that
@@ -7,6 +8,30 @@ import { hash } from 'node:crypto';
  */
 export function versionOf(resource: unknown): string {
   return hash('sha256', JSON.stringify(resource), 'base64url').slice(0, 27);
+}
+
+/** The schemas of bodies that show a resource and something beside it that is no part of it (a secret, shown once), and the resource's. */
+const resourcesShown = new WeakMap<z.ZodType, z.ZodObject>();
+
+/**
+ * A body's schema (the resource's, extended): the resource and, beside it, fields that are no part
+ * of the resource (a secret shown once). Such a body names the resource's version, not one of its
+ * own: its ETag is the one a read of the resource gives, so that a client can send it in If-Match.
+ */
+export function resourceAndMore<B extends z.ZodObject>(resource: z.ZodObject, body: B): B {
+  resourcesShown.set(body, resource);
+  return body;
+}
+
+/**
+ * What the version of a body of this schema is computed from: the body, or for a body that shows
+ * more than its resource (`resourceAndMore`), the resource's fields in the resource's order, as a
+ * read of it shows them.
+ */
+export function versionedPart(schema: z.ZodType | undefined, body: unknown): unknown {
+  const resource = schema && resourcesShown.get(schema);
+  if (!resource || typeof body !== 'object' || body === null) return body;
+  return Object.fromEntries(Object.keys(resource.shape).map((name) => [name, (body as Record<string, unknown>)[name]]));
 }
 
 /** What a conditional change expects to find: any version (`*`), one of these, or nothing asked (the last write wins). */

@@ -7,7 +7,7 @@ import type { Idempotency } from '../data/idempotency.js';
 import type { Page } from '../data/paging.js';
 import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
-import type { ExpectedVersion } from '../domain/versions.js';
+import { versionedPart, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import { translate } from '../messages.js';
 import { parseOrThrow } from '../validation.js';
@@ -16,7 +16,7 @@ import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import { bodyMayBeOmitted, type DescribedHandler, type HonouredHeader, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
@@ -24,6 +24,8 @@ type Output<S> = S extends z.ZodType ? z.output<S> : undefined;
 type Params<P> = { readonly [Name in keyof P]: string };
 
 const NO_QUERY_PARAMETERS = z.strictObject({});
+/** The body of an operation declared without one: none, or `{}`; any field is an unknown field. */
+const NO_BODY = z.strictObject({});
 // The Idempotency-Key draft's key: visible ASCII, of a sensible length.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -60,10 +62,10 @@ export interface Outcome {
 
 /**
  * The answer when all goes well, as an endpoint declares it: a list declares the schema of its items
- * as `page`, and is answered as their array with `Link` to the next page. `ETag` is declared only
- * where no If-Match or If-None-Match that the operation honours implies it.
+ * as `page`, and is answered as their array with `Link` to the next page. `ETag` is never declared:
+ * every answer with a body, which is one resource, carries its version's tag.
  */
-export type EndpointSuccess = (Omit<SuccessAnswer, 'headers'> & { headers?: Exclude<SuccessHeader, 'Link'>[] }) | { status: 200; page: z.ZodType };
+export type EndpointSuccess = (Omit<SuccessAnswer, 'headers'> & { headers?: Exclude<SuccessHeader, 'Link' | 'ETag'>[] }) | { status: 200; page: z.ZodType };
 
 export interface EndpointDefinition<P, QS, BS> extends Omit<OperationDefinition, 'success'> {
   permission: Permission;
@@ -170,7 +172,8 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
   const body = page ? page.items : created ? created.resource : outcome.body;
   const headers: Record<string, string> = {};
   if (declared.includes('ETag')) {
-    const tag = entityTag(body);
+    // The resource's version, as a read of it tags it: a body that shows more than the resource (a secret) names the resource's.
+    const tag = entityTag(versionedPart(definition.success.body, body));
     if (definition.honours?.includes('If-None-Match') && isNotModified(request.headers.get('if-none-match'), tag)) {
       return { status: 304, headers: { ETag: tag } };
     }
@@ -188,20 +191,17 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
   return status === 204 ? { status, headers } : { status, jsonBody: body, headers };
 }
 
-// The preconditions a client states with the ETag it was sent.
-const PRECONDITIONS: ReadonlySet<HonouredHeader> = new Set(['If-Match', 'If-None-Match']);
-
 /**
  * The definition as the HTTP edge answers by it and the API description states it. A page is the
- * array of its items, with `Link`. An operation that honours If-Match or If-None-Match sends the
- * ETag of the body it answers, the tag the client states its next precondition with.
+ * array of its items, with `Link`. Any other answer with a body is one resource (the contract's
+ * single-resource response) and carries the ETag of its version: the tag a read of it gives right
+ * after, which the client states its next precondition with (If-Match, If-None-Match).
  */
 function described<P, QS, BS>(definition: EndpointDefinition<P, QS, BS>): Omit<EndpointDefinition<P, QS, BS>, 'success'> & { success: SuccessAnswer } {
   const { success } = definition;
   if ('page' in success) return { ...definition, success: { status: success.status, body: z.array(success.page), headers: ['Link'] } };
   const { headers = [] } = success;
-  const tagged = success.body !== undefined && definition.honours?.some((name) => PRECONDITIONS.has(name)) === true && !headers.includes('ETag');
-  return { ...definition, success: tagged ? { ...success, headers: [...headers, 'ETag'] } : success };
+  return { ...definition, success: success.body === undefined ? success : { ...success, headers: [...headers, 'ETag'] } };
 }
 
 /**
@@ -215,7 +215,9 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
 ): DescribedHandler {
   const definition = described(declared);
   const honours = new Set(definition.honours);
-  const bodyOptions = { mayBeOmitted: definition.body !== undefined && bodyMayBeOmitted(definition.body) };
+  // An operation declared without a body takes none: a body sent all the same is read as any body, and must be `{}`.
+  const bodySchema = definition.body ?? NO_BODY;
+  const bodyOptions = { mayBeOmitted: bodyMayBeOmitted(bodySchema) };
   const handler: HttpHandler = (request, context) =>
     respond(request, context, async (language) => {
       const principal = await authenticate(request);
@@ -225,7 +227,8 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       // Parsed once: the raw query string for repetitions, the path for Location.
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
-      const body = (definition.body ? parseOrThrow(definition.body, await readJsonObject(request, bodyOptions), language) : undefined) as Output<BS>;
+      const read = parseOrThrow(bodySchema, await readJsonObject(request, bodyOptions), language);
+      const body = (definition.body ? read : undefined) as Output<BS>;
       const path = url.pathname.replace(/\/{2,}/g, '/');
       const outcome = await definition.handle({
         principal,

@@ -8,7 +8,17 @@ import type { Language } from './language.js';
  * allows origins but cannot expose headers, so the app names them itself; they stay unreadable to any
  * origin the host's CORS setting does not allow, which gets no `Access-Control-Allow-Origin`.
  */
-const BROWSER_READABLE_HEADERS = ['ETag', 'Location', 'Link', 'Retry-After', 'X-Request-Id', 'WWW-Authenticate', 'Deprecation', 'Sunset'].join(', ');
+const BROWSER_READABLE_HEADERS = [
+  'ETag',
+  'Location',
+  'Link',
+  'Retry-After',
+  'Idempotent-Replayed',
+  'X-Request-Id',
+  'WWW-Authenticate',
+  'Deprecation',
+  'Sunset',
+].join(', ');
 
 /**
  * Headers on every response: nothing is cached by intermediaries, nothing is content-sniffed, pages

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { MessageKey } from '../messages.js';
-import { integerParameter, text } from '../validation.js';
+import { integerParameter, patterned, text } from '../validation.js';
 
 /**
  * A path parameter naming a resource: its form, the 404 a value of any other form gets (it cannot
@@ -29,11 +29,10 @@ export const recordDescription = text({ min: 0, max: 10_000, multiline: true });
 /** `limit` and `cursor`, as every list endpoint takes them. */
 export const pagingParameters = {
   limit: integerParameter({ min: 1, max: 200, default: 50 }),
-  cursor: z
-    .string()
+  // As a Link header gave it; a malformed one gets the message a tampered one gets.
+  cursor: patterned(/^[\w-]+$/, 'invalidCursor')
     .min(1)
     .max(4096)
-    .regex(/^[\w-]+$/)
     .optional(),
 };
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { patterned } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 
 /** Every event there is; `webhook.ping` only ever goes to the subscription pinged, and is not listed. */
@@ -27,7 +28,7 @@ export const eventPayload = z.object({
 export type EventPayload = z.infer<typeof eventPayload>;
 
 /** An event's id, as Standard Webhooks' message ids look. */
-export const eventId = z.string().regex(/^msg_[0-9a-f]{32}$/);
+export const eventId = patterned(/^msg_[0-9a-f]{32}$/, 'idForm', { example: 'msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c' });
 export const eventIdParameter: PathParameter = { schema: eventId, notFound: 'eventNotFound', example: 'msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c' };
 
 /** An event as the events list shows it: its webhook body, and its id (the `webhook-id` of its deliveries). */

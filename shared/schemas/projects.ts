@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { atLeastOneField, email, text } from '../validation.js';
+import { atLeastOneField, email, patterned, text } from '../validation.js';
 import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
 
 export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];
 export const MAX_MEMBERS = 500;
 
-export const projectId = z.string().regex(/^PRJ-[1-9]\d{0,14}$/);
+export const projectId = patterned(/^PRJ-[1-9]\d{0,14}$/, 'idForm', { example: 'PRJ-1001' });
 export const projectIdParameter: PathParameter = { schema: projectId, notFound: 'projectNotFound', example: 'PRJ-1001' };
 
 export const project = z.object({

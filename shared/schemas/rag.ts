@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GUID } from '../guid.js';
+import { patterned } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
@@ -30,7 +31,7 @@ export const ragCounts = z.object({
 export type RagCounts = z.infer<typeof ragCounts>;
 
 /** A job id is a UUID as `randomUUID()` writes it (lower case). */
-export const jobId = z.string().regex(GUID).meta({ format: 'uuid' });
+export const jobId = patterned(GUID, 'idForm', { example: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' }).meta({ format: 'uuid' });
 export const jobIdParameter: PathParameter = { schema: jobId, notFound: 'ragJobNotFound', example: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' };
 
 export const ragProgress = z.object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { atLeastOneField, email } from '../validation.js';
+import { atLeastOneField, email, patterned } from '../validation.js';
 import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 
@@ -9,7 +9,7 @@ export type TaskStatus = (typeof TASK_STATUSES)[number];
 export const TASK_PRIORITIES = ['Low', 'Medium', 'High', 'Urgent'] as const;
 export type TaskPriority = (typeof TASK_PRIORITIES)[number];
 
-export const taskId = z.string().regex(/^TSK-[1-9]\d{0,14}$/);
+export const taskId = patterned(/^TSK-[1-9]\d{0,14}$/, 'idForm', { example: 'TSK-1001' });
 export const taskIdParameter: PathParameter = { schema: taskId, notFound: 'taskNotFound', example: 'TSK-1001' };
 
 /** A calendar date that exists: `2026-02-30` is refused, not rolled over. */

@@ -1,16 +1,17 @@
 import { z } from 'zod';
-import { atLeastOneField, text } from '../validation.js';
+import { resourceAndMore } from '../domain/versions.js';
+import { atLeastOneField, patterned, text } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { CHANGE_EVENT_TYPES, EVENT_TYPES } from './events.js';
 
 export const MAX_WEBHOOKS_PER_TENANT = 20;
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
-export const webhookId = z.string().regex(/^WHK-[1-9]\d{0,14}$/);
+export const webhookId = patterned(/^WHK-[1-9]\d{0,14}$/, 'idForm', { example: 'WHK-1001' });
 export const webhookIdParameter: PathParameter = { schema: webhookId, notFound: 'webhookNotFound', example: 'WHK-1001' };
 
 /** A delivery's id: the event's and the subscription's, so that one event reaches one subscription once. */
-export const deliveryId = z.string().regex(/^dlv_[\w-]{1,80}$/);
+export const deliveryId = patterned(/^dlv_[\w-]{1,80}$/, 'idForm', { example: 'dlv_msg_2f1c9a0e4b7d4e8a9c3b1d2e5f6a7b8c_WHK-1001' });
 export const deliveryIdParameter: PathParameter = {
   schema: deliveryId,
   notFound: 'deliveryNotFound',
@@ -29,15 +30,18 @@ export const webhook = z.object({
 });
 export type Webhook = z.infer<typeof webhook>;
 
-/** Only the answers to a create and to a rotation show the secret. */
-export const webhookWithSecret = webhook.extend({
-  secret: z
-    .string()
-    .describe(
-      '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
-        'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
-    ),
-});
+/** Only the answers to a create and to a rotation show the secret, which is no part of the webhook's version: their ETag is the webhook's. */
+export const webhookWithSecret = resourceAndMore(
+  webhook,
+  webhook.extend({
+    secret: z
+      .string()
+      .describe(
+        '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
+          'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
+      ),
+  }),
+);
 export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;
 
 /** A URL as a subscription takes it; the rules that need the network (what the host resolves to) are checked beside. */

@@ -96,6 +96,40 @@ describe('request bodies', () => {
   });
 });
 
+describe('what an invalid query value is told, in words and never as a regular expression', () => {
+  const detailsOf = async (path: string, language = 'en') =>
+    (await api('GET', path, { token: await admin(), headers: { 'Accept-Language': language } })).body.details as { path: string; message: string }[];
+
+  it.each(['abc', '0', '201', '1.5', '1e2'])('limit=%s: a whole number from 1 to 200, in English and in Japanese', async (limit) => {
+    expect(await detailsOf(`/projects?limit=${limit}`)).toEqual([{ path: 'query.limit', message: 'Must be a whole number from 1 to 200.' }]);
+    expect(await detailsOf(`/projects?limit=${limit}`, 'ja')).toEqual([{ path: 'query.limit', message: '1 から 200 までの整数である必要があります。' }]);
+  });
+
+  it('an id, a calendar date, a time and a cursor: each says the form it takes', async () => {
+    expect(await detailsOf('/tasks?projectId=42')).toEqual([{ path: 'query.projectId', message: 'Must be an id such as PRJ-1001.' }]);
+    expect(await detailsOf('/tasks?projectId=42', 'ja')).toEqual([{ path: 'query.projectId', message: 'PRJ-1001 のような形式の ID である必要があります。' }]);
+    expect(await detailsOf('/tasks?dueBefore=2026-02-30')).toEqual([
+      { path: 'query.dueBefore', message: 'Must be a date that exists, written YYYY-MM-DD (such as 2027-01-15).' },
+    ]);
+    expect(await detailsOf('/events?since=yesterday')).toEqual([
+      { path: 'query.since', message: 'Must be a date and time in ISO 8601 with a time zone (such as 2026-11-21T09:30:00Z).' },
+    ]);
+    expect(await detailsOf('/projects?cursor=a.b', 'ja')).toEqual([
+      { path: 'query.cursor', message: 'カーソルが正しくありません。最初のページからやり直してください。' },
+    ]);
+  });
+
+  it('a body field of the same kinds: the project id of a task, its due date', async () => {
+    const response = await api('POST', '/tasks', { token: await admin(), body: { projectId: 'project one', title: 'Due', dueDate: '2027-13-01' } });
+    expect(response.status).toBe(400);
+    expect(response.body.details).toEqual([
+      { path: 'projectId', message: 'Must be an id such as PRJ-1001.' },
+      { path: 'dueDate', message: 'Must be a date that exists, written YYYY-MM-DD (such as 2027-01-15).' },
+    ]);
+    expect(JSON.stringify(response.body)).not.toMatch(/pattern|\^|\$\//);
+  });
+});
+
 describe('errors in Japanese', () => {
   it('words validation errors and their details in Japanese when Accept-Language prefers ja', async () => {
     const english = await api('POST', '/projects', { token: await admin(), body: { name: '' } });

@@ -1,6 +1,7 @@
 import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
 import { afterAll, describe, expect, it } from 'vitest';
+import { entityTag } from '../../shared/http/etag.js';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import { startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { api, apiAt, HOME_TENANT, ownDatabase, stack, stackAppSettings, token, uniqueEmail } from '../support/stack.js';
@@ -124,6 +125,23 @@ describe('POST /api/rag/index', () => {
     const job = await finished(response.body.jobId);
     expect(job).toMatchObject({ status: 'Succeeded', error: null });
     await expectCounts(job, { sources: 1, chunks: 1 }, { written: 1, unchanged: 0, deleted: 0 });
+  });
+
+  it("answers a start and a cancel with the job's ETag, the one a read of the same job gives", async () => {
+    const projectId = await newProject();
+    const started = await api('POST', '/rag/index', { token: await manager(), body: { projectIds: [projectId] } });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    expect(started.headers.get('etag')).toBe(entityTag(started.body));
+    const cancelled = await api('POST', `/rag/jobs/${started.body.jobId}/cancel`, { token: await manager() });
+    expect([202, 409]).toContain(cancelled.status);
+    if (cancelled.status === 202) expect(cancelled.headers.get('etag')).toBe(entityTag(cancelled.body));
+    // Read right after: the same job has the same tag (a job that moved on since has another).
+    const read = await api('GET', `/rag/jobs/${started.body.jobId}`, { token: await manager() });
+    for (const answered of [started, cancelled].filter((answer) => answer.status === 202)) {
+      if (JSON.stringify(read.body) === JSON.stringify(answered.body)) expect(read.headers.get('etag')).toBe(answered.headers.get('etag'));
+      else expect(read.headers.get('etag')).not.toBe(answered.headers.get('etag'));
+    }
+    await finished(started.body.jobId);
   });
 
   it('takes a POST without a body as every default, and says in Retry-After when to look at the job', async () => {

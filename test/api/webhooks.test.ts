@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { entityTag } from '../../shared/http/etag.js';
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
@@ -568,6 +569,53 @@ describe('subscriptions', () => {
     const next = /<[^>]*\/api(\/[^>]+)>/.exec(page.headers.get('link')!)![1]!;
     const second = await main.call('GET', next, { token: admin });
     expect(second.body.map((subscription: { id: string }) => subscription.id)).toContain(first.id);
+  });
+
+  it('answer a create, a rotation and a ping with the ETag a read gives, which If-Match takes: a secret shown is no part of it', async () => {
+    const to = await receiver();
+    const created = await main.call('POST', '/webhooks', { token: admin, body: { url: to.url, events: ['project.created'] } });
+    expect(created.status).toBe(201);
+    subscriptions.push({ id: created.body.id, token: admin });
+    const id = created.body.id as string;
+    const read = async () => (await main.call('GET', `/webhooks/${id}`, { token: admin })).headers.get('etag');
+    expect(created.headers.get('etag')).toMatch(/^"[\w-]{27}"$/);
+    expect(created.headers.get('etag')).toBe(await read());
+
+    const rotated = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin });
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('etag')).not.toBe(created.headers.get('etag'));
+    expect(rotated.headers.get('etag')).toBe(await read());
+    const changed = await main.call('PUT', `/webhooks/${id}`, {
+      token: admin,
+      body: { description: 'Tagged' },
+      headers: { 'If-Match': rotated.headers.get('etag')! },
+    });
+    expect(changed.status).toBe(200);
+
+    // A delivery is one resource too: its tag is its version's.
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin });
+    expect(pinged.status).toBe(202);
+    expect(pinged.headers.get('etag')).toBe(entityTag(pinged.body));
+  });
+
+  it('take no body where they take none: a secret sent to rotate-secret is refused, not ignored, and nothing changes', async () => {
+    const { id } = await subscribe(await receiver(), { events: ['project.created'] });
+    const before = (await main.call('GET', `/webhooks/${id}`, { token: admin })).headers.get('etag');
+
+    const mine = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: { secret: 'whsec_mine' } });
+    expect(mine.status).toBe(400);
+    expect(mine.body).toMatchObject({ error: 'Bad Request', details: [{ path: 'secret', message: 'Unknown field "secret".' }] });
+    const typed = await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: 'whsec_mine', headers: { 'content-type': 'text/plain' } });
+    expect(typed.status).toBe(415);
+    const pinged = await main.call('POST', `/webhooks/${id}/ping`, { token: admin, body: { message: 'hello' } });
+    expect(pinged.status).toBe(400);
+    const deleted = await main.call('DELETE', `/webhooks/${id}`, { token: admin, body: { force: true } });
+    expect(deleted.status).toBe(400);
+    // Nothing rotated (a rotation changes updatedAt, so the tag), nothing deleted, nothing pinged.
+    expect((await main.call('GET', `/webhooks/${id}`, { token: admin })).headers.get('etag')).toBe(before);
+    expect((await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body).toEqual([]);
+    // An empty object is no body: the rotation happens.
+    expect((await main.call('POST', `/webhooks/${id}/rotate-secret`, { token: admin, body: {} })).status).toBe(200);
   });
 
   it('never cross tenants: another tenant neither sees these subscriptions nor receives these events', async () => {

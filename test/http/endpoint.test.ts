@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { badRequest } from '../../shared/errors.js';
+import { resourceAndMore } from '../../shared/domain/versions.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
+import { entityTag } from '../../shared/http/etag.js';
 import type { OperationDefinition } from '../../shared/http/operation.js';
 import type { PathParameter } from '../../shared/schemas/common.js';
 import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT } from '../../local/defaults.js';
@@ -29,6 +31,18 @@ beforeAll(async () => {
   endpointModule = await import('../../shared/http/endpoint.js');
 });
 afterAll(() => identityProvider.close());
+
+/** The CORS-safelisted response headers, which a page reads without their being exposed, and nosniff, which is for the browser alone. */
+const BROWSER_READS_ANYWAY = new Set([
+  'Cache-Control',
+  'Content-Language',
+  'Content-Length',
+  'Content-Type',
+  'Expires',
+  'Last-Modified',
+  'Pragma',
+  'X-Content-Type-Options',
+]);
 
 const itemId: PathParameter = { schema: z.string().regex(/^ITM-\d+$/), notFound: 'projectNotFound', example: 'ITM-1' };
 const item = z.object({ id: z.string(), name: z.string() });
@@ -306,6 +320,51 @@ describe('endpoint()', () => {
     });
   });
 
+  describe('an operation declared without a body takes none: one sent all the same is read as any body, and must be {}', () => {
+    const bodiless = () => echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+
+    it('answers a request without content: no body at all, or Content-Length 0 whatever its type; and {}', async () => {
+      const { handler, received } = bodiless();
+      expect((await call(handler, { method: 'POST' })).status).toBe(200);
+      expect((await call(handler, { method: 'POST', headers: { 'content-length': '0' } })).status).toBe(200);
+      expect((await call(handler, { method: 'DELETE', headers: { 'content-length': '0', 'content-type': 'text/plain' } })).status).toBe(200);
+      expect((await call(handler, { method: 'POST', body: '{}' })).status).toBe(200);
+      expect(received.map((input) => input.body)).toEqual([undefined, undefined, undefined, undefined]);
+    });
+
+    it('refuses every field of a body as unknown, listing each in details, in the language asked for', async () => {
+      const { handler, received } = bodiless();
+      const refused = await call(handler, { method: 'POST', body: '{"secret":"whsec_mine","also":1}' });
+      expect(refused.status).toBe(400);
+      expect(refused.jsonBody).toMatchObject({
+        error: 'Bad Request',
+        details: [
+          { path: 'secret', message: 'Unknown field "secret".' },
+          { path: 'also', message: 'Unknown field "also".' },
+        ],
+      });
+      const japanese = await call(handler, { method: 'DELETE', body: '{"secret":"whsec_mine"}', headers: { 'accept-language': 'ja' } });
+      expect(japanese.jsonBody).toMatchObject({ status: 400, details: [{ path: 'secret', message: '不明なフィールド「secret」です。' }] });
+      expect(received).toEqual([]);
+    });
+
+    it('reads a body by the rules of every body: another type 415, invalid JSON or no object 400', async () => {
+      const { handler, received } = bodiless();
+      expect((await call(handler, { method: 'POST', body: 'whsec_mine', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+      const declared = { 'content-type': 'text/plain', 'content-length': '10' };
+      expect((await call(handler, { method: 'POST', body: 'whsec_mine', headers: declared })).status).toBe(415);
+      expect((await call(handler, { method: 'POST', body: '{"secret":' })).jsonBody).toMatchObject({
+        status: 400,
+        message: 'The request body is not valid JSON.',
+      });
+      expect((await call(handler, { method: 'POST', body: '["whsec_mine"]' })).jsonBody).toMatchObject({
+        status: 400,
+        message: 'The request body must be a JSON object.',
+      });
+      expect(received).toEqual([]);
+    });
+  });
+
   it('hands over If-Match as the versions expected only where the operation honours it', async () => {
     const honouring = echo({ honours: ['If-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     await call(honouring.handler, { headers: { 'if-match': '"v1", W/"weak", "v2"' } });
@@ -329,28 +388,39 @@ describe('endpoint()', () => {
     expect(received[1]!.idempotency).toBeUndefined();
   });
 
-  it('sends the ETag of the body where the operation honours If-Match or If-None-Match, or declares it, and describes it so', async () => {
-    const tag = async (handler: ReturnType<typeof echo>['handler']) => (await call(handler)).headers.ETag;
-    for (const honours of [['If-Match'], ['If-None-Match']] as const) {
+  it("sends every single resource's ETag, whatever the operation honours and whatever its status, and describes it so", async () => {
+    const tag = async (handler: ReturnType<typeof echo>['handler'], method = 'GET') => (await call(handler, { method })).headers.ETag;
+    const expected = entityTag({ id: 'ITM-1', name: 'x' });
+    for (const honours of [[], ['If-Match'], ['If-None-Match'], ['Idempotency-Key']] as const) {
       const { handler } = echo({ honours: [...honours] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-      expect(await tag(handler), honours[0]).toMatch(/^"[\w-]{27}"$/);
-      expect(handler.definition.success.headers, honours[0]).toEqual(['ETag']);
+      expect(await tag(handler), honours.join() || 'none').toBe(expected);
+      expect(handler.definition.success.headers, honours.join() || 'none').toEqual(['ETag']);
     }
-    // Any precondition it honours is enough, beside headers that are none.
-    const created = echo({ honours: ['Idempotency-Key', 'If-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(await tag(created.handler)).toMatch(/^"[\w-]{27}"$/);
-    expect(created.handler.definition.success.headers).toEqual(['ETag']);
-    const declared = echo({ success: { status: 200, body: item, headers: ['ETag'] } }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(await tag(declared.handler)).toMatch(/^"[\w-]{27}"$/);
-    // Declared and implied, it is described once.
-    const both = echo({ success: { status: 200, body: item, headers: ['ETag'] }, honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(both.handler.definition.success.headers).toEqual(['ETag']);
-    const untagged = echo({}, () => ({ body: { id: 'ITM-1', name: 'x' } }));
-    expect(await tag(untagged.handler)).toBeUndefined();
+    // An action's answer (202) and a create's (201) are single resources too; the tag comes beside the headers declared.
+    for (const status of [201, 202] as const) {
+      const { handler } = echo({ success: { status, body: item, headers: ['Location'] } }, () => ({ body: { id: 'ITM-1', name: 'x' }, location: '/api/x' }));
+      expect(await tag(handler, 'POST'), String(status)).toBe(expected);
+      expect(handler.definition.success.headers, String(status)).toEqual(['Location', 'ETag']);
+    }
     // A delete that honours If-Match answers no body, so no tag.
     const deleted = echo({ honours: ['If-Match'], success: { status: 204 } }, () => ({}));
     expect((await call(deleted.handler, { method: 'DELETE' })).headers.ETag).toBeUndefined();
     expect(deleted.handler.definition.success.headers).toBeUndefined();
+  });
+
+  it("tags a body that shows more than its resource (a secret shown once) with the resource's version, as a read of it tags it", async () => {
+    const withSecret = resourceAndMore(item, item.extend({ secret: z.string() }));
+    const shown = { id: 'ITM-1', name: 'x', secret: 'whsec_new' };
+    const rotated = echo({ success: { status: 200, body: withSecret } }, () => ({ body: shown }));
+    const answer = await call(rotated.handler, { method: 'POST' });
+    expect(answer.jsonBody).toEqual(shown);
+    const read = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    expect(answer.headers.ETag).toBe((await call(read.handler)).headers.ETag);
+    // Whatever the secret: it is no part of the version.
+    const another = echo({ success: { status: 201, body: withSecret } }, () => ({
+      created: { resource: { ...shown, secret: 'whsec_other' }, replayed: false },
+    }));
+    expect((await call(another.handler, { method: 'POST' })).headers.ETag).toBe(answer.headers.ETag);
   });
 
   it('answers 304 for If-None-Match where honoured', async () => {
@@ -373,7 +443,7 @@ describe('endpoint()', () => {
   it('answers what a create made at its place under the collection, with its ETag, and Idempotent-Replayed when replayed', async () => {
     const resource = { id: 'ITM-9', name: 'x' };
     const create = (replayed: boolean) =>
-      echo({ success: { status: 201, body: item, headers: ['Location', 'ETag'] } }, () => ({ created: { resource, replayed } })).handler;
+      echo({ success: { status: 201, body: item, headers: ['Location'] } }, () => ({ created: { resource, replayed } })).handler;
     const created = await call(create(false), { method: 'POST', path: '//items' });
     expect(created.status).toBe(201);
     expect(created.jsonBody).toEqual(resource);
@@ -381,6 +451,10 @@ describe('endpoint()', () => {
     expect(created.headers['Idempotent-Replayed']).toBeUndefined();
     const replayed = await call(create(true), { method: 'POST' });
     expect(replayed.headers).toMatchObject({ Location: '/api/items/ITM-9', ETag: created.headers.ETag, 'Idempotent-Replayed': 'true' });
+    // A page of another origin may read each of them: every header meant for the caller that a browser does not show by itself.
+    const forTheCaller = Object.keys(replayed.headers).filter((name) => !BROWSER_READS_ANYWAY.has(name) && !name.startsWith('Access-Control-'));
+    expect(forTheCaller).toContain('Idempotent-Replayed');
+    expect(replayed.headers['Access-Control-Expose-Headers']!.split(', ')).toEqual(expect.arrayContaining(forTheCaller));
   });
 
   it('sends a Location the handler gives, for what is made elsewhere than under the request path', async () => {
