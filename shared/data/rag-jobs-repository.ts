@@ -1,19 +1,21 @@
 /**
- * RAG index jobs, in the tenant's partition: the one active job of a tenant, its planning, its
- * finishing and its end. Its batches are in rag-batches-repository.ts; the job's counts of what it
- * did are the sum of theirs (its `sources` and `chunks`, what the tenant's index holds after it, are
- * counted in the index), and progress is counted from the batches that ended, so it never goes back.
+ * RAG index jobs, in the tenant's partition: the start of a tenant's one active job (its lock is in
+ * rag-active-job.ts), its planning, its finishing and its end. Its batches are in
+ * rag-batches-repository.ts; the job's counts of what it did are the sum of theirs (its `sources`
+ * and `chunks`, what the tenant's index holds after it, are counted in the index), and progress is
+ * counted from the batches that ended, so it never goes back.
  */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { requestedJob } from '../domain/rag-jobs.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { conflict, notFound } from '../errors.js';
 import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type RagProgress, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { eventWrite } from './events.js';
 import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
+import { activeJobConflict, lockHolder, releaseLock, releaseStaleLock, takeLock } from './rag-active-job.js';
 import type { ChunkPlace } from './rag-index-repository.js';
 import type { Page } from './paging.js';
 import {
@@ -56,14 +58,6 @@ export interface Sweep {
 
 export type SourceKind = 'project' | 'task';
 
-/** Exists while a job of the tenant is Queued or Running: its creation is what makes a job the only active one. */
-interface ActiveJobLock extends StoredDocument {
-  id: typeof LOCK_ID;
-  type: 'ragActiveJob';
-  jobId: string;
-}
-
-const LOCK_ID = 'rag-active-job';
 const TERMINAL: ReadonlySet<RagJob['status']> = new Set(['Succeeded', 'Failed', 'Cancelled']);
 export const isFinished = (job: Pick<RagJob, 'status'>) => TERMINAL.has(job.status);
 
@@ -77,10 +71,6 @@ const ragJobs: DocumentKind<RagJobDocument, RagJob> = {
 };
 
 export const readJobDocument = (tenantId: string, jobId: string) => readDocument<RagJobDocument>(tenantId, jobId, ragJobs.type);
-
-function activeJobConflict(jobId: string): ApiError {
-  return new ApiError(409, 'ragJobActive', { id: jobId }, { extra: { activeJobId: jobId } });
-}
 
 /**
  * Stores a Queued job, unless the tenant already has one Queued or Running (409 naming it). The
@@ -103,21 +93,15 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
   for (let attempt = 1; attempt <= 3; attempt++) {
     const replayed = await replay();
     if (replayed) return replayed;
-    const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
-    if (lock) {
-      const active = await readJobDocument(tenantId, lock.jobId);
+    const holder = await lockHolder(tenantId);
+    if (holder) {
+      const active = await readJobDocument(tenantId, holder);
       if (active && !isFinished(active)) {
         const replayedMeanwhile = await replay();
         if (replayedMeanwhile) return replayedMeanwhile;
-        throw activeJobConflict(lock.jobId);
+        throw activeJobConflict(holder);
       }
-      // A lock left behind by a job that did finish (a crash between the two writes) is released.
-      await documents
-        .item(LOCK_ID, tenantId)
-        .delete()
-        .catch((error: unknown) => {
-          if (cosmosStatus(error) !== 404) throw error;
-        });
+      await releaseStaleLock(tenantId);
     }
     const job: Omit<RagJobDocument, '_etag'> = {
       id: randomUUID(),
@@ -127,14 +111,9 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
       planned: false,
       planCursor: null,
     };
-    const newLock: Omit<ActiveJobLock, '_etag'> = { id: LOCK_ID, tenantId, type: 'ragActiveJob', jobId: job.id };
     const resource = ragJobs.resourceOf(job as RagJobDocument);
     const record = idempotent && recordResultOperation(tenantId, idempotent, resource);
-    const operations: OperationInput[] = [
-      { operationType: 'Create', resourceBody: asJson(newLock) },
-      ...(record ? [record] : []),
-      { operationType: 'Create', resourceBody: asJson(job) },
-    ];
+    const operations: OperationInput[] = [takeLock(tenantId, job.id), ...(record ? [record] : []), { operationType: 'Create', resourceBody: asJson(job) }];
     const result = await sendBatch(documents, operations, tenantId);
     // The lock taken by another job, or the key's record by a racing request with the same key: look again.
     if (result[0]?.statusCode === 409 || (record && result[1]?.statusCode === 409)) continue;
@@ -143,8 +122,7 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
   }
   const replayed = await replay();
   if (replayed) return replayed;
-  const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
-  throw activeJobConflict(lock?.jobId ?? 'unknown');
+  throw activeJobConflict((await lockHolder(tenantId)) ?? 'unknown');
 }
 
 export async function getJob(principal: Principal, jobId: string): Promise<RagJob> {
@@ -292,7 +270,7 @@ export async function finishJob(tenantId: string, jobId: string, outcome: Outcom
           }),
     completedAt: new Date().toISOString(),
   };
-  const lock = await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob');
+  const holder = await lockHolder(tenantId);
   const job = ragJobs.resourceOf(finished);
   const type = job.status === 'Succeeded' ? 'rag.job.succeeded' : job.status === 'Failed' ? 'rag.job.failed' : undefined;
   const event = type && eventWrite(tenantId, { type, data: job });
@@ -300,7 +278,7 @@ export async function finishJob(tenantId: string, jobId: string, outcome: Outcom
     { operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag },
     ...(event ? [event] : []),
   ];
-  if (lock?.jobId === jobId) operations.push({ operationType: 'Delete', id: LOCK_ID, partitionKey: tenantId });
+  if (holder === jobId) operations.push(releaseLock(tenantId));
   const result = await sendBatch(documents, operations, tenantId);
   if (result[0]?.statusCode === 412) return finishJob(tenantId, jobId, outcome);
   if (result.some((operation) => operation.statusCode >= 400)) throw batchFailure(`Finishing RAG job ${jobId}`, result);

@@ -1,0 +1,48 @@
+/**
+ * The one active RAG job of a tenant: a lock document that exists while a job of the tenant is Queued
+ * or Running. Taking it in the batch that stores the job is what makes that job the only active one;
+ * the job's end lets it go in the batch that ends the job.
+ */
+import type { OperationInput } from '@azure/cosmos';
+import { ApiError } from '../errors.js';
+import { cosmosStatus } from './cosmos.js';
+import { asJson, readDocument, tenantData, type StoredDocument } from './tenant-data.js';
+
+const LOCK_ID = 'rag-active-job';
+
+interface ActiveJobLock extends StoredDocument {
+  id: typeof LOCK_ID;
+  type: 'ragActiveJob';
+  jobId: string;
+}
+
+/** The job that holds the tenant's lock, if one does: a job that ended may have left it behind. */
+export async function lockHolder(tenantId: string): Promise<string | undefined> {
+  return (await readDocument<ActiveJobLock>(tenantId, LOCK_ID, 'ragActiveJob'))?.jobId;
+}
+
+/** The batch operation that takes the lock for a job: a 409 while another holds it. */
+export function takeLock(tenantId: string, jobId: string): OperationInput {
+  const lock: Omit<ActiveJobLock, '_etag'> = { id: LOCK_ID, tenantId, type: 'ragActiveJob', jobId };
+  return { operationType: 'Create', resourceBody: asJson(lock) };
+}
+
+/** The batch operation that lets the lock go. */
+export const releaseLock = (tenantId: string): OperationInput => ({ operationType: 'Delete', id: LOCK_ID, partitionKey: tenantId });
+
+/** Lets go a lock left behind by a job that ended (a crash between the two writes). */
+export async function releaseStaleLock(tenantId: string): Promise<void> {
+  await (
+    await tenantData()
+  )
+    .item(LOCK_ID, tenantId)
+    .delete()
+    .catch((error: unknown) => {
+      if (cosmosStatus(error) !== 404) throw error;
+    });
+}
+
+/** The 409 of a start while another job is active, naming it. */
+export function activeJobConflict(jobId: string): ApiError {
+  return new ApiError(409, 'ragJobActive', { id: jobId }, { extra: { activeJobId: jobId } });
+}
