@@ -76,6 +76,10 @@ const RESPONSE_HEADERS: Record<string, Json> = {
     required: true,
     schema: { type: 'string' },
   },
+  WWWAuthenticateScope: {
+    description: 'With `scopeMissing`: `Bearer error="insufficient_scope", scope="api://<clientId>/access_as_user"`, the scope to ask for (RFC 6750).',
+    schema: { type: 'string' },
+  },
   XRequestId: { description: 'Identifies the request in the service log; quote it when reporting a problem.', required: true, schema: { type: 'string' } },
   Deprecation: { description: 'RFC 9745: when the operation was deprecated, as `@<Unix seconds>`.', required: true, schema: { type: 'string' } },
   Sunset: { description: 'RFC 8594: the HTTP date after which the operation may be gone.', required: true, schema: { type: 'string' } },
@@ -276,6 +280,7 @@ function failureResponse(status: number, keys: MessageKey[], components: Compone
     headers: {
       'X-Request-Id': header('XRequestId'),
       ...(status === 401 ? { 'WWW-Authenticate': header('WWWAuthenticate') } : {}),
+      ...(keys.includes('scopeMissing') ? { 'WWW-Authenticate': header('WWWAuthenticateScope') } : {}),
       ...(status === 503 ? { 'Retry-After': header('RetryAfter') } : {}),
       ...(keys.includes('changeContended') ? { 'Retry-After': header('RetryAfterContended') } : {}),
     },

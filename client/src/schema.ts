@@ -798,6 +798,8 @@ export interface components {
         RetryAfterContended: string;
         /** @description `Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims. */
         WWWAuthenticate: string;
+        /** @description With `scopeMissing`: `Bearer error="insufficient_scope", scope="api://<clientId>/access_as_user"`, the scope to ask for (RFC 6750). */
+        WWWAuthenticateScope: string;
         /** @description Identifies the request in the service log; quote it when reporting a problem. */
         XRequestId: string;
         /** @description RFC 9745: when the operation was deprecated, as `@<Unix seconds>`. */
@@ -907,6 +909,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1092,6 +1095,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1280,6 +1284,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1466,6 +1471,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1660,6 +1666,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1856,6 +1863,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2054,6 +2062,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2270,6 +2279,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2453,6 +2463,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2674,6 +2685,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2868,6 +2880,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3065,6 +3078,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3283,6 +3297,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3458,6 +3473,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3656,6 +3672,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3853,6 +3870,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4033,6 +4051,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4212,6 +4231,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4409,6 +4429,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4605,6 +4626,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4813,6 +4835,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5019,6 +5042,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5215,6 +5239,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5427,6 +5452,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5605,6 +5631,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5796,6 +5823,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5990,6 +6018,7 @@ export interface operations {
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticateScope"];
                     [name: string]: unknown;
                 };
                 content: {
