@@ -30,6 +30,8 @@ export default {
     'shared/data/rag-batches-repository.ts',
     // RAG index jobs: one active job a tenant (also when starts race), the finishing hold, cancel, the end with its event, the list.
     'shared/data/rag-jobs-repository.ts',
+    // The tenant's one active RAG job: the lock read, taken and let go in the job's batches, a stale one released.
+    'shared/data/rag-active-job.ts',
     'shared/http/body.ts',
     // If-Match and If-None-Match, the input rules and their wording, the caller's language.
     // A body's read ends at its request's deadline, though Node's fetch leaves it pending (nodejs/node#56917).
