@@ -30,7 +30,7 @@ export function resourceAndMore<B extends z.ZodObject>(resource: z.ZodObject, bo
  */
 export function versionedPart(schema: z.ZodType | undefined, body: unknown): unknown {
   const resource = schema && resourcesShown.get(schema);
-  if (!resource || typeof body !== 'object' || body === null) return body;
+  if (!resource) return body;
   return Object.fromEntries(Object.keys(resource.shape).map((name) => [name, (body as Record<string, unknown>)[name]]));
 }
 
