@@ -1,13 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph-stand-in.js';
 import { startHostProcess } from '../../local/stack.js';
-import { api, HOME_TENANT, stack, stackAppSettings, token } from '../support/stack.js';
+import { api, HOME_TENANT, nextPath, stack, stackAppSettings, token } from '../support/stack.js';
 
 const reader = (username = 'tester@contoso.test') => token({ roles: ['LMS.Reader'], username });
-
-function nextPath(link: string | null): string | undefined {
-  return link ? /<[^>]*\/api(\/[^>]+)>; rel="next"/.exec(link)?.[1] : undefined;
-}
 
 describe('GET /api/users?source=directory', () => {
   it("pages through the tenant's directory from Microsoft Graph, each user once", async () => {

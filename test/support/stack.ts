@@ -165,6 +165,11 @@ export function uniqueEmail(label = 'owner'): string {
   return `${label}-${Math.random().toString(36).slice(2, 10)}@contoso.test`;
 }
 
+/** The path under /api of the next page a `Link` header points at, if there is one. */
+export function nextPath(link: string | null): string | undefined {
+  return link ? /<[^>]*\/api(\/[^>]+)>; rel="next"/.exec(link)?.[1] : undefined;
+}
+
 /**
  * The events of one type about one resource (`data.id`) made since a time, newest first, as
  * `GET /api/events` shows them to `token`, every page of them.
@@ -176,7 +181,7 @@ export async function eventsAbout(token: string, type: string, id: string, since
     const page: ApiResponse<{ id: string; type: string; data: { id: string } }[]> = await api('GET', path, { token });
     if (page.status !== 200) throw new Error(`GET ${path} answered ${page.status}: ${JSON.stringify(page.body)}`);
     found.push(...page.body.filter((event) => event.data.id === id));
-    path = /<[^>]*\/api(\/[^>]+)>/.exec(page.headers.get('link') ?? '')?.[1];
+    path = nextPath(page.headers.get('link'));
   }
   return found;
 }
