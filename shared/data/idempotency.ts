@@ -19,7 +19,7 @@ interface IdempotencyDocument<T> {
   snapshot: T;
   createdAt: string;
   ttl: number;
-  _etag?: string;
+  _etag: string;
 }
 
 /** Where a create's record lives (per caller, operation and key) and what its request looked like. */
@@ -48,13 +48,19 @@ export async function recordedResult<T>(container: Container, tenantId: string, 
   if (!resource) return undefined;
   if (Date.parse(resource.createdAt) + RETENTION_SECONDS * 1000 < Date.now()) {
     // Cosmos's TTL counts from the commit's `_ts`, up to a few seconds after `createdAt`: the 24 hours are `createdAt`'s.
-    await container
+    // Removed as read: a racing request with the key may have replaced it with its own record, whose answer it is now.
+    const replaced = await container
       .item(idempotent.recordId, tenantId)
-      .delete()
-      .catch((error: unknown) => {
-        if (cosmosStatus(error) !== 404) throw error;
-      });
-    return undefined;
+      .delete({ accessCondition: { type: 'IfMatch', condition: resource._etag } })
+      .then(
+        () => false,
+        (error: unknown) => {
+          const status = cosmosStatus(error);
+          if (status !== 404 && status !== 412) throw error;
+          return status === 412;
+        },
+      );
+    return replaced ? recordedResult(container, tenantId, idempotent) : undefined;
   }
   if (resource.requestHash !== idempotent.requestHash) throw new ApiError(422, 'idempotencyKeyReused');
   return resource.snapshot;
@@ -62,7 +68,7 @@ export async function recordedResult<T>(container: Container, tenantId: string, 
 
 /** The batch operation that records a result; it goes first so that a racing duplicate fails before creating anything. */
 export function recordResultOperation<T>(tenantId: string, idempotent: IdempotentRequest, snapshot: T): OperationInput {
-  const record: IdempotencyDocument<T> = {
+  const record: Omit<IdempotencyDocument<T>, '_etag'> = {
     id: idempotent.recordId,
     tenantId,
     type: 'idempotency',

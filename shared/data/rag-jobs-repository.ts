@@ -15,7 +15,7 @@ import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { eventWrite } from './events.js';
 import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
-import { activeJobConflict, lockHolder, releaseLock, releaseStaleLock, takeLock } from './rag-active-job.js';
+import { activeJobConflict, heldLock, lockHolder, releaseLock, releaseStaleLock, takeLock } from './rag-active-job.js';
 import type { ChunkPlace } from './rag-index-repository.js';
 import type { Page } from './paging.js';
 import {
@@ -93,15 +93,16 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
   for (let attempt = 1; attempt <= 3; attempt++) {
     const replayed = await replay();
     if (replayed) return replayed;
-    const holder = await lockHolder(tenantId);
-    if (holder) {
-      const active = await readJobDocument(tenantId, holder);
+    const lock = await heldLock(tenantId);
+    if (lock) {
+      const active = await readJobDocument(tenantId, lock.jobId);
       if (active && !isFinished(active)) {
         const replayedMeanwhile = await replay();
         if (replayedMeanwhile) return replayedMeanwhile;
-        throw activeJobConflict(holder);
+        throw activeJobConflict(lock.jobId);
       }
-      await releaseStaleLock(tenantId);
+      // Let go as read: the job may have ended, freeing the lock, and the next start taken it since.
+      await releaseStaleLock(tenantId, lock);
     }
     const job: Omit<RagJobDocument, '_etag'> = {
       id: randomUUID(),

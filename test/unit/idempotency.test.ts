@@ -14,7 +14,10 @@ const sha256 = (...parts: string[]) =>
     .update(parts.map((part) => `${part}\n`).join(''))
     .digest('base64url');
 
-function store(documents: Record<string, unknown>, deleteFails?: Error) {
+/** Another request's writes, made just before the stand-in carries out a delete. */
+type Meanwhile = (documents: Record<string, unknown>) => void;
+
+function store(documents: Record<string, unknown>, deleteFails?: Error, meanwhile?: Meanwhile) {
   const calls: string[] = [];
   const container = {
     item: (id: string, partitionKey: string) => ({
@@ -22,9 +25,16 @@ function store(documents: Record<string, unknown>, deleteFails?: Error) {
         calls.push(`read ${id} ${partitionKey}`);
         return { resource: documents[`${partitionKey}/${id}`] };
       },
-      async delete() {
+      async delete(options?: { accessCondition?: { type: string; condition: string } }) {
         calls.push(`delete ${id} ${partitionKey}`);
         if (deleteFails) throw deleteFails;
+        meanwhile?.(documents);
+        const current = documents[`${partitionKey}/${id}`] as { _etag?: string } | undefined;
+        if (!current) throw Object.assign(new Error('gone'), { code: 404 });
+        // As Cosmos does: a delete under If-Match removes only the version it names.
+        if (options?.accessCondition?.type === 'IfMatch' && options.accessCondition.condition !== current._etag) {
+          throw Object.assign(new Error('changed'), { code: 412 });
+        }
         delete documents[`${partitionKey}/${id}`];
         return {};
       },
@@ -79,6 +89,20 @@ describe('a recorded result', () => {
       expect(calls).toEqual(['read idempotency-abc t1', 'delete idempotency-abc t1']);
       expect(documents).toEqual({});
     }
+  });
+
+  it("expired, and replaced meanwhile by a racing request's record, is that record's answer: the new record stays", async () => {
+    const fresh = { ...record(new Date()), snapshot: { id: 'PRJ-2' }, _etag: 'second' };
+    const { container, calls, documents } = store(
+      { 't1/idempotency-abc': { ...record(new Date(Date.now() - DAY_MS - 60_000)), _etag: 'first' } },
+      undefined,
+      (stored) => {
+        stored['t1/idempotency-abc'] = fresh;
+      },
+    );
+    expect(await recordedResult(container, 't1', idempotent)).toEqual({ id: 'PRJ-2' });
+    expect(documents).toEqual({ 't1/idempotency-abc': fresh });
+    expect(calls).toEqual(['read idempotency-abc t1', 'delete idempotency-abc t1', 'read idempotency-abc t1']);
   });
 
   it('expired and removed by someone else meanwhile is forgotten too; any other failure of the removal is passed on', async () => {

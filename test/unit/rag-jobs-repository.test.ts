@@ -150,6 +150,24 @@ describe('starting a job', () => {
     expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: next.jobId });
   });
 
+  it('leaves alone the lock of a job that started after the lock it found was let go: the 409 names that job', async () => {
+    const principal = adminCaller();
+    const first = await createJob(principal, { mode: 'incremental' });
+    let next = '';
+    // It has read the lock (the first job's); before it reads that job, the job ends and another start takes the lock.
+    beforeRequest(
+      embedded.store,
+      (record) => record.method === 'GET' && record.path.endsWith(`/docs/${first.jobId}`),
+      async () => {
+        await finishJob(principal.tenantId, first.jobId, { cancelled: true });
+        next = (await createJob(principal, { mode: 'full' })).jobId;
+      },
+    );
+    expect(await failureOf(createJob(principal, { mode: 'incremental' }))).toMatchObject(activeJobConflict(next));
+    expect(await storedLock(principal.tenantId)).toMatchObject({ jobId: next });
+    expect((await listJobs(principal, { limit: 10, cursor: undefined })).items.map((job) => job.jobId)).toEqual([next, first.jobId]);
+  });
+
   it('fails, storing nothing, when the left-behind lock cannot be released', async () => {
     const { principal, ended } = await endedJobStillLocking('Cancelled');
     embedded.store.intercept = (record) => (record.method === 'DELETE' ? STORE_FAILURE : undefined);
