@@ -117,11 +117,13 @@ describe('npm run token', () => {
     expect(stderr.text()).toContain('AADSTS90002');
   });
 
-  it('tells to run npm start when no provider is running', async () => {
+  it('tells to run npm start when no provider is running, or to give the LOCAL_DATA_DIR of the one that runs', async () => {
     const stdout = capture();
     const stderr = capture();
     const exitCode = await runTokenCli([], { dataDir: path.join(dataDir, 'missing'), stdout, stderr });
     expect(exitCode).toBe(1);
     expect(stderr.text()).toContain('`npm start` first');
+    // A stack started with a data folder of its own (a second stack) is found only through the same folder.
+    expect(stderr.text()).toContain('the same LOCAL_DATA_DIR');
   });
 });
