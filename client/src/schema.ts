@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed.
+         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).
          *
          *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
          */
@@ -35,7 +35,7 @@ export interface paths {
         };
         /**
          * Read an event
-         * @description An event of the last 7 days, as its webhook body with its `id`; it never changes.
+         * @description An event of the last 7 days, as its webhook body with its `id`; it never changes. A RAG job's event is a 404 for a role that may not read RAG jobs.
          *
          *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
          */
