@@ -245,6 +245,12 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
     expectUnauthorized(await listProjects(await makeToken()));
   });
 
+  it('for an ID token, saying so: a client that sent its ID token is told to send an access token for the API', async () => {
+    const response = await listProjects(await idTokenFromOnBehalfOf());
+    expectUnauthorized(response);
+    expect(response.body.message).toBe('This is an ID token, which signs a user in to an app; send an access token for this API.');
+  });
+
   // Padding a claim with 12 KiB gives a token of about 16.5 KiB, just over the validator's 16 KiB limit.
   it('for a token over 16 KB (answered by the API, not refused by the host with a bare 431)', async () => {
     const oversized = await crafted({ padding: 'x'.repeat(12 * 1024) });

@@ -262,12 +262,14 @@ describe('a token that is refused', () => {
     const validator = createTokenValidator(settings());
     // The ID token a client app signing in with the API's client id gets: same keys, issuer and audience, no scope.
     const idToken = { azp: undefined, scp: undefined, roles: ['LMS.Admin'], sub: 'pairwise-subject', preferred_username: 'kim@contoso.test' };
-    await expect(validator.validate(await token(idToken))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ ...idToken, ver: '1.0', iss: issuerV1(TENANT), appid: undefined }))).rejects.toEqual(refused());
+    // Genuine, so its 401 may say what it is: a client that sent its ID token learns to send its access token.
+    const refusedIdToken = () => refused('tokenIsIdToken');
+    await expect(validator.validate(await token(idToken))).rejects.toEqual(refusedIdToken());
+    await expect(validator.validate(await token({ ...idToken, ver: '1.0', iss: issuerV1(TENANT), appid: undefined }))).rejects.toEqual(refusedIdToken());
     // The client claim of the other version does not stand in for it, nor does an empty one.
-    await expect(validator.validate(await token({ azp: undefined, appid: CLIENT_ID }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ ver: '1.0', iss: issuerV1(TENANT), appid: undefined, azp: CLIENT_ID }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ azp: '' }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token({ azp: undefined, appid: CLIENT_ID }))).rejects.toEqual(refusedIdToken());
+    await expect(validator.validate(await token({ ver: '1.0', iss: issuerV1(TENANT), appid: undefined, azp: CLIENT_ID }))).rejects.toEqual(refusedIdToken());
+    await expect(validator.validate(await token({ azp: '' }))).rejects.toEqual(refusedIdToken());
     // Each with its client claim is an access token.
     const appOnly = { scp: undefined, roles: ['LMS.Admin'] };
     await expect(validator.validate(await token(appOnly))).resolves.toMatchObject({ kind: 'app' });
