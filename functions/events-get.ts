@@ -10,7 +10,8 @@ export const eventsGet = endpoint({
   success: { status: 200, body: event },
   docs: {
     summary: 'Read an event',
-    description: 'An event of the last 7 days, as its webhook body with its `id`; it never changes.',
+    description:
+      "An event of the last 7 days, as its webhook body with its `id`; it never changes. A RAG job's event is a 404 for a role that may not read RAG jobs.",
   },
   async handle({ principal, params }) {
     return { body: await getEvent(principal, params.eventId) };

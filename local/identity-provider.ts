@@ -35,6 +35,8 @@ export interface IdentityProviderOptions {
   tenants: string[];
   /** Application (client) id of the API: tokens default to the audience api://<clientId>. */
   clientId: string;
+  /** The API's other App ID URIs (identifierUris, e.g. a Teams tab's `api://<host>/<clientId>`): tokens for them are issued and exchanged. */
+  appIdUris?: string[];
   /** The local Function App's managed identities, whose tokens its managed identity endpoint gives (in the first tenant). */
   managedIdentities?: ManagedIdentities;
 }
@@ -56,6 +58,7 @@ const NOT_CACHEABLE = { 'Cache-Control': 'no-store, no-cache', Pragma: 'no-cache
 export async function startIdentityProvider(options: IdentityProviderOptions) {
   const tenants = new Set(options.tenants.map((tenant) => tenant.toLowerCase()));
   const clientId = options.clientId.toLowerCase();
+  const audiences = [`api://${clientId}`, clientId, ...(options.appIdUris ?? []).map((uri) => uri.toLowerCase())];
   // Callers need the CA certificate in a file even when nothing is kept.
   const temporaryDir = options.tls || options.dataDir ? undefined : await mkdtemp(path.join(os.tmpdir(), 'local-identity-provider-'));
   const removeTemporaryDir = () => (temporaryDir ? rm(temporaryDir, { recursive: true, force: true }) : undefined);
@@ -92,7 +95,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions) {
           }
           const form = new URLSearchParams(await readBody(request, MAX_REQUEST_BODY_BYTES, () => malformedRequest('The request body is too large.')));
           if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
-          const context = { tenantId, clientId, audiences: [`api://${clientId}`, clientId], authorityHost, keys, issueToken };
+          const context = { tenantId, clientId, audiences, authorityHost, keys, issueToken };
           return sendJson(response, 200, await handleTokenRequest(form, request.headers.authorization, context), NOT_CACHEABLE);
         }
         if (request.method !== 'GET') return sendJson(response, 405, { error: 'method_not_allowed', error_description: 'Use GET.' }, { Allow: 'GET' });

@@ -68,6 +68,8 @@ export async function startStack(options: StackOptions) {
         port: options.identityProviderPort,
         tenants: LOCAL_TENANTS,
         clientId: LOCAL_CLIENT_ID,
+        // The audiences the API is told to accept are App ID URIs of its registration, which Entra issues tokens for.
+        appIdUris: given(settings, 'AUTH_AUDIENCES')?.split(/\s*,\s*/) ?? [],
         tls,
         ...(identityDir ? { dataDir: identityDir } : {}),
       });

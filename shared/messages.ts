@@ -129,6 +129,10 @@ const catalog = {
     en: () => 'The access token is missing, malformed, expired or not issued for this API.',
     ja: () => 'アクセストークンが不足しているか、形式が正しくないか、期限切れか、この API 向けではありません。',
   },
+  tokenIsIdToken: {
+    en: () => 'This is an ID token, which signs a user in to an app; send an access token for this API.',
+    ja: () => 'これは ID トークンです（アプリへのサインイン用）。この API 向けのアクセストークンを送信してください。',
+  },
   scopeMissing: {
     en: () => 'The access token does not carry the scope "access_as_user".',
     ja: () => 'アクセストークンにスコープ「access_as_user」が含まれていません。',

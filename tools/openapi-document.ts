@@ -242,7 +242,7 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   const honours = new Set(described.honours);
   if (described.permission) {
     add(400, 'validationFailed', 'repeatedQueryParameter');
-    add(401, 'tokenMissing', 'tokenInvalid', 'tokenInQuery');
+    add(401, 'tokenMissing', 'tokenInvalid', 'tokenIsIdToken', 'tokenInQuery');
     add(403, 'scopeMissing', 'forbidden');
   }
   // A path parameter of any other form than its resource's ids names nothing: that resource's 404.

@@ -32,6 +32,8 @@ Options:
   --app                App-only token (client credentials) instead of a user token
   --v2                 v2.0 access token instead of v1.0
   --scope <name>       Delegated scope of a user token (default: ${API_USER_SCOPE})
+  --resource <uri>     Another App ID URI of the API to ask for, such as a Teams tab's api://<host>/<clientId>;
+                       a v1 token has it as its aud. The stack must be started with it in AUTH_AUDIENCES
   --expires-in <s>     Lifetime in seconds (default: 3600). The API allows ${API_CLOCK_SKEW_MINUTES} minutes of clock skew:
                        it takes a token until that long after it expires, and refuses one issued
                        further ahead than that
@@ -46,6 +48,8 @@ export interface TokenRequest {
   username: string;
   name?: string;
   scope: string;
+  /** The App ID URI asked for; api://<clientId> when not given. */
+  resource?: string;
   version: 1 | 2;
   expiresInSeconds?: number;
 }
@@ -80,6 +84,7 @@ export function parseTokenArguments(args: string[]): { help: true } | { help: fa
         app: { type: 'boolean' },
         v2: { type: 'boolean' },
         scope: { type: 'string' },
+        resource: { type: 'string' },
         'expires-in': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -95,6 +100,10 @@ export function parseTokenArguments(args: string[]): { help: true } | { help: fa
   if (badRole !== undefined) throw new UsageError(`Invalid role '${badRole}': one role per --role, without spaces or commas.`);
   const scope = values.scope ?? API_USER_SCOPE;
   if (!/^[^\s/]+$/.test(scope)) throw new UsageError(`Invalid scope '${scope}': give the scope name only, e.g. ${API_USER_SCOPE}.`);
+  const { resource } = values;
+  if (resource !== undefined && !/^api:\/\/\S*[^\s/]$/.test(resource)) {
+    throw new UsageError(`Invalid --resource '${resource}': give an App ID URI of the API, e.g. api://<host>/<clientId>.`);
+  }
   const tenant = values.tenant.toLowerCase();
   const tenantId = tenant === 'home' ? LOCAL_HOME_TENANT_ID : tenant === 'other' ? LOCAL_OTHER_TENANT_ID : tenant;
   if (!GUID.test(tenantId)) throw new UsageError(`Invalid --tenant '${values.tenant}': give a tenant id, 'home' or 'other'.`);
@@ -112,6 +121,7 @@ export function parseTokenArguments(args: string[]): { help: true } | { help: fa
   };
   if (values.user !== undefined) request.username = values.user;
   if (values.name !== undefined) request.name = values.name;
+  if (resource !== undefined) request.resource = resource;
   if (expiresIn !== undefined) request.expiresInSeconds = Number(expiresIn);
   return { help: false, request };
 }
@@ -119,11 +129,12 @@ export function parseTokenArguments(args: string[]): { help: true } | { help: fa
 /** The token endpoint form: password grant for users, client credentials for apps, plus the local extension fields. */
 export function tokenRequestForm(request: TokenRequest, clientId: string): URLSearchParams {
   const user = request.kind === 'user';
+  const resource = request.resource ?? `api://${clientId}`;
   const form = new URLSearchParams({
     client_id: clientId,
     ...(user
-      ? { grant_type: 'password', username: request.username, password: LOCAL_SECRET, scope: `api://${clientId}/${request.scope}` }
-      : { grant_type: 'client_credentials', client_secret: LOCAL_SECRET, scope: `api://${clientId}/.default` }),
+      ? { grant_type: 'password', username: request.username, password: LOCAL_SECRET, scope: `${resource}/${request.scope}` }
+      : { grant_type: 'client_credentials', client_secret: LOCAL_SECRET, scope: `${resource}/.default` }),
     token_version: String(request.version),
   });
   if (user && request.name !== undefined) form.set('name', request.name);

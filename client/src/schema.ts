@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed.
+         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).
          *
          *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
          */
@@ -35,7 +35,7 @@ export interface paths {
         };
         /**
          * Read an event
-         * @description An event of the last 7 days, as its webhook body with its `id`; it never changes.
+         * @description An event of the last 7 days, as its webhook body with its `id`; it never changes. A RAG job's event is a 404 for a role that may not read RAG jobs.
          *
          *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
          */
@@ -888,6 +888,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -1074,6 +1075,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -1263,6 +1265,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -1450,6 +1453,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -1645,6 +1649,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -1842,6 +1847,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -2041,6 +2047,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -2258,6 +2265,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -2442,6 +2450,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -2664,6 +2673,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -2859,6 +2869,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -3057,6 +3068,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -3272,6 +3284,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              *     - Your organisation requires you to sign in again (for example with multi-factor authentication). Get a new token with the claims in WWW-Authenticate.
              */
@@ -3451,6 +3464,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -3651,6 +3665,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -3849,6 +3864,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -4030,6 +4046,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -4210,6 +4227,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -4408,6 +4426,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -4605,6 +4624,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -4814,6 +4834,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -5021,6 +5042,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -5218,6 +5240,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -5431,6 +5454,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -5610,6 +5634,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -5802,6 +5827,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {
@@ -5997,6 +6023,7 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
             401: {

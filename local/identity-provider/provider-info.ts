@@ -22,7 +22,7 @@ export async function readIdentityProviderInfo(dataDir: string): Promise<Identit
   const file = path.resolve(dataDir, 'provider.json');
   const text = await readFile(file, 'utf8').catch((error: unknown) => {
     if (!isFileMissing(error)) throw error;
-    throw new Error(`No local identity provider found (${file} is missing): start the API with \`npm start\` first.`, { cause: error });
+    throw new Error(`No local identity provider found (${file} is missing): run \`npm start\` first, with the same LOCAL_DATA_DIR.`, { cause: error });
   });
   try {
     return identityProviderInfoSchema.parse(JSON.parse(text));

@@ -730,6 +730,58 @@ describe('local identity provider', () => {
   });
 });
 
+describe('an API with further App ID URIs (a Teams tab, an Office add-in)', () => {
+  // A single sign-on token of a v1 registration has the add-in's App ID URI as aud, and Entra exchanges it On-Behalf-Of.
+  const appIdUri = `api://tab.contoso.test/${LOCAL_CLIENT_ID}`;
+  let provider: IdentityProvider;
+  let plain: IdentityProvider;
+  const tokenUrl = (of: IdentityProvider) => `${of.authorityHost}/${LOCAL_HOME_TENANT_ID}/oauth2/v2.0/token`;
+  const userToken = (of: IdentityProvider, resource: string) =>
+    requestJson(tokenUrl(of), of.caCertPem, {
+      grant_type: 'password',
+      client_id: LOCAL_CLIENT_ID,
+      username: 'ada@contoso.test',
+      password: 'p',
+      scope: `${resource}/access_as_user`,
+    });
+  const onBehalfOf = (of: IdentityProvider, assertion: string) =>
+    requestJson(tokenUrl(of), of.caCertPem, {
+      grant_type: ON_BEHALF_OF_GRANT_TYPE,
+      client_id: LOCAL_CLIENT_ID,
+      client_secret: 's',
+      assertion,
+      requested_token_use: 'on_behalf_of',
+      scope: 'https://graph.microsoft.com/User.Read.All',
+    });
+
+  beforeAll(async () => {
+    [provider, plain] = await Promise.all([
+      startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID, appIdUris: [appIdUri.toUpperCase()] }),
+      startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID], clientId: LOCAL_CLIENT_ID }),
+    ]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all([provider?.close(), plain?.close()]);
+  });
+
+  it('issues a v1 user token for the App ID URI, whose aud is that URI, and exchanges it On-Behalf-Of as Entra does', async () => {
+    const issued = await userToken(provider, appIdUri);
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const assertion = issued.body.access_token as string;
+    expect(decodeJwt(assertion)).toMatchObject({ aud: appIdUri, ver: '1.0', scp: 'access_as_user' });
+    const exchanged = await onBehalfOf(provider, assertion);
+    expect(exchanged.status, JSON.stringify(exchanged.body)).toBe(200);
+    expect(decodeJwt(exchanged.body.access_token as string)).toMatchObject({ aud: 'https://graph.microsoft.com', upn: 'ada@contoso.test' });
+  });
+
+  it('knows no App ID URI it was not given: the resource is not found, and such an assertion is for another audience', async () => {
+    expectEntraError(await userToken(plain, appIdUri), 400, 'invalid_resource', 500011);
+    const assertion = await plain.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', username: 'ada@contoso.test', audience: appIdUri });
+    expectEntraError(await onBehalfOf(plain, assertion), 400, 'invalid_grant', 500131);
+  });
+});
+
 describe('identity provider persistence', () => {
   it('reuses the TLS certificate and signing key from its data directory', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'identity-provider-test-'));

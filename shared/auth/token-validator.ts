@@ -121,6 +121,9 @@ export function createTokenValidator(settings: AuthSettings) {
     // The token version decides which issuer form is legitimate; a mix is a forgery or a misconfiguration.
     const expectedIssuer = payload.ver === '1.0' ? keys.issuers.v1 : payload.ver === '2.0' ? keys.issuers.v2 : undefined;
     if (payload.iss !== expectedIssuer || payload.tid !== tenantId) throw invalidToken();
+    // An access token names the client app that asked for it (v1 `appid`, v2 `azp`). An ID token names none: issued to a
+    // client app signing in with the API's client id (an add-in), signed with the same keys, it would pass as an app token.
+    if (!stringClaim(payload, payload.ver === '1.0' ? 'appid' : 'azp')) throw invalidToken('tokenIsIdToken');
     if (payload.nbf === undefined && payload.iat === undefined) throw invalidToken();
     // jose checks `iat` only for a maximum age: a token issued in the future is refused here.
     if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw invalidToken();

@@ -1,29 +1,47 @@
 /** The tenant's events of the retention window, as GET /api/events lists them (newest first) and GET /api/events/{eventId} reads one; pings left out. */
 import type { Principal } from '../auth/principal.js';
 import { notFound } from '../errors.js';
-import type { Event, ListEventsQuery } from '../schemas/events.js';
+import { allows } from '../roles.js';
+import { EVENT_TYPES, type Event, type ListEventsQuery } from '../schemas/events.js';
 import { payloadOf, type EventDocument } from './events.js';
 import type { Page } from './paging.js';
 import { readVisible, type DocumentKind } from './tenant-data.js';
 import { listPage } from './tenant-queries.js';
 
+// A ping is a test of one subscription, not a change to catch up on.
+const isPing = (document: EventDocument) => document.webhookId !== undefined;
+const PING = 'IS_DEFINED(c.webhookId)';
+// An event shows its resource as GET shows it: a RAG job's, only to a role that may read RAG jobs.
+const RAG_JOB_EVENTS: readonly string[] = EVENT_TYPES.filter((type) => type.startsWith('rag.job.'));
+
 const events: DocumentKind<EventDocument, Event> = {
   type: 'event',
   resourceOf: (document) => ({ id: document.id, ...payloadOf(document) }),
   missing: (id) => notFound('eventNotFound', { id: id.slice(0, 100) }),
-  // A ping is a test of one subscription, not a change to catch up on.
-  hidden: { is: (document) => document.webhookId !== undefined, where: 'IS_DEFINED(c.webhookId)' },
+  hidden: { is: isPing, where: PING },
 };
+
+const withoutRagJobs: DocumentKind<EventDocument, Event> = {
+  ...events,
+  hidden: {
+    is: (document) => isPing(document) || RAG_JOB_EVENTS.includes(document.eventType),
+    where: `${PING} OR c.eventType IN (${RAG_JOB_EVENTS.map((type) => `'${type}'`).join(', ')})`,
+  },
+};
+
+/** The events the caller may read: those of the resources its roles read. */
+const visibleTo = (principal: Principal) => (allows(principal.roles, 'rag:run') ? events : withoutRagJobs);
 
 export function listEvents(principal: Principal, query: ListEventsQuery): Promise<Page<Event>> {
   // `@type` is the kind's: the event's type is `@eventType`.
   const values = { ...query, eventType: query.type };
-  return listPage(events, principal.tenantId, values, {
+  return listPage(visibleTo(principal), principal.tenantId, values, {
     filters: { eventType: 'c.eventType = @eventType', since: 'c.timestamp >= @since' },
     orderBy: 'c.timestamp DESC',
   });
 }
 
 export async function getEvent(principal: Principal, id: string): Promise<Event> {
-  return events.resourceOf(await readVisible(events, principal.tenantId, id));
+  const kind = visibleTo(principal);
+  return kind.resourceOf(await readVisible(kind, principal.tenantId, id));
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { decodeJwt, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { api, CLIENT_ID, HOME_TENANT, OTHER_TENANT, signToken, stack, token, uniqueEmail, userClaims, type ApiResponse } from '../support/stack.js';
+import { api, CLIENT_ID, HOME_TENANT, OTHER_TENANT, postForm, signToken, stack, token, uniqueEmail, userClaims, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
 const now = () => Math.floor(Date.now() / 1000);
@@ -30,10 +30,24 @@ function expectForbidden(response: ApiResponse): void {
 /** A token signed with the provider's real key, with the given claims of userClaims() changed. */
 const crafted = (overrides: JWTPayload = {}, header: Record<string, unknown> = {}) => signToken(userClaims(overrides), header);
 
-/** A valid crafted token without one claim. */
-function craftedWithout(claim: string): Promise<string> {
-  const { [claim]: _removed, ...claims } = userClaims();
-  return signToken(claims);
+/** A valid crafted token without one claim (and the given ones changed; undefined removes one). */
+function craftedWithout(claim: string, overrides: JWTPayload = {}): Promise<string> {
+  const { [claim]: _removed, ...claims } = userClaims(overrides);
+  return signToken(Object.fromEntries(Object.entries(claims).filter(([, value]) => value !== undefined)));
+}
+
+/** The ID token the identity provider gives the API's own client with a Graph token (On-Behalf-Of, scope openid). */
+async function idTokenFromOnBehalfOf(): Promise<string> {
+  const { status, body } = await postForm(`${stack.authorityHost}/${HOME_TENANT}/oauth2/v2.0/token`, {
+    grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
+    client_id: CLIENT_ID,
+    client_secret: 'local',
+    assertion: await token({ roles: ['LMS.Admin'] }),
+    requested_token_use: 'on_behalf_of',
+    scope: 'https://graph.microsoft.com/User.Read openid profile',
+  });
+  expect(status, JSON.stringify(body)).toBe(200);
+  return body.id_token as string;
 }
 
 const listProjects = (bearer: string) => api('GET', '/projects?limit=1', { token: bearer });
@@ -217,10 +231,24 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
       },
     ],
     ['with an unknown kid', () => crafted({}, { kid: 'no-such-key' })],
+    // An ID token of a client app signing in with the API's client id (an add-in): same keys, issuer and audience,
+    // the user's app roles, no scope, and no client app named (appid, or azp in v2), which every access token names.
+    ["that is a v1 ID token carrying the user's roles", () => craftedWithout('appid', { scp: undefined, aud: CLIENT_ID })],
+    [
+      "that is a v2 ID token carrying the user's roles",
+      () => crafted({ ver: '2.0', aud: CLIENT_ID, iss: `${stack.authorityHost}/${HOME_TENANT}/v2.0`, appid: undefined, scp: undefined }),
+    ],
+    ["that is the identity provider's own ID token, from On-Behalf-Of with openid", () => idTokenFromOnBehalfOf()],
   ];
 
   it.each(badTokens)('for a token %s', async (_, makeToken) => {
     expectUnauthorized(await listProjects(await makeToken()));
+  });
+
+  it('for an ID token, saying so: a client that sent its ID token is told to send an access token for the API', async () => {
+    const response = await listProjects(await idTokenFromOnBehalfOf());
+    expectUnauthorized(response);
+    expect(response.body.message).toBe('This is an ID token, which signs a user in to an app; send an access token for this API.');
   });
 
   // Padding a claim with 12 KiB gives a token of about 16.5 KiB, just over the validator's 16 KiB limit.

@@ -1,7 +1,9 @@
+import { decodeJwt } from 'jose';
+import { Agent, fetch as fetchTrusting } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph-stand-in.js';
-import { startHostProcess } from '../../local/stack.js';
-import { api, HOME_TENANT, nextPath, stack, stackAppSettings, token } from '../support/stack.js';
+import { startHostProcess, startStack } from '../../local/stack.js';
+import { api, apiAt, CLIENT_ID, HOME_TENANT, nextPath, stack, stackAppSettings, token } from '../support/stack.js';
 
 const reader = (username = 'tester@contoso.test') => token({ roles: ['LMS.Reader'], username });
 
@@ -73,6 +75,54 @@ describe('GET /api/users?source=directory', () => {
     const response = await api('GET', '/users?source=directory', { token: await token({ kind: 'app', roles: ['LMS.Reader'] }) });
     expect(response.status).toBe(403);
   });
+});
+
+describe("a Teams tab's single sign-on token, for an App ID URI of its own", () => {
+  const stops: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+  });
+
+  // A v1 registration puts the App ID URI the tab asked for in aud; AUTH_AUDIENCES names it (docs/add-ins.md).
+  it('lists the directory through On-Behalf-Of on a stack whose AUTH_AUDIENCES names the URI, as Entra exchanges it', async () => {
+    const appIdUri = `api://tab.contoso.test/${CLIENT_ID}`;
+    const { COSMOS_CONNECTION, COSMOS_DATABASE, CURSOR_SIGNING_KEY, WEBHOOKS_QUEUE_NAME, WEBHOOKS_SWEEP_SCHEDULE } = stackAppSettings;
+    const own = await startStack({
+      apiPort: 0,
+      identityProviderPort: 0,
+      settings: {
+        AUTH_AUDIENCES: appIdUri,
+        ...{ COSMOS_CONNECTION, COSMOS_DATABASE, CURSOR_SIGNING_KEY, WEBHOOKS_QUEUE_NAME, WEBHOOKS_SWEEP_SCHEDULE },
+        'AzureWebJobs.changes-relay.Disabled': 'true',
+        AzureWebJobsStorage: stack.storageConnectionString,
+        NODE_EXTRA_CA_CERTS: stack.caCertPath,
+      },
+      hostOutput: () => {},
+    });
+    stops.push(() => own.stop());
+    const dispatcher = new Agent({ connect: { ca: own.tls.cert } });
+    stops.push(() => dispatcher.close());
+    const issued = await fetchTrusting(`${own.identityProvider!.authorityHost}/${HOME_TENANT}/oauth2/v2.0/token`, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: CLIENT_ID,
+        username: 'dev@contoso.test',
+        password: 'p',
+        scope: `${appIdUri}/access_as_user`,
+        roles: 'LMS.Reader',
+      }),
+      dispatcher,
+    });
+    const body = (await issued.json()) as { access_token: string };
+    expect(issued.status, JSON.stringify(body)).toBe(200);
+    const ssoToken = body.access_token;
+    expect(decodeJwt(ssoToken).aud).toBe(appIdUri);
+
+    const response = await apiAt(own.apiBaseUrl)('GET', '/users?source=directory&limit=1', { token: ssoToken });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    expect(response.body).toHaveLength(1);
+  }, 60_000);
 });
 
 describe('when Microsoft Graph fails', () => {

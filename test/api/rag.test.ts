@@ -297,6 +297,26 @@ describe('GET /api/rag/jobs', () => {
     expect((await api('GET', '/rag/jobs/00000000-0000-4000-8000-000000000000', { token: await manager() })).status).toBe(404);
     expect((await api('GET', '/rag/jobs/not-a-job', { token: await manager() })).status).toBe(404);
   });
+
+  it("are read as the role table says, their events too: LMS.Manager lists and reads a job's event, LMS.Reader neither (404)", async () => {
+    const job = await rebuild({ projectIds: [await newProject()] });
+    expect(job.status).toBe('Succeeded');
+    const reader = await token({ roles: ['LMS.Reader'] });
+    expect((await api('GET', `/rag/jobs/${job.jobId}`, { token: reader })).status).toBe(403);
+    // The event is written with the job's last change, so it is there once the job has ended.
+    const listed = await api('GET', '/events?type=rag.job.succeeded&limit=200', { token: await manager() });
+    const event = listed.body.find((item: { data: { jobId: string } }) => item.data.jobId === job.jobId);
+    expect(event, JSON.stringify(listed.body)).toMatchObject({ type: 'rag.job.succeeded', data: { status: 'Succeeded', counts: job.counts } });
+    expect((await api('GET', `/events/${event.id}`, { token: await manager() })).status).toBe(200);
+
+    expect((await api('GET', '/events?type=rag.job.succeeded&limit=200', { token: reader })).body).toEqual([]);
+    const everything = await api('GET', '/events?limit=200', { token: reader });
+    expect(everything.status).toBe(200);
+    expect(everything.body.filter((item: { type: string }) => item.type.startsWith('rag.'))).toEqual([]);
+    const read = await api('GET', `/events/${event.id}`, { token: reader });
+    expect(read.status).toBe(404);
+    expect(read.body).toMatchObject({ error: 'Not Found', status: 404 });
+  });
 });
 
 describe('the RAG worker under failure', () => {

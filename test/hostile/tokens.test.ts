@@ -91,6 +91,7 @@ function claims(overrides: JWTPayload = {}): JWTPayload {
     nbf: now(),
     exp: now() + 3600,
     ver: '1.0',
+    appid: CLIENT_ID,
     tid: HOME_TENANT,
     oid: USER_OID,
     upn: 'hostile@contoso.test',

@@ -105,6 +105,8 @@ export function userClaims(overrides: JWTPayload = {}): JWTPayload {
     nbf: now,
     exp: now + 3600,
     ver: '1.0',
+    // The client app that asked for it, which every access token names (v2: azp) and an ID token does not.
+    appid: CLIENT_ID,
     tid: HOME_TENANT,
     oid: '0b9a4c1e-7f3d-4e2a-9c5b-6d8e1f2a3b4c',
     upn: 'crafted@contoso.test',

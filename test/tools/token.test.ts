@@ -12,6 +12,8 @@ import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '
 const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';
 const V1_ISSUER = `https://sts.windows.net/${LOCAL_HOME_TENANT_ID}/`;
 const V1_AUDIENCE = `api://${LOCAL_CLIENT_ID}`;
+// A Teams tab's App ID URI of the API, which the stack's AUTH_AUDIENCES names.
+const TAB_APP_ID_URI = `api://tab.contoso.test/${LOCAL_CLIENT_ID}`;
 
 /** The provider's signing key as its key set publishes it. */
 const publicKeys = () => {
@@ -26,10 +28,17 @@ function capture(): { write(text: string): void; text: () => string } {
 
 let provider: IdentityProvider;
 
+/** The request a command line makes, which must be a token request. */
+function parseUser(args: string[]) {
+  const parsed = parseTokenArguments(args);
+  if (parsed.help) throw new Error('help asked for');
+  return parsed.request;
+}
+
 describe('npm run token', () => {
   let dataDir: string;
   beforeAll(async () => {
-    provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID], clientId: LOCAL_CLIENT_ID });
+    provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID], clientId: LOCAL_CLIENT_ID, appIdUris: [TAB_APP_ID_URI] });
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'token-cli-test-'));
     await writeIdentityProviderInfo(dataDir, {
       authorityHost: provider.authorityHost,
@@ -64,6 +73,8 @@ describe('npm run token', () => {
     [['--expires-in', '-5']],
     [['--role', 'A,B']],
     [['--scope', `api://${LOCAL_CLIENT_ID}/access_as_user`]],
+    [['--resource', 'https://graph.microsoft.com']],
+    [['--resource', `${TAB_APP_ID_URI}/`]],
     [['positional']],
   ])('rejects %j as a usage error', (args) => {
     expect(() => parseTokenArguments(args)).toThrow(UsageError);
@@ -101,6 +112,19 @@ describe('npm run token', () => {
     expect(payload).toMatchObject({ roles: ['LMS.Admin'], upn: 'dev@contoso.test', name: 'Dev', scp: 'access_as_user' });
   });
 
+  it('asks for another App ID URI of the API with --resource, which a v1 token has as its audience', async () => {
+    expect(parseTokenArguments(['--resource', TAB_APP_ID_URI])).toMatchObject({ request: { resource: TAB_APP_ID_URI } });
+    const form = (kind: 'user' | 'app') => Object.fromEntries(tokenRequestForm({ ...parseUser(['--resource', TAB_APP_ID_URI]), kind }, LOCAL_CLIENT_ID));
+    expect(form('user')).toMatchObject({ scope: `${TAB_APP_ID_URI}/access_as_user` });
+    expect(form('app')).toMatchObject({ scope: `${TAB_APP_ID_URI}/.default` });
+    const stdout = capture();
+    const stderr = capture();
+    const exitCode = await runTokenCli(['--role', 'LMS.Reader', '--resource', TAB_APP_ID_URI], { dataDir, stdout, stderr });
+    expect({ exitCode, stderr: stderr.text() }).toEqual({ exitCode: 0, stderr: '' });
+    const { payload } = await jwtVerify(stdout.text().trim(), publicKeys(), { issuer: V1_ISSUER, audience: TAB_APP_ID_URI });
+    expect(payload).toMatchObject({ scp: 'access_as_user', roles: ['LMS.Reader'] });
+  });
+
   it("prints its help, which tells the API's allowance for clock skew, the one the validator applies", async () => {
     const stdout = capture();
     const exitCode = await runTokenCli(['--help'], { dataDir, stdout, stderr: capture() });
@@ -117,11 +141,13 @@ describe('npm run token', () => {
     expect(stderr.text()).toContain('AADSTS90002');
   });
 
-  it('tells to run npm start when no provider is running', async () => {
+  it('tells to run npm start when no provider is running, or to give the LOCAL_DATA_DIR of the one that runs', async () => {
     const stdout = capture();
     const stderr = capture();
     const exitCode = await runTokenCli([], { dataDir: path.join(dataDir, 'missing'), stdout, stderr });
     expect(exitCode).toBe(1);
     expect(stderr.text()).toContain('`npm start` first');
+    // A stack started with a data folder of its own (a second stack) is found only through the same folder.
+    expect(stderr.text()).toContain('the same LOCAL_DATA_DIR');
   });
 });

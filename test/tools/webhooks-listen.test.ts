@@ -55,6 +55,6 @@ describe('npm run webhooks:listen', () => {
   it('without a token or a local identity provider says how to get one', async () => {
     const listened = await run(process.execPath, ['dist/tools/webhooks-listen.js', '--port', '0'], {});
     expect(listened.code).toBe(1);
-    expect(listened.stderr).toMatch(/^No local identity provider found .*: start the API with `npm start` first\. Or export TOKEN, .*\n$/);
+    expect(listened.stderr).toMatch(/^No local identity provider found .*: run `npm start` first, with the same LOCAL_DATA_DIR\. Or export TOKEN, .*\n$/);
   });
 });

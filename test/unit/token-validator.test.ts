@@ -71,7 +71,10 @@ function settings(overridden: Partial<AuthSettings> = {}): AuthSettings {
 
 const now = () => Math.floor(Date.now() / 1000);
 
-/** A v2 user token of TENANT with the API's scope, as Entra issues one; `claims` add to or replace (undefined removes) its claims. */
+/**
+ * A v2 user token of TENANT with the API's scope, as Entra issues one; `claims` add to or replace (undefined removes) its
+ * claims. It names the client app that asked for it as its version does: `azp`, or `appid` in a v1 token.
+ */
 async function token(claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}): Promise<string> {
   const base: JWTPayload = {
     iss: issuerV2(TENANT),
@@ -79,6 +82,7 @@ async function token(claims: Record<string, unknown> = {}, header: Record<string
     tid: TENANT,
     oid: OID,
     ver: '2.0',
+    ...(claims.ver === '1.0' ? { appid: CLIENT_ID } : { azp: CLIENT_ID }),
     scp: 'access_as_user',
     iat: now() - 10,
     nbf: now() - 10,
@@ -252,6 +256,24 @@ describe('a token that is refused', () => {
 
   it('is for another audience', async () => {
     await expect(createTokenValidator(settings()).validate(await token({ aud: 'api://other' }))).rejects.toEqual(refused());
+  });
+
+  it('is an ID token: it names no client app (no azp, or appid in v1), even with the app roles Entra gives the user in one', async () => {
+    const validator = createTokenValidator(settings());
+    // The ID token a client app signing in with the API's client id gets: same keys, issuer and audience, no scope.
+    const idToken = { azp: undefined, scp: undefined, roles: ['LMS.Admin'], sub: 'pairwise-subject', preferred_username: 'kim@contoso.test' };
+    // Genuine, so its 401 may say what it is: a client that sent its ID token learns to send its access token.
+    const refusedIdToken = () => refused('tokenIsIdToken');
+    await expect(validator.validate(await token(idToken))).rejects.toEqual(refusedIdToken());
+    await expect(validator.validate(await token({ ...idToken, ver: '1.0', iss: issuerV1(TENANT), appid: undefined }))).rejects.toEqual(refusedIdToken());
+    // The client claim of the other version does not stand in for it, nor does an empty one.
+    await expect(validator.validate(await token({ azp: undefined, appid: CLIENT_ID }))).rejects.toEqual(refusedIdToken());
+    await expect(validator.validate(await token({ ver: '1.0', iss: issuerV1(TENANT), appid: undefined, azp: CLIENT_ID }))).rejects.toEqual(refusedIdToken());
+    await expect(validator.validate(await token({ azp: '' }))).rejects.toEqual(refusedIdToken());
+    // Each with its client claim is an access token.
+    const appOnly = { scp: undefined, roles: ['LMS.Admin'] };
+    await expect(validator.validate(await token(appOnly))).resolves.toMatchObject({ kind: 'app' });
+    await expect(validator.validate(await token({ ...appOnly, ver: '1.0', iss: issuerV1(TENANT) }))).resolves.toMatchObject({ kind: 'app' });
   });
 
   it('lacks exp or oid, or has an object id that is not a GUID', async () => {
