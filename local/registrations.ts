@@ -133,8 +133,7 @@ export async function invoke<T>(context: InstanceType<typeof InvocationContext>,
     `Executed 'Functions.${context.functionName}' (${outcome}, Id=${context.invocationId}, Duration=${Date.now() - started}ms)`;
   try {
     const result = await run();
-    if (quiet) context.debug(executed('Succeeded'));
-    else context.info(executed('Succeeded'));
+    context[quiet ? 'debug' : 'info'](executed('Succeeded'));
     return { result };
   } catch (error) {
     context.error(`${executed('Failed')}\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -5,6 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,8 +51,7 @@ export function embedsIdentityProvider(settings: StackOptions['settings']): bool
 
 export async function startStack(options: StackOptions) {
   const { settings, dataDir, hostOutput } = options;
-  const hostEnvironment: Record<string, string> = {};
-  for (const [name, value] of Object.entries(settings)) if (value?.trim()) hostEnvironment[name] = value;
+  const hostEnvironment = Object.fromEntries(Object.entries(settings).filter(([, value]) => value?.trim())) as Record<string, string>;
   const started: { close(): Promise<void> }[] = [];
   const embedded: string[] = [];
   // Without a data folder the certificate lives in a temporary one, removed when the stack stops.
@@ -214,12 +214,11 @@ async function trustedCertificates(settings: StackOptions['settings'], caCertPat
   return combined;
 }
 
-function stopProcess(child: ChildProcess): Promise<void> {
+async function stopProcess(child: ChildProcess): Promise<void> {
   // Exited, or killed by a signal (then exitCode stays null).
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    // 'close', not 'exit': by then the child's output has been read to the end, its last log lines too.
-    child.once('close', () => resolve());
-    child.kill('SIGTERM');
-  });
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  // 'close', not 'exit': by then the child's output has been read to the end, its last log lines too.
+  const closed = once(child, 'close');
+  child.kill('SIGTERM');
+  await closed;
 }
