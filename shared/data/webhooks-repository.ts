@@ -59,6 +59,8 @@ export interface WebhookDocument extends Webhook, StoredDocument {
   slot: number;
   /** Deliveries that ended Failed since the last that succeeded. */
   failedInARow: number;
+  /** Which deliveries those were (the last few): one sent again by hand that fails again is not counted twice. */
+  failedDeliveryIds?: string[];
 }
 
 interface SlotDocument extends StoredDocument {
@@ -178,7 +180,7 @@ export async function updateWebhook(principal: Principal, id: string, changes: U
     change: (current) => ({
       ...current,
       ...changes,
-      ...(changes.active !== undefined && changes.active !== current.active ? { disabledReason: null, failedInARow: 0 } : {}),
+      ...(changes.active !== undefined && changes.active !== current.active ? { disabledReason: null, failedInARow: 0, failedDeliveryIds: [] } : {}),
       updatedAt: new Date().toISOString(),
     }),
   });
@@ -220,8 +222,12 @@ export async function rotateSecret(principal: Principal, id: string, secret: str
   return withSecret({ ...rotated!, secret });
 }
 
-/** The subscription after a delivery ended: a success clears the count of failures, a 410 or the third failure in a row turns it off. */
-export async function recordDeliveryEnd(subscription: WebhookDocument, ended: AfterAttempt): Promise<void> {
+/**
+ * The subscription after one of its deliveries ended: a success clears the count of failures, a 410
+ * or the third delivery in a row to end Failed turns it off. A delivery sent again by hand that ends
+ * Failed again is still one delivery: it counts once.
+ */
+export async function recordDeliveryEnd(subscription: WebhookDocument, deliveryId: string, ended: AfterAttempt): Promise<void> {
   // The usual case, a success after successes, changes nothing: no write.
   if (ended.status === 'Succeeded' && subscription.failedInARow === 0) return;
   const { tenantId, id } = subscription;
@@ -231,11 +237,14 @@ export async function recordDeliveryEnd(subscription: WebhookDocument, ended: Af
     id,
     expected: undefined,
     change(latest) {
-      if (ended.status === 'Succeeded') return { ...latest, failedInARow: 0 };
-      const failedInARow = latest.failedInARow + 1;
+      if (ended.status === 'Succeeded') return { ...latest, failedInARow: 0, failedDeliveryIds: [] };
+      const counted = latest.failedDeliveryIds ?? [];
+      const again = counted.includes(deliveryId);
+      const failedInARow = again ? latest.failedInARow : latest.failedInARow + 1;
+      const failedDeliveryIds = again ? counted : [...counted, deliveryId].slice(-FAILED_DELIVERIES_TO_DISABLE);
       const reason = ended.gone ? DISABLED_BECAUSE.gone : failedInARow >= FAILED_DELIVERIES_TO_DISABLE ? DISABLED_BECAUSE.failing : null;
-      if (!reason || !latest.active) return { ...latest, failedInARow };
-      return { ...latest, failedInARow, active: false, disabledReason: reason, updatedAt: new Date().toISOString() };
+      if (!reason || !latest.active) return { ...latest, failedInARow, failedDeliveryIds };
+      return { ...latest, failedInARow, failedDeliveryIds, active: false, disabledReason: reason, updatedAt: new Date().toISOString() };
     },
   }).catch((error: unknown) => {
     // Deleted meanwhile: nothing to record.

@@ -122,7 +122,7 @@ async function attemptNow(
     await enqueueWebhookWork({ tenantId: delivery.tenantId, deliveryId: delivery.id, attempt: attemptNumber + 1 }, waitSeconds).catch(() => undefined);
     return;
   }
-  await recordDeliveryEnd(subscription, after);
+  await recordDeliveryEnd(subscription, delivery.id, after);
 }
 
 /**

@@ -252,6 +252,30 @@ describe('delivery', () => {
     expect((await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { active: true } })).body).toMatchObject({ active: true, disabledReason: null });
   });
 
+  it('a delivery sent again by hand that fails again is still one delivery: three others are what turn the subscription off', { timeout: 90_000 }, async () => {
+    const to = await receiver(() => 503);
+    const { id } = await subscribe(to, { events: ['project.created'] });
+    const log = async () => (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body as { id: string; status: string; attempts: number }[];
+    await main.call('POST', '/projects', { token: admin, body: { name: 'Failing', owner: uniqueEmail('again') } });
+    await expect.poll(async () => (await log())[0], { timeout: 30_000, interval: 500 }).toMatchObject({ status: 'Failed', attempts: 4 });
+    const [failed] = await log();
+    for (const attempts of [5, 6]) {
+      expect((await main.call('POST', `/webhooks/${id}/deliveries/${failed!.id}/retry`, { token: admin })).status).toBe(202);
+      await expect.poll(async () => (await log())[0], { timeout: 10_000, interval: 200 }).toMatchObject({ status: 'Failed', attempts });
+    }
+    // One delivery has failed, three times: two more make three in a row. Had it counted thrice, the
+    // subscription would be off already, and these two events would make no delivery.
+    for (const name of ['Second', 'Third']) await main.call('POST', '/projects', { token: admin, body: { name, owner: uniqueEmail('again') } });
+    await expect
+      .poll(async () => (await main.call('GET', `/webhooks/${id}`, { token: admin })).body, { timeout: 40_000, interval: 500 })
+      .toMatchObject({ active: false, disabledReason: '3 deliveries in a row failed.' });
+    expect((await log()).map((delivery) => [delivery.status, delivery.attempts])).toEqual([
+      ['Failed', 4],
+      ['Failed', 4],
+      ['Failed', 6],
+    ]);
+  });
+
   it('a ping reaches the subscription pinged only, and a failed delivery can be sent again', { timeout: 30_000 }, async () => {
     let healthy = false;
     const to = await receiver(() => (healthy ? 200 : 500));

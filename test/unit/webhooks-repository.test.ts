@@ -306,10 +306,11 @@ describe('updateWebhook', () => {
   it('switches a subscription the API turned off on again, and forgets why it went off and its failures', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
-    await storedChange(principal.tenantId, id, { active: false, disabledReason: DISABLED_BECAUSE.failing, failedInARow: 3 });
+    const failedDeliveryIds = ['dlv_1', 'dlv_2', 'dlv_3'];
+    await storedChange(principal.tenantId, id, { active: false, disabledReason: DISABLED_BECAUSE.failing, failedInARow: 3, failedDeliveryIds });
 
     expect(await updateWebhook(principal, id, { active: true }, undefined)).toMatchObject({ active: true, disabledReason: null });
-    expect(await stored(principal.tenantId, id)).toMatchObject({ active: true, disabledReason: null, failedInARow: 0 });
+    expect(await stored(principal.tenantId, id)).toMatchObject({ active: true, disabledReason: null, failedInARow: 0, failedDeliveryIds: [] });
   });
 
   it('keeps why a subscription went off, and its failures, through a change that does not switch it', async () => {
@@ -562,7 +563,7 @@ describe('recordDeliveryEnd', () => {
   it('writes nothing for a success after successes', async () => {
     const webhook = await subscription();
     const from = embedded.store.requests.length;
-    await recordDeliveryEnd(webhook, succeeded);
+    await recordDeliveryEnd(webhook, 'dlv_1', succeeded);
     expect(writesIn(embedded.store.requests.slice(from))).toEqual([]);
     expect((await stored(webhook.tenantId, webhook.id))!._etag).toBe(webhook._etag);
   });
@@ -570,27 +571,46 @@ describe('recordDeliveryEnd', () => {
   it('clears the failures after a success, and leaves the subscription on', async () => {
     const webhook = await subscription();
     const failing = await storedChange(webhook.tenantId, webhook.id, { failedInARow: 2 });
-    await recordDeliveryEnd(failing, succeeded);
+    await recordDeliveryEnd(failing, 'dlv_2', succeeded);
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 0, active: true, disabledReason: null, updatedAt: failing.updatedAt });
   });
 
   it('counts failures in a row, and turns the subscription off, saying why, at the third', async () => {
     const webhook = await subscription();
-    await recordDeliveryEnd(webhook, failed);
-    await recordDeliveryEnd(webhook, failed);
+    await recordDeliveryEnd(webhook, 'dlv_3', failed);
+    await recordDeliveryEnd(webhook, 'dlv_4', failed);
     // Counted on the subscription as stored, not as the caller last read it.
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 2, active: true, disabledReason: null, updatedAt: webhook.updatedAt });
 
     const before = Date.now();
-    await recordDeliveryEnd(webhook, failed);
+    await recordDeliveryEnd(webhook, 'dlv_5', failed);
     const off = (await stored(webhook.tenantId, webhook.id))!;
     expect(off).toMatchObject({ failedInARow: 3, active: false, disabledReason: DISABLED_BECAUSE.failing });
     expect(Date.parse(off.updatedAt)).toBeGreaterThanOrEqual(before);
   });
 
+  it('counts a delivery sent again that ends Failed again once: it is one delivery, not failures in a row', async () => {
+    const webhook = await subscription();
+    for (let time = 0; time < 3; time++) await recordDeliveryEnd(webhook, 'dlv_again', failed);
+    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 1, active: true, disabledReason: null, updatedAt: webhook.updatedAt });
+    await recordDeliveryEnd(webhook, 'dlv_second', failed);
+    await recordDeliveryEnd(webhook, 'dlv_again', failed);
+    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 2, active: true });
+    await recordDeliveryEnd(webhook, 'dlv_third', failed);
+    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 3, active: false, disabledReason: DISABLED_BECAUSE.failing });
+  });
+
+  it('counts a delivery that failed before a success again: the success began a new row', async () => {
+    const webhook = await subscription();
+    await recordDeliveryEnd(webhook, 'dlv_again', failed);
+    await recordDeliveryEnd((await stored<WebhookDocument>(webhook.tenantId, webhook.id))!, 'dlv_fine', succeeded);
+    await recordDeliveryEnd(webhook, 'dlv_again', failed);
+    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 1, active: true });
+  });
+
   it('turns the subscription off at once when the receiver answered 410', async () => {
     const webhook = await subscription();
-    await recordDeliveryEnd(webhook, gone);
+    await recordDeliveryEnd(webhook, 'dlv_6', gone);
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 1, active: false, disabledReason: DISABLED_BECAUSE.gone });
   });
 
@@ -599,7 +619,7 @@ describe('recordDeliveryEnd', () => {
     const webhook = await subscription(principal);
     await updateWebhook(principal, webhook.id, { active: false }, undefined);
     const off = await storedChange(webhook.tenantId, webhook.id, { failedInARow: 2 });
-    await recordDeliveryEnd(off, gone);
+    await recordDeliveryEnd(off, 'dlv_7', gone);
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 3, active: false, disabledReason: null, updatedAt: off.updatedAt });
   });
 
@@ -607,14 +627,14 @@ describe('recordDeliveryEnd', () => {
     const principal = adminCaller();
     const webhook = await subscription(principal);
     await deleteWebhook(principal, webhook.id, undefined);
-    await expect(recordDeliveryEnd(webhook, failed)).resolves.toBeUndefined();
+    await expect(recordDeliveryEnd(webhook, 'dlv_8', failed)).resolves.toBeUndefined();
     expect(await stored(webhook.tenantId, webhook.id)).toBeUndefined();
   });
 
   it('fails when the store does, or when the write stays contended', async () => {
     const webhook = await subscription();
     embedded.store.intercept = (record) => (isBatchOf(webhook.tenantId)(record) ? STORE_FAILURE : undefined);
-    await expect(recordDeliveryEnd(webhook, failed)).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await expect(recordDeliveryEnd(webhook, 'dlv_9', failed)).rejects.toBeInstanceOf(DependencyUnavailableError);
 
     // Another instance changes the subscription before each of this one's writes.
     embedded.store.intercept = async (record) => {
@@ -625,7 +645,7 @@ describe('recordDeliveryEnd', () => {
           .patch([{ op: 'set', path: '/description', value: randomUUID() }]);
       return undefined;
     };
-    await expect(recordDeliveryEnd(webhook, failed)).rejects.toMatchObject({ status: 409, messageKey: 'changeContended' });
+    await expect(recordDeliveryEnd(webhook, 'dlv_10', failed)).rejects.toMatchObject({ status: 409, messageKey: 'changeContended' });
     embedded.store.intercept = undefined;
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 0 });
   });
