@@ -228,8 +228,6 @@ export async function rotateSecret(principal: Principal, id: string, secret: str
  * Failed again is still one delivery: it counts once.
  */
 export async function recordDeliveryEnd(subscription: WebhookDocument, deliveryId: string, ended: AfterAttempt): Promise<void> {
-  // The usual case, a success after successes, changes nothing: no write.
-  if (ended.status === 'Succeeded' && subscription.failedInARow === 0) return;
   const { tenantId, id } = subscription;
   await changeDocument({
     kind: webhooks,
@@ -237,7 +235,9 @@ export async function recordDeliveryEnd(subscription: WebhookDocument, deliveryI
     id,
     expected: undefined,
     change(latest) {
-      if (ended.status === 'Succeeded') return { ...latest, failedInARow: 0, failedDeliveryIds: [] };
+      // Judged on the subscription as stored, not as the attempt read it before it was sent: another delivery may
+      // have ended Failed meanwhile. The usual case, a success after successes, changes nothing: no write.
+      if (ended.status === 'Succeeded') return latest.failedInARow === 0 ? latest : { ...latest, failedInARow: 0, failedDeliveryIds: [] };
       const counted = latest.failedDeliveryIds ?? [];
       const again = counted.includes(deliveryId);
       const failedInARow = again ? latest.failedInARow : latest.failedInARow + 1;

@@ -575,6 +575,14 @@ describe('recordDeliveryEnd', () => {
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 0, active: true, disabledReason: null, updatedAt: failing.updatedAt });
   });
 
+  it('clears the failures after a success even when the subscription was read before a failure was counted', async () => {
+    // An attempt reads its subscription before it is sent: another delivery may end Failed while it is under way.
+    const webhook = await subscription();
+    await recordDeliveryEnd(webhook, 'dlv_failed', failed);
+    await recordDeliveryEnd(webhook, 'dlv_succeeded', succeeded);
+    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 0, failedDeliveryIds: [], active: true });
+  });
+
   it('counts failures in a row, and turns the subscription off, saying why, at the third', async () => {
     const webhook = await subscription();
     await recordDeliveryEnd(webhook, 'dlv_3', failed);
