@@ -10,6 +10,8 @@ import { ApiError, STATUS_NAMES } from '../shared/errors.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
 import { translate, type MessageKey } from '../shared/messages.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
+import { EVENT_BODIES } from '../shared/schemas/event-payloads.js';
+import { EVENT_TYPES, eventId } from '../shared/schemas/events.js';
 import { parseOrThrow } from '../shared/validation.js';
 import { NAMED_SCHEMAS } from '../shared/openapi/components.js';
 
@@ -400,6 +402,60 @@ rotation too). \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer
 Creates honour \`Idempotency-Key\`.`;
 }
 
+/**
+ * What the API sends to receivers, as OpenAPI 3.1's `webhooks` describe it: one entry per event type,
+ * its body, and the Standard Webhooks headers every delivery carries (docs/webhooks.md).
+ */
+function webhooks(components: Components): Json {
+  const headers = [
+    {
+      name: 'webhook-id',
+      in: 'header',
+      required: true,
+      description: "The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it.",
+      schema: components.schema(eventId, 'output'),
+    },
+    {
+      name: 'webhook-timestamp',
+      in: 'header',
+      required: true,
+      description: "The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays.",
+      schema: { type: 'string', pattern: '^\\d+$' },
+    },
+    {
+      name: 'webhook-signature',
+      in: 'header',
+      required: true,
+      description:
+        '`v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` ' +
+        '(base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. ' +
+        'Check it against the raw body, before parsing it, with any Standard Webhooks library.',
+      schema: { type: 'string' },
+    },
+  ];
+  return Object.fromEntries(
+    EVENT_TYPES.map((type) => {
+      const { schema, summary } = EVENT_BODIES[type];
+      const to = type === 'webhook.ping' ? 'the subscription pinged, only' : `each subscription to \`${type}\` that is switched on`;
+      const post = {
+        summary,
+        description:
+          `POSTed to ${to}, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, ` +
+          'tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.',
+        tags: ['Webhooks'],
+        security: [],
+        parameters: headers,
+        requestBody: { required: true, content: { [JSON_MEDIA_TYPE]: components.jsonContent(schema, 'output') } },
+        responses: {
+          '2XX': { description: 'Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped.' },
+          '410': { description: 'Gone: the subscription is switched off at once, and receives nothing until switched on again.' },
+        },
+      };
+      return [type, { post }];
+    }),
+  );
+}
+
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {
   const components = new Components();
   const tagIndex = (route: string) => TAGS.findIndex((tag) => tag.name === tagOf(route).name);
@@ -416,6 +472,7 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
   for (const { registration, method } of operations) {
     (paths[`/${registration.route}`] ??= {})[method.toLowerCase()] = operation(registration, components);
   }
+  const sent = webhooks(components);
   return {
     openapi: '3.1.0',
     info: { title: 'LMS Platform API', version: options.version, description: overview() },
@@ -423,6 +480,7 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
     tags: TAGS.map(({ name, description }) => ({ name, description })),
     security: [{ entra: [USER_SCOPE] }, { bearer: [] }],
     paths,
+    webhooks: sent,
     components: {
       schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
       examples: Object.fromEntries(Object.entries(components.examples).sort(([a], [b]) => a.localeCompare(b))),

@@ -507,7 +507,681 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "project.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A project was created
+         * @description POSTed to each subscription to `project.created` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "project.created",
+                     *       "timestamp": "2026-11-21T09:30:00.000Z",
+                     *       "data": {
+                     *         "id": "PRJ-1001",
+                     *         "name": "Onboarding 2027",
+                     *         "description": "New-hire course",
+                     *         "status": "Active",
+                     *         "owner": "dev@contoso.test",
+                     *         "members": [
+                     *           "dev@contoso.test",
+                     *           "kim@contoso.test"
+                     *         ],
+                     *         "createdAt": "2026-11-21T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-21T09:30:00.000Z",
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "project.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A project was changed
+         * @description POSTed to each subscription to `project.updated` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "project.created",
+                     *       "timestamp": "2026-11-21T09:30:00.000Z",
+                     *       "data": {
+                     *         "id": "PRJ-1001",
+                     *         "name": "Onboarding 2027",
+                     *         "description": "New-hire course",
+                     *         "status": "Active",
+                     *         "owner": "dev@contoso.test",
+                     *         "members": [
+                     *           "dev@contoso.test",
+                     *           "kim@contoso.test"
+                     *         ],
+                     *         "createdAt": "2026-11-21T09:30:00.000Z",
+                     *         "updatedAt": "2026-11-21T09:30:00.000Z",
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "project.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A project was deleted, with its tasks
+         * @description POSTed to each subscription to `project.deleted` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "project.deleted",
+                     *       "timestamp": "2026-11-22T16:00:00.000Z",
+                     *       "data": {
+                     *         "id": "PRJ-1001",
+                     *         "deletedTasks": 12
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectDeletedEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "task.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task was created
+         * @description POSTed to each subscription to `task.created` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "task.updated",
+                     *       "timestamp": "2026-11-21T09:35:00.000Z",
+                     *       "data": {
+                     *         "id": "TSK-1001",
+                     *         "projectId": "PRJ-1001",
+                     *         "title": "Record the welcome video",
+                     *         "description": "",
+                     *         "status": "Todo",
+                     *         "priority": "High",
+                     *         "assignee": "kim@contoso.test",
+                     *         "dueDate": "2027-01-15",
+                     *         "createdAt": "2026-11-21T09:35:00.000Z",
+                     *         "updatedAt": "2026-11-21T09:35:00.000Z",
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "task.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task was changed
+         * @description POSTed to each subscription to `task.updated` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "task.updated",
+                     *       "timestamp": "2026-11-21T09:35:00.000Z",
+                     *       "data": {
+                     *         "id": "TSK-1001",
+                     *         "projectId": "PRJ-1001",
+                     *         "title": "Record the welcome video",
+                     *         "description": "",
+                     *         "status": "Todo",
+                     *         "priority": "High",
+                     *         "assignee": "kim@contoso.test",
+                     *         "dueDate": "2027-01-15",
+                     *         "createdAt": "2026-11-21T09:35:00.000Z",
+                     *         "updatedAt": "2026-11-21T09:35:00.000Z",
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "task.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A task was deleted
+         * @description POSTed to each subscription to `task.deleted` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "task.deleted",
+                     *       "timestamp": "2026-11-22T15:00:00.000Z",
+                     *       "data": {
+                     *         "id": "TSK-1001",
+                     *         "projectId": "PRJ-1001"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["TaskDeletedEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "rag.job.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A RAG index rebuild succeeded
+         * @description POSTed to each subscription to `rag.job.succeeded` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "rag.job.succeeded",
+                     *       "timestamp": "2026-11-21T10:00:42.000Z",
+                     *       "data": {
+                     *         "jobId": "5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b",
+                     *         "status": "Succeeded",
+                     *         "mode": "incremental",
+                     *         "projectIds": null,
+                     *         "requestedAt": "2026-11-21T10:00:00.000Z",
+                     *         "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *         "startedAt": "2026-11-21T10:00:01.000Z",
+                     *         "completedAt": "2026-11-21T10:00:42.000Z",
+                     *         "progress": {
+                     *           "sources": 240,
+                     *           "batches": 1,
+                     *           "batchesDone": 1
+                     *         },
+                     *         "cancelRequestedAt": null,
+                     *         "counts": {
+                     *           "sources": 240,
+                     *           "chunks": 1310,
+                     *           "written": 85,
+                     *           "unchanged": 1225,
+                     *           "deleted": 3
+                     *         },
+                     *         "error": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RagJobEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "rag.job.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A RAG index rebuild failed
+         * @description POSTed to each subscription to `rag.job.failed` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "rag.job.succeeded",
+                     *       "timestamp": "2026-11-21T10:00:42.000Z",
+                     *       "data": {
+                     *         "jobId": "5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b",
+                     *         "status": "Succeeded",
+                     *         "mode": "incremental",
+                     *         "projectIds": null,
+                     *         "requestedAt": "2026-11-21T10:00:00.000Z",
+                     *         "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *         "startedAt": "2026-11-21T10:00:01.000Z",
+                     *         "completedAt": "2026-11-21T10:00:42.000Z",
+                     *         "progress": {
+                     *           "sources": 240,
+                     *           "batches": 1,
+                     *           "batchesDone": 1
+                     *         },
+                     *         "cancelRequestedAt": null,
+                     *         "counts": {
+                     *           "sources": 240,
+                     *           "chunks": 1310,
+                     *           "written": 85,
+                     *           "unchanged": 1225,
+                     *           "deleted": 3
+                     *         },
+                     *         "error": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RagJobEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A subscription was pinged (POST /api/webhooks/{webhookId}/ping)
+         * @description POSTed to the subscription pinged, only, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+                    "webhook-id": string;
+                    /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+                    "webhook-timestamp": string;
+                    /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+                    "webhook-signature": string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "webhook.ping",
+                     *       "timestamp": "2026-11-21T11:01:00.000Z",
+                     *       "data": {
+                     *         "id": "WHK-1001",
+                     *         "url": "https://hooks.example.com/lms",
+                     *         "events": [
+                     *           "project.created",
+                     *           "project.updated",
+                     *           "project.deleted"
+                     *         ],
+                     *         "description": "Sync projects to the HR system",
+                     *         "active": true,
+                     *         "disabledReason": null,
+                     *         "createdAt": "2026-11-21T11:00:00.000Z",
+                     *         "updatedAt": "2026-11-21T11:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PingEvent"];
+                };
+            };
+            responses: {
+                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+                "2XX": {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         CreateProjectRequest: {
@@ -571,6 +1245,19 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        PingEvent: {
+            /**
+             * @description The event's type
+             * @enum {string}
+             */
+            type: "webhook.ping";
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            timestamp: string;
+            data: components["schemas"]["Webhook"];
+        };
         Project: {
             id: string;
             name: string;
@@ -592,6 +1279,36 @@ export interface components {
             updatedAt: string;
             /** @description The creator's Entra object id (oid) */
             createdBy: string;
+        };
+        ProjectDeletedEvent: {
+            /**
+             * @description The event's type
+             * @enum {string}
+             */
+            type: "project.deleted";
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            timestamp: string;
+            data: {
+                id: string;
+                /** @description Tasks the delete removed with the project; they send no task.deleted */
+                deletedTasks: number;
+            };
+        };
+        ProjectEvent: {
+            /**
+             * @description The event's type
+             * @enum {string}
+             */
+            type: "project.created" | "project.updated";
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            timestamp: string;
+            data: components["schemas"]["Project"];
         };
         RagJob: {
             /** Format: uuid */
@@ -635,6 +1352,19 @@ export interface components {
             } | null;
             error: string | null;
         };
+        RagJobEvent: {
+            /**
+             * @description The event's type
+             * @enum {string}
+             */
+            type: "rag.job.succeeded" | "rag.job.failed";
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            timestamp: string;
+            data: components["schemas"]["RagJob"];
+        };
         StartRagIndexRequest: {
             /**
              * @default incremental
@@ -666,6 +1396,35 @@ export interface components {
             updatedAt: string;
             /** @description The creator's Entra object id (oid) */
             createdBy: string;
+        };
+        TaskDeletedEvent: {
+            /**
+             * @description The event's type
+             * @enum {string}
+             */
+            type: "task.deleted";
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            timestamp: string;
+            data: {
+                id: string;
+                projectId: string;
+            };
+        };
+        TaskEvent: {
+            /**
+             * @description The event's type
+             * @enum {string}
+             */
+            type: "task.created" | "task.updated";
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            timestamp: string;
+            data: components["schemas"]["Task"];
         };
         UpdateProjectRequest: {
             name?: string;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { requestedJob } from '../domain/rag-jobs.js';
 import { errorBody } from '../schemas/common.js';
+import { pingEventBody, projectDeletedEventBody, projectEventBody, ragJobEventBody, taskDeletedEventBody, taskEventBody } from '../schemas/event-payloads.js';
 import { event, type Event } from '../schemas/events.js';
 import { createProjectBody, project, updateProjectBody, type Project } from '../schemas/projects.js';
 import { jobIdParameter, ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
@@ -86,6 +87,34 @@ const exampleEvent: Event = {
   data: { ...exampleProject },
 };
 
+/** What receivers get: one example of each body the document describes under `webhooks`. */
+const eventBodyExamples = {
+  project: { type: 'project.created', timestamp: exampleProject.createdAt, data: exampleProject },
+  projectDeleted: { type: 'project.deleted', timestamp: '2026-11-22T16:00:00.000Z', data: { id: exampleProject.id, deletedTasks: 12 } },
+  task: { type: 'task.updated', timestamp: exampleTask.updatedAt, data: exampleTask },
+  taskDeleted: { type: 'task.deleted', timestamp: '2026-11-22T15:00:00.000Z', data: { id: exampleTask.id, projectId: exampleProject.id } },
+  ragJob: {
+    type: 'rag.job.succeeded',
+    timestamp: '2026-11-21T10:00:42.000Z',
+    data: {
+      ...exampleRagJob,
+      status: 'Succeeded',
+      startedAt: '2026-11-21T10:00:01.000Z',
+      completedAt: '2026-11-21T10:00:42.000Z',
+      progress: { sources: 240, batches: 1, batchesDone: 1 },
+      counts: { sources: 240, chunks: 1310, written: 85, unchanged: 1225, deleted: 3 },
+    },
+  },
+  ping: { type: 'webhook.ping', timestamp: '2026-11-21T11:01:00.000Z', data: exampleWebhook },
+} satisfies {
+  project: z.infer<typeof projectEventBody>;
+  projectDeleted: z.infer<typeof projectDeletedEventBody>;
+  task: z.infer<typeof taskEventBody>;
+  taskDeleted: z.infer<typeof taskDeletedEventBody>;
+  ragJob: z.infer<typeof ragJobEventBody>;
+  ping: z.infer<typeof pingEventBody>;
+};
+
 /** The body of `GET /api/openapi.json`: an OpenAPI document, this one. */
 export const openApiDocument = z.looseObject({
   openapi: z.string(),
@@ -102,6 +131,12 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [webhookWithSecret, { name: 'WebhookWithSecret', example: { ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } }],
   [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
   [event, { name: 'Event', example: exampleEvent }],
+  [projectEventBody, { name: 'ProjectEvent', example: eventBodyExamples.project }],
+  [projectDeletedEventBody, { name: 'ProjectDeletedEvent', example: eventBodyExamples.projectDeleted }],
+  [taskEventBody, { name: 'TaskEvent', example: eventBodyExamples.task }],
+  [taskDeletedEventBody, { name: 'TaskDeletedEvent', example: eventBodyExamples.taskDeleted }],
+  [ragJobEventBody, { name: 'RagJobEvent', example: eventBodyExamples.ragJob }],
+  [pingEventBody, { name: 'PingEvent', example: eventBodyExamples.ping }],
   // Error answers have an example for each message instead (tools/openapi-document.ts).
   [errorBody, { name: 'Error', example: undefined }],
   [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '1.0.0' }, paths: {} } }],

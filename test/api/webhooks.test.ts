@@ -14,6 +14,7 @@ import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } f
 import { startCosmosProxy } from '../support/cosmos-proxy.js';
 import { ownTenantsSettings, startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { switchableQueue } from '../support/switchable-queue.js';
+import { ApiDescription, schemaProblems } from '../openapi/description.js';
 
 const TENANT = randomUUID();
 const NEIGHBOUR = randomUUID();
@@ -94,6 +95,15 @@ async function everythingHandedOver(call = main.call): Promise<string> {
   return project.body.id as string;
 }
 
+let description: ApiDescription | undefined;
+/** What the body of a delivery of this type breaks of the API description's `webhooks` entry for it: nothing, when it is as documented. */
+async function undocumented(delivery: ReceivedDelivery): Promise<string[]> {
+  description ??= await ApiDescription.served();
+  const { type } = payload(delivery);
+  const documented = (description.resolved.webhooks as Record<string, any> | undefined)?.[type]?.post.requestBody.content['application/json'].schema;
+  return documented ? schemaProblems(documented, payload(delivery)) : [`${type} has no entry under webhooks`];
+}
+
 const payload = (delivery: ReceivedDelivery) => JSON.parse(delivery.body) as { type: string; timestamp: string; data: Record<string, unknown> };
 const about = (id: string) => (delivery: ReceivedDelivery) => payload(delivery).data.id === id;
 const headersOf = (delivery: ReceivedDelivery) => delivery.headers as Record<string, string>;
@@ -127,6 +137,7 @@ describe('events', () => {
 
     const verifier = new Webhook(secret);
     for (const delivery of events) expect(verifier.verify(delivery.body, headersOf(delivery))).toEqual(payload(delivery));
+    for (const delivery of events) expect(await undocumented(delivery), payload(delivery).type).toEqual([]);
     // Events arrive in any order: tamper with one whose body names the project.
     const createdEvent = events.find((delivery) => payload(delivery).type === 'project.created')!;
     const tampered = createdEvent.body.replace('Hooked', 'Hacked');
@@ -144,6 +155,7 @@ describe('events', () => {
     await to.waitFor((received) => received.some(about(project.body.id)));
     await everythingHandedOver();
     expect(to.received.map(payload)).toEqual([{ type: 'project.deleted', timestamp: expect.any(String), data: { id: project.body.id, deletedTasks: 3 } }]);
+    expect(await undocumented(to.received[0]!)).toEqual([]);
   });
 
   it('a finished RAG job sends rag.job.succeeded with the job', async () => {
@@ -153,6 +165,7 @@ describe('events', () => {
     expect(started.status).toBe(202);
     const [delivery] = await to.waitFor((received) => received.length > 0);
     expect(payload(delivery!)).toMatchObject({ type: 'rag.job.succeeded', data: { jobId: started.body.jobId, status: 'Succeeded' } });
+    expect(await undocumented(delivery!)).toEqual([]);
   });
 
   it('only to subscriptions that asked for the event, and not before they existed', async () => {
@@ -287,6 +300,7 @@ describe('delivery', () => {
     expect(pinged.body).toMatchObject({ type: 'webhook.ping', status: 'Pending' });
     await expect.poll(async () => (await main.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0]?.status, { timeout: 20_000 }).toBe('Failed');
     expect(payload(to.received[0]!)).toMatchObject({ type: 'webhook.ping', data: { id } });
+    expect(await undocumented(to.received[0]!)).toEqual([]);
     expect(new Webhook(secret).verify(to.received[0]!.body, headersOf(to.received[0]!))).toBeTruthy();
 
     healthy = true;

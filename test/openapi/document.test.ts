@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { startHostProcess } from '../../local/stack.js';
+import { EVENT_TYPES } from '../../shared/schemas/events.js';
 import { stack } from '../support/stack.js';
 import { ApiDescription, schemaProblems } from './description.js';
 
@@ -79,6 +80,23 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(components.securitySchemes.entra.flows.authorizationCode.scopes)).toEqual(['api://{clientId}/access_as_user']);
     const publicPaths = description.operations.filter((operation) => operation.operation.security?.length === 0).map((operation) => operation.path);
     expect(publicPaths.sort()).toEqual(['/docs', '/docs/{file}', '/openapi.json']);
+  });
+
+  it('describes what a receiver gets for every event under webhooks: the body of each, and the Standard Webhooks headers', () => {
+    const webhooks = (description.resolved.webhooks ?? {}) as Record<string, { post: Record<string, any> }>;
+    expect(Object.keys(webhooks).sort()).toEqual([...EVENT_TYPES].sort());
+    for (const [type, { post }] of Object.entries(webhooks)) {
+      expect(post.summary, type).toBeTruthy();
+      expect(post.security, type).toEqual([]);
+      const headers = (post.parameters as Record<string, any>[]).filter((parameter) => parameter.in === 'header' && parameter.required);
+      expect(headers.map((parameter) => parameter.name).sort(), type).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
+      const media = post.requestBody.content['application/json'];
+      expect(schemaProblems(media.schema, media.example), type).toEqual([]);
+      // The body names its type, and no other.
+      expect(media.schema.properties.type.enum, type).toContain(type);
+      expect(schemaProblems(media.schema, { ...media.example, type: type === 'webhook.ping' ? 'project.created' : 'webhook.ping' }), type).not.toEqual([]);
+      expect(Object.keys(post.responses).sort(), type).toEqual(['2XX', '410']);
+    }
   });
 
   it('has an example for every JSON body, and every example fits its schema', () => {

@@ -11,11 +11,17 @@ from typing import Any, Literal, NamedTuple, Optional, TypedDict
 API_VERSION = "1.0.0"
 
 EventType = Literal["project.created", "project.updated", "project.deleted", "task.created", "task.updated", "task.deleted", "rag.job.succeeded", "rag.job.failed", "webhook.ping"]
+PingEventType = Literal["webhook.ping"]
 ProjectStatus = Literal["Planning", "Active", "OnHold", "Completed", "Archived"]
+ProjectDeletedEventType = Literal["project.deleted"]
+ProjectEventType = Literal["project.created", "project.updated"]
 RagJobStatus = Literal["Queued", "Running", "Succeeded", "Failed", "Cancelled"]
 RagJobMode = Literal["incremental", "full"]
+RagJobEventType = Literal["rag.job.succeeded", "rag.job.failed"]
 TaskStatus = Literal["Todo", "InProgress", "Blocked", "Done"]
 TaskPriority = Literal["Low", "Medium", "High", "Urgent"]
+TaskDeletedEventType = Literal["task.deleted"]
+TaskEventType = Literal["task.created", "task.updated"]
 UserRole = Literal["LMS.Reader", "LMS.Member", "LMS.Manager", "LMS.Admin"]
 WebhookDeliveryStatus = Literal["Pending", "Succeeded", "Failed"]
 CreateWebhookRequestEvent = Literal["project.created", "project.updated", "project.deleted", "task.created", "task.updated", "task.deleted", "rag.job.succeeded", "rag.job.failed"]
@@ -61,6 +67,14 @@ class OpenApiDocument(TypedDict):
     paths: dict[str, Any]
 
 
+class PingEvent(TypedDict):
+    #: The event's type
+    type: PingEventType
+    #: When the change was made
+    timestamp: str
+    data: Webhook
+
+
 class Project(TypedDict):
     id: str
     name: str
@@ -74,6 +88,28 @@ class Project(TypedDict):
     updatedAt: str
     #: The creator's Entra object id (oid)
     createdBy: str
+
+
+class ProjectDeletedEventData(TypedDict):
+    id: str
+    #: Tasks the delete removed with the project; they send no task.deleted
+    deletedTasks: int
+
+
+class ProjectDeletedEvent(TypedDict):
+    #: The event's type
+    type: ProjectDeletedEventType
+    #: When the change was made
+    timestamp: str
+    data: ProjectDeletedEventData
+
+
+class ProjectEvent(TypedDict):
+    #: The event's type
+    type: ProjectEventType
+    #: When the change was made
+    timestamp: str
+    data: Project
 
 
 class RagJobProgress(TypedDict):
@@ -117,6 +153,14 @@ class RagJob(TypedDict):
     error: Optional[str]
 
 
+class RagJobEvent(TypedDict):
+    #: The event's type
+    type: RagJobEventType
+    #: When the change was made
+    timestamp: str
+    data: RagJob
+
+
 class Task(TypedDict):
     id: str
     projectId: str
@@ -132,6 +176,27 @@ class Task(TypedDict):
     updatedAt: str
     #: The creator's Entra object id (oid)
     createdBy: str
+
+
+class TaskDeletedEventData(TypedDict):
+    id: str
+    projectId: str
+
+
+class TaskDeletedEvent(TypedDict):
+    #: The event's type
+    type: TaskDeletedEventType
+    #: When the change was made
+    timestamp: str
+    data: TaskDeletedEventData
+
+
+class TaskEvent(TypedDict):
+    #: The event's type
+    type: TaskEventType
+    #: When the change was made
+    timestamp: str
+    data: Task
 
 
 class User(TypedDict):
