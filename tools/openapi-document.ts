@@ -404,25 +404,26 @@ Creates honour \`Idempotency-Key\`.`;
 
 /**
  * What the API sends to receivers, as OpenAPI 3.1's `webhooks` describe it: one entry per event type,
- * its body, and the Standard Webhooks headers every delivery carries (docs/webhooks.md).
+ * its body, and the Standard Webhooks headers every delivery carries (docs/webhooks.md). The parts the
+ * entries share are components they refer to: the headers, each body, the answers.
  */
-function webhooks(components: Components): Json {
-  const headers = [
-    {
+function webhooks(components: Components): { webhooks: Json; parameters: Json; requestBodies: Json; responses: Json } {
+  const parameters = {
+    WebhookId: {
       name: 'webhook-id',
       in: 'header',
       required: true,
       description: "The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it.",
       schema: components.schema(eventId, 'output'),
     },
-    {
+    WebhookTimestamp: {
       name: 'webhook-timestamp',
       in: 'header',
       required: true,
       description: "The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays.",
       schema: { type: 'string', pattern: '^\\d+$' },
     },
-    {
+    WebhookSignature: {
       name: 'webhook-signature',
       in: 'header',
       required: true,
@@ -432,28 +433,32 @@ function webhooks(components: Components): Json {
         'Check it against the raw body, before parsing it, with any Standard Webhooks library.',
       schema: { type: 'string' },
     },
-  ];
-  return Object.fromEntries(
-    EVENT_TYPES.map((type) => {
-      const { schema, summary } = EVENT_BODIES[type];
-      const to = type === 'webhook.ping' ? 'the subscription pinged, only' : `each subscription to \`${type}\` that is switched on`;
-      const post = {
-        summary,
-        description:
-          `POSTed to ${to}, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, ` +
-          'tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.',
-        tags: ['Webhooks'],
-        security: [],
-        parameters: headers,
-        requestBody: { required: true, content: { [JSON_MEDIA_TYPE]: components.jsonContent(schema, 'output') } },
-        responses: {
-          '2XX': { description: 'Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped.' },
-          '410': { description: 'Gone: the subscription is switched off at once, and receives nothing until switched on again.' },
-        },
-      };
-      return [type, { post }];
-    }),
-  );
+  };
+  const responses = {
+    WebhookReceived: { description: 'Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped.' },
+    WebhookGone: { description: 'Gone: the subscription is switched off at once, and receives nothing until switched on again.' },
+  };
+  const requestBodies: Record<string, Json> = {};
+  const entries = EVENT_TYPES.map((type): [string, Json] => {
+    const { schema, summary } = EVENT_BODIES[type];
+    const body = NAMED_SCHEMAS.get(schema)!.name;
+    // No example: the reference page makes one from the schema, and the clients' types need none.
+    requestBodies[body] ??= { required: true, content: { [JSON_MEDIA_TYPE]: { schema: components.schema(schema, 'output') } } };
+    const to = type === 'webhook.ping' ? 'the subscription pinged, only' : `each subscription to \`${type}\` that is switched on`;
+    const post = {
+      summary,
+      description:
+        `POSTed to ${to}, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, ` +
+        'tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.',
+      tags: ['Webhooks'],
+      security: [],
+      parameters: Object.keys(parameters).map(parameter),
+      requestBody: { $ref: `#/components/requestBodies/${body}` },
+      responses: { '2XX': { $ref: '#/components/responses/WebhookReceived' }, '410': { $ref: '#/components/responses/WebhookGone' } },
+    };
+    return [type, { post }];
+  });
+  return { webhooks: Object.fromEntries(entries), parameters, requestBodies, responses };
 }
 
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {
@@ -480,12 +485,17 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
     tags: TAGS.map(({ name, description }) => ({ name, description })),
     security: [{ entra: [USER_SCOPE] }, { bearer: [] }],
     paths,
-    webhooks: sent,
+    webhooks: sent.webhooks,
     components: {
       schemas: Object.fromEntries(Object.entries(components.schemas).sort(([a], [b]) => a.localeCompare(b))),
       examples: Object.fromEntries(Object.entries(components.examples).sort(([a], [b]) => a.localeCompare(b))),
-      parameters: Object.fromEntries(Object.values(HONOURED_HEADERS).map(({ component, definition }) => [component, definition])),
+      parameters: {
+        ...Object.fromEntries(Object.values(HONOURED_HEADERS).map(({ component, definition }) => [component, definition])),
+        ...sent.parameters,
+      },
       headers: RESPONSE_HEADERS,
+      requestBodies: sent.requestBodies,
+      responses: sent.responses,
       securitySchemes: {
         entra: {
           type: 'oauth2',

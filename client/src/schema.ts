@@ -526,55 +526,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "project.created",
-                     *       "timestamp": "2026-11-21T09:30:00.000Z",
-                     *       "data": {
-                     *         "id": "PRJ-1001",
-                     *         "name": "Onboarding 2027",
-                     *         "description": "New-hire course",
-                     *         "status": "Active",
-                     *         "owner": "dev@contoso.test",
-                     *         "members": [
-                     *           "dev@contoso.test",
-                     *           "kim@contoso.test"
-                     *         ],
-                     *         "createdAt": "2026-11-21T09:30:00.000Z",
-                     *         "updatedAt": "2026-11-21T09:30:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ProjectEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["ProjectEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -601,55 +565,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "project.created",
-                     *       "timestamp": "2026-11-21T09:30:00.000Z",
-                     *       "data": {
-                     *         "id": "PRJ-1001",
-                     *         "name": "Onboarding 2027",
-                     *         "description": "New-hire course",
-                     *         "status": "Active",
-                     *         "owner": "dev@contoso.test",
-                     *         "members": [
-                     *           "dev@contoso.test",
-                     *           "kim@contoso.test"
-                     *         ],
-                     *         "createdAt": "2026-11-21T09:30:00.000Z",
-                     *         "updatedAt": "2026-11-21T09:30:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ProjectEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["ProjectEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -676,45 +604,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "project.deleted",
-                     *       "timestamp": "2026-11-22T16:00:00.000Z",
-                     *       "data": {
-                     *         "id": "PRJ-1001",
-                     *         "deletedTasks": 12
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["ProjectDeletedEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["ProjectDeletedEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -741,54 +643,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "task.updated",
-                     *       "timestamp": "2026-11-21T09:35:00.000Z",
-                     *       "data": {
-                     *         "id": "TSK-1001",
-                     *         "projectId": "PRJ-1001",
-                     *         "title": "Record the welcome video",
-                     *         "description": "",
-                     *         "status": "Todo",
-                     *         "priority": "High",
-                     *         "assignee": "kim@contoso.test",
-                     *         "dueDate": "2027-01-15",
-                     *         "createdAt": "2026-11-21T09:35:00.000Z",
-                     *         "updatedAt": "2026-11-21T09:35:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["TaskEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["TaskEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -815,54 +682,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "task.updated",
-                     *       "timestamp": "2026-11-21T09:35:00.000Z",
-                     *       "data": {
-                     *         "id": "TSK-1001",
-                     *         "projectId": "PRJ-1001",
-                     *         "title": "Record the welcome video",
-                     *         "description": "",
-                     *         "status": "Todo",
-                     *         "priority": "High",
-                     *         "assignee": "kim@contoso.test",
-                     *         "dueDate": "2027-01-15",
-                     *         "createdAt": "2026-11-21T09:35:00.000Z",
-                     *         "updatedAt": "2026-11-21T09:35:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["TaskEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["TaskEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -889,45 +721,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "task.deleted",
-                     *       "timestamp": "2026-11-22T15:00:00.000Z",
-                     *       "data": {
-                     *         "id": "TSK-1001",
-                     *         "projectId": "PRJ-1001"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["TaskDeletedEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["TaskDeletedEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -954,65 +760,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "rag.job.succeeded",
-                     *       "timestamp": "2026-11-21T10:00:42.000Z",
-                     *       "data": {
-                     *         "jobId": "5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b",
-                     *         "status": "Succeeded",
-                     *         "mode": "incremental",
-                     *         "projectIds": null,
-                     *         "requestedAt": "2026-11-21T10:00:00.000Z",
-                     *         "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
-                     *         "startedAt": "2026-11-21T10:00:01.000Z",
-                     *         "completedAt": "2026-11-21T10:00:42.000Z",
-                     *         "progress": {
-                     *           "sources": 240,
-                     *           "batches": 1,
-                     *           "batchesDone": 1
-                     *         },
-                     *         "cancelRequestedAt": null,
-                     *         "counts": {
-                     *           "sources": 240,
-                     *           "chunks": 1310,
-                     *           "written": 85,
-                     *           "unchanged": 1225,
-                     *           "deleted": 3
-                     *         },
-                     *         "error": null
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["RagJobEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["RagJobEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -1039,65 +799,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "rag.job.succeeded",
-                     *       "timestamp": "2026-11-21T10:00:42.000Z",
-                     *       "data": {
-                     *         "jobId": "5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b",
-                     *         "status": "Succeeded",
-                     *         "mode": "incremental",
-                     *         "projectIds": null,
-                     *         "requestedAt": "2026-11-21T10:00:00.000Z",
-                     *         "requestedBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
-                     *         "startedAt": "2026-11-21T10:00:01.000Z",
-                     *         "completedAt": "2026-11-21T10:00:42.000Z",
-                     *         "progress": {
-                     *           "sources": 240,
-                     *           "batches": 1,
-                     *           "batchesDone": 1
-                     *         },
-                     *         "cancelRequestedAt": null,
-                     *         "counts": {
-                     *           "sources": 240,
-                     *           "chunks": 1310,
-                     *           "written": 85,
-                     *           "unchanged": 1225,
-                     *           "deleted": 3
-                     *         },
-                     *         "error": null
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["RagJobEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["RagJobEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -1124,55 +838,19 @@ export interface webhooks {
                 query?: never;
                 header: {
                     /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
-                    "webhook-id": string;
+                    "webhook-id": components["parameters"]["WebhookId"];
                     /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
-                    "webhook-timestamp": string;
+                    "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
                     /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
-                    "webhook-signature": string;
+                    "webhook-signature": components["parameters"]["WebhookSignature"];
                 };
                 path?: never;
                 cookie?: never;
             };
-            requestBody: {
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "webhook.ping",
-                     *       "timestamp": "2026-11-21T11:01:00.000Z",
-                     *       "data": {
-                     *         "id": "WHK-1001",
-                     *         "url": "https://hooks.example.com/lms",
-                     *         "events": [
-                     *           "project.created",
-                     *           "project.updated",
-                     *           "project.deleted"
-                     *         ],
-                     *         "description": "Sync projects to the HR system",
-                     *         "active": true,
-                     *         "disabledReason": null,
-                     *         "createdAt": "2026-11-21T11:00:00.000Z",
-                     *         "updatedAt": "2026-11-21T11:00:00.000Z"
-                     *       }
-                     *     }
-                     */
-                    "application/json": components["schemas"]["PingEvent"];
-                };
-            };
+            requestBody: components["requestBodies"]["PingEvent"];
             responses: {
-                /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
+                410: components["responses"]["WebhookGone"];
+                "2XX": components["responses"]["WebhookReceived"];
             };
         };
         delete?: never;
@@ -1521,7 +1199,22 @@ export interface components {
             secret: string;
         };
     };
-    responses: never;
+    responses: {
+        /** @description Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped. */
+        WebhookReceived: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Gone: the subscription is switched off at once, and receives nothing until switched on again. */
+        WebhookGone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+    };
     parameters: {
         /**
          * @description Change only if the resource still has one of these ETags (or `*`: if it exists); otherwise 412. Weak tags never match. Without it the last write wins.
@@ -1538,8 +1231,45 @@ export interface components {
          * @example 8d0c7a52-onboarding
          */
         IdempotencyKey: string;
+        /** @description The event's id, the same on every attempt of every delivery of it: de-duplicate on it. `GET /api/events/{eventId}` reads it. */
+        WebhookId: string;
+        /** @description The attempt's time, Unix seconds (a retry has its own): refuse one far from now, to defeat replays. */
+        WebhookTimestamp: string;
+        /** @description `v1,<base64 of HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the bytes the secret holds after `whsec_` (base64), for each secret still signing, space-separated: after a rotation the replaced secrets sign too, for 24 hours. Check it against the raw body, before parsing it, with any Standard Webhooks library. */
+        WebhookSignature: string;
     };
-    requestBodies: never;
+    requestBodies: {
+        ProjectEvent: {
+            content: {
+                "application/json": components["schemas"]["ProjectEvent"];
+            };
+        };
+        ProjectDeletedEvent: {
+            content: {
+                "application/json": components["schemas"]["ProjectDeletedEvent"];
+            };
+        };
+        TaskEvent: {
+            content: {
+                "application/json": components["schemas"]["TaskEvent"];
+            };
+        };
+        TaskDeletedEvent: {
+            content: {
+                "application/json": components["schemas"]["TaskDeletedEvent"];
+            };
+        };
+        RagJobEvent: {
+            content: {
+                "application/json": components["schemas"]["RagJobEvent"];
+            };
+        };
+        PingEvent: {
+            content: {
+                "application/json": components["schemas"]["PingEvent"];
+            };
+        };
+    };
     headers: {
         /** @description Strong entity tag of the resource's version: the one a read of it answers (a secret shown beside the resource is no part of it). Send it back in If-Match to change only this version. */
         ETag: string;

@@ -87,34 +87,6 @@ const exampleEvent: Event = {
   data: { ...exampleProject },
 };
 
-/** What receivers get: one example of each body the document describes under `webhooks`. */
-const eventBodyExamples = {
-  project: { type: 'project.created', timestamp: exampleProject.createdAt, data: exampleProject },
-  projectDeleted: { type: 'project.deleted', timestamp: '2026-11-22T16:00:00.000Z', data: { id: exampleProject.id, deletedTasks: 12 } },
-  task: { type: 'task.updated', timestamp: exampleTask.updatedAt, data: exampleTask },
-  taskDeleted: { type: 'task.deleted', timestamp: '2026-11-22T15:00:00.000Z', data: { id: exampleTask.id, projectId: exampleProject.id } },
-  ragJob: {
-    type: 'rag.job.succeeded',
-    timestamp: '2026-11-21T10:00:42.000Z',
-    data: {
-      ...exampleRagJob,
-      status: 'Succeeded',
-      startedAt: '2026-11-21T10:00:01.000Z',
-      completedAt: '2026-11-21T10:00:42.000Z',
-      progress: { sources: 240, batches: 1, batchesDone: 1 },
-      counts: { sources: 240, chunks: 1310, written: 85, unchanged: 1225, deleted: 3 },
-    },
-  },
-  ping: { type: 'webhook.ping', timestamp: '2026-11-21T11:01:00.000Z', data: exampleWebhook },
-} satisfies {
-  project: z.infer<typeof projectEventBody>;
-  projectDeleted: z.infer<typeof projectDeletedEventBody>;
-  task: z.infer<typeof taskEventBody>;
-  taskDeleted: z.infer<typeof taskDeletedEventBody>;
-  ragJob: z.infer<typeof ragJobEventBody>;
-  ping: z.infer<typeof pingEventBody>;
-};
-
 /** The body of `GET /api/openapi.json`: an OpenAPI document, this one. */
 export const openApiDocument = z.looseObject({
   openapi: z.string(),
@@ -131,12 +103,13 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [webhookWithSecret, { name: 'WebhookWithSecret', example: { ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } }],
   [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
   [event, { name: 'Event', example: exampleEvent }],
-  [projectEventBody, { name: 'ProjectEvent', example: eventBodyExamples.project }],
-  [projectDeletedEventBody, { name: 'ProjectDeletedEvent', example: eventBodyExamples.projectDeleted }],
-  [taskEventBody, { name: 'TaskEvent', example: eventBodyExamples.task }],
-  [taskDeletedEventBody, { name: 'TaskDeletedEvent', example: eventBodyExamples.taskDeleted }],
-  [ragJobEventBody, { name: 'RagJobEvent', example: eventBodyExamples.ragJob }],
-  [pingEventBody, { name: 'PingEvent', example: eventBodyExamples.ping }],
+  // What receivers get (the document's webhooks): their bodies have no example, which the reference page makes from the schema.
+  [projectEventBody, { name: 'ProjectEvent', example: undefined }],
+  [projectDeletedEventBody, { name: 'ProjectDeletedEvent', example: undefined }],
+  [taskEventBody, { name: 'TaskEvent', example: undefined }],
+  [taskDeletedEventBody, { name: 'TaskDeletedEvent', example: undefined }],
+  [ragJobEventBody, { name: 'RagJobEvent', example: undefined }],
+  [pingEventBody, { name: 'PingEvent', example: undefined }],
   // Error answers have an example for each message instead (tools/openapi-document.ts).
   [errorBody, { name: 'Error', example: undefined }],
   [openApiDocument, { name: 'OpenApiDocument', example: { openapi: '3.1.0', info: { title: 'LMS Platform API', version: '1.0.0' }, paths: {} } }],

@@ -90,11 +90,13 @@ describe('the OpenAPI document', () => {
       expect(post.security, type).toEqual([]);
       const headers = (post.parameters as Record<string, any>[]).filter((parameter) => parameter.in === 'header' && parameter.required);
       expect(headers.map((parameter) => parameter.name).sort(), type).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
-      const media = post.requestBody.content['application/json'];
-      expect(schemaProblems(media.schema, media.example), type).toEqual([]);
-      // The body names its type, and no other.
-      expect(media.schema.properties.type.enum, type).toContain(type);
-      expect(schemaProblems(media.schema, { ...media.example, type: type === 'webhook.ping' ? 'project.created' : 'webhook.ping' }), type).not.toEqual([]);
+      // The body is { type, timestamp, data }, its type this one or its sibling's (created and updated share a body); test/api/webhooks.test.ts
+      // checks real deliveries against it.
+      const { schema } = post.requestBody.content['application/json'];
+      expect(schema.required, type).toEqual(['type', 'timestamp', 'data']);
+      expect(schema.properties.type.enum, type).toContain(type);
+      const kind = (name: string) => name.slice(0, name.lastIndexOf('.'));
+      expect(schema.properties.type.enum.map(kind), type).toEqual(schema.properties.type.enum.map(() => kind(type)));
       expect(Object.keys(post.responses).sort(), type).toEqual(['2XX', '410']);
     }
   });
