@@ -69,10 +69,14 @@ export class EmbeddingsThrottledError extends Error {
   }
 }
 
-/** The endpoint kept failing until the attempts ran out; the cause is the last failure. */
+/**
+ * The endpoint kept failing until the attempts ran out; the cause is the last failure. `done` holds the
+ * vectors of the texts embedded before, in order, as EmbeddingsThrottledError's does.
+ */
 export class EmbeddingsUnavailableError extends Error {
   constructor(
     readonly attempts: number,
+    readonly done: number[][],
     message: string,
     cause: unknown,
   ) {
@@ -193,7 +197,8 @@ export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOp
       const outcome = await attempt(input, done);
       if ('vectors' in outcome) return outcome.vectors;
       if (attempts >= maxAttempts) {
-        throw new EmbeddingsUnavailableError(attempts, `Gave up after attempt ${attempts}: embeddings endpoint ${where} ${outcome.reason}`, outcome.cause);
+        const message = `Gave up after attempt ${attempts}: embeddings endpoint ${where} ${outcome.reason}`;
+        throw new EmbeddingsUnavailableError(attempts, done, message, outcome.cause);
       }
       await sleep(Math.min(outcome.retryAfterMs ?? backoffMs(attempts), maxRetryDelayMs));
     }

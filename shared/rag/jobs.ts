@@ -60,7 +60,7 @@ import { taskSources } from '../data/tasks-repository.js';
 import { enqueueRagWork } from '../queues.js';
 import type { RagCounts } from '../schemas/rag.js';
 import { projectChunks, taskChunks } from './chunker.js';
-import { createEmbedder, EmbeddingsThrottledError, type Embedder } from './embeddings.js';
+import { createEmbedder, EmbeddingsThrottledError, EmbeddingsUnavailableError, type Embedder } from './embeddings.js';
 
 /** Sources per batch: what one invocation chunks, embeds and writes. */
 export const BATCH_SOURCES = 500;
@@ -184,7 +184,8 @@ async function chunkedSources(kind: SourceKind, tenantId: string, ids: readonly 
  * Chunks the batch's sources and brings their chunks in the index in line: the changed or new ones
  * written (every one in a full rebuild), those the sources no longer make removed. Embeddings are
  * computed only for chunks whose content changed. Undefined when the embeddings API throttled: the
- * batch is back on the queue for later, with what was embedded already written.
+ * batch is back on the queue for later, with what was embedded already written. An API that stays
+ * unavailable fails the run, also with what was embedded written, for the queue's retry.
  */
 async function indexBatch(job: RagJobDocument, batch: RagBatchDocument): Promise<RagCounts | undefined> {
   const { tenantId } = job;
@@ -213,12 +214,13 @@ async function indexBatch(job: RagJobDocument, batch: RagBatchDocument): Promise
     try {
       vectors = await embed.embed(changed.map((chunk) => chunk.content));
     } catch (error) {
-      if (!(error instanceof EmbeddingsThrottledError)) throw error;
-      // Keep what was embedded, and come back when the API says.
+      if (!(error instanceof EmbeddingsThrottledError || error instanceof EmbeddingsUnavailableError)) throw error;
+      // Keep what was embedded, so that no run pays for it again; come back when the API says, or when the queue retries.
       await writeChunks(
         tenantId,
         error.done.map((vector, index) => document(changed[index]!, vector)),
       );
+      if (error instanceof EmbeddingsUnavailableError) throw error;
       await enqueueRagWork({ tenantId, jobId: job.id, batch: batch.number }, error.retryAfterMs / 1000);
       return undefined;
     }

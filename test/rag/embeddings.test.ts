@@ -213,6 +213,20 @@ describe('embeddings client against the stand-in', () => {
     expect(waits).toEqual([1_000, 1_000, 1_000, 1_000, 1_000]);
   });
 
+  it('gives up with the vectors embedded before the request that kept failing', async () => {
+    let requests = 0;
+    const failSecond: typeof fetch = (input, init) => {
+      if (++requests === 2) standIn.failNext(100, 503, 1);
+      return fetch(input, init);
+    };
+    const failure = await embedder(openAi(), { batchSize: 1, maxAttempts: 2, fetch: failSecond })
+      .embed(['first', 'second', 'third'])
+      .catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(EmbeddingsUnavailableError);
+    expect(failure).toMatchObject({ attempts: 2, done: [standInEmbedding('first')] });
+  });
+
   it('gives up on requests that time out', async () => {
     const hanging: typeof fetch = (_input, init) =>
       new Promise((_resolve, reject) => {

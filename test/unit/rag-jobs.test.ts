@@ -32,10 +32,11 @@ const queued = () => messagesTaken<RagJobMessage>(front, RAG_QUEUE);
 
 /**
  * What the embeddings front does with the requests to come, a turn each, in order: pass the request
- * on to the stand-in (undefined), or answer it with a 429 that asks for `throttleSeconds`. The
- * request waits for its turn to settle. Past the turns, requests pass on.
+ * on to the stand-in (undefined), answer it with a 429 that asks for `throttleSeconds`, or with a
+ * 503 that asks for a retry a millisecond later (`unavailable`). The request waits for its turn to
+ * settle. Past the turns, requests pass on.
  */
-const embeddingsTurns: (() => Promise<{ throttleSeconds: number } | undefined>)[] = [];
+const embeddingsTurns: (() => Promise<{ throttleSeconds: number } | { unavailable: true } | undefined>)[] = [];
 
 function embeddingsService(request: IncomingMessage, response: ServerResponse) {
   const chunks: Buffer[] = [];
@@ -45,6 +46,11 @@ function embeddingsService(request: IncomingMessage, response: ServerResponse) {
 
 async function passOnEmbeddings(request: IncomingMessage, body: Buffer, response: ServerResponse) {
   const turn = await embeddingsTurns.shift()?.();
+  if (turn && 'unavailable' in turn) {
+    const error = { message: 'The server is overloaded or not ready yet.', type: 'server_error', param: null, code: null };
+    response.writeHead(503, { 'content-type': 'application/json', 'retry-after-ms': '1' }).end(JSON.stringify({ error }));
+    return;
+  }
   if (turn) {
     const error = { message: 'Rate limit reached for requests.', type: 'requests', param: null, code: 'rate_limit_exceeded' };
     response.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(turn.throttleSeconds) }).end(JSON.stringify({ error }));
@@ -502,6 +508,28 @@ describe('each step', () => {
     const taskChunks = async () => (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId.startsWith('TSK'));
     expect((await taskChunks()).filter((chunk) => chunk.hasEmbedding)).toHaveLength(16);
     expect((await readBatch(principal.tenantId, jobId, 1))!.status).toBe('Planned');
+    await runBatch(principal.tenantId, jobId, 1, RUNNER);
+    expect(embeddings.counts.inputs - before).toBe(20);
+    expect(await taskChunks()).toHaveLength(20);
+    expect((await readBatch(principal.tenantId, jobId, 1))!.counts).toEqual({ sources: 20, chunks: 20, written: 20, unchanged: 0, deleted: 0 });
+  });
+
+  it('cut off part way by an embeddings API that stays unavailable keeps what was embedded, and its next run embeds only the rest', async () => {
+    // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4; the second finds the API unavailable every time.
+    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 20 });
+    const { runBatch } = await jobs();
+    const { readBatch } = await batches();
+    await runBatch(principal.tenantId, jobId, 0, RUNNER);
+    const before = embeddings.counts.inputs;
+    embeddingsTurns.push(
+      () => Promise.resolve(undefined),
+      ...Array.from({ length: 6 }, () => () => Promise.resolve({ unavailable: true as const })),
+    );
+    await expect(runBatch(principal.tenantId, jobId, 1, RUNNER)).rejects.toThrow(/Gave up after attempt 6/);
+    const taskChunks = async () => (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId.startsWith('TSK'));
+    expect((await taskChunks()).filter((chunk) => chunk.hasEmbedding)).toHaveLength(16);
+    expect((await readBatch(principal.tenantId, jobId, 1))!.status).toBe('Planned');
+    // The queue delivers the batch again once the API is back: the 16 vectors are not paid for twice.
     await runBatch(principal.tenantId, jobId, 1, RUNNER);
     expect(embeddings.counts.inputs - before).toBe(20);
     expect(await taskChunks()).toHaveLength(20);
