@@ -492,44 +492,27 @@ describe('each step', () => {
     expect((await readBatch(principal.tenantId, jobId, 0))!.counts).toEqual({ sources: 1, chunks: 1, written: 1, unchanged: 0, deleted: longChunks - 1 });
   });
 
-  it('throttled part way keeps what was embedded, and its next run embeds only the rest', async () => {
+  it.each([
+    ['throttled', () => Promise.resolve({ throttleSeconds: 7 }), 1],
+    ['cut off by an embeddings API that stays unavailable', () => Promise.resolve({ unavailable: true as const }), 6],
+  ] as const)('%s part way keeps what was embedded, and its next run embeds only the rest', async (_cut, failure, turns) => {
     // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4.
     const { principal, jobId, from } = await plannedJobWith({ projects: 1, tasksPerProject: 20 });
     const { runBatch } = await jobs();
     const { readBatch } = await batches();
     await runBatch(principal.tenantId, jobId, 0, RUNNER);
     const before = embeddings.counts.inputs;
-    embeddingsTurns.push(
-      () => Promise.resolve(undefined),
-      () => Promise.resolve({ throttleSeconds: 7 }),
-    );
-    await runBatch(principal.tenantId, jobId, 1, RUNNER);
-    expect(messagesOf(jobId, from).at(-1)).toEqual({ message: { tenantId: principal.tenantId, jobId, batch: 1 }, delaySeconds: 7 });
+    embeddingsTurns.push(() => Promise.resolve(undefined), ...Array.from({ length: turns }, () => failure));
+    if (turns === 1) {
+      await runBatch(principal.tenantId, jobId, 1, RUNNER);
+      expect(messagesOf(jobId, from).at(-1)).toEqual({ message: { tenantId: principal.tenantId, jobId, batch: 1 }, delaySeconds: 7 });
+    } else {
+      // Every attempt of the second request fails: the run fails, for the queue to deliver the batch again.
+      await expect(runBatch(principal.tenantId, jobId, 1, RUNNER)).rejects.toThrow(/Gave up after attempt 6/);
+    }
     const taskChunks = async () => (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId.startsWith('TSK'));
     expect((await taskChunks()).filter((chunk) => chunk.hasEmbedding)).toHaveLength(16);
     expect((await readBatch(principal.tenantId, jobId, 1))!.status).toBe('Planned');
-    await runBatch(principal.tenantId, jobId, 1, RUNNER);
-    expect(embeddings.counts.inputs - before).toBe(20);
-    expect(await taskChunks()).toHaveLength(20);
-    expect((await readBatch(principal.tenantId, jobId, 1))!.counts).toEqual({ sources: 20, chunks: 20, written: 20, unchanged: 0, deleted: 0 });
-  });
-
-  it('cut off part way by an embeddings API that stays unavailable keeps what was embedded, and its next run embeds only the rest', async () => {
-    // One chunk a task: the tasks' batch embeds in two requests, 16 chunks and then 4; the second finds the API unavailable every time.
-    const { principal, jobId } = await plannedJobWith({ projects: 1, tasksPerProject: 20 });
-    const { runBatch } = await jobs();
-    const { readBatch } = await batches();
-    await runBatch(principal.tenantId, jobId, 0, RUNNER);
-    const before = embeddings.counts.inputs;
-    embeddingsTurns.push(
-      () => Promise.resolve(undefined),
-      ...Array.from({ length: 6 }, () => () => Promise.resolve({ unavailable: true as const })),
-    );
-    await expect(runBatch(principal.tenantId, jobId, 1, RUNNER)).rejects.toThrow(/Gave up after attempt 6/);
-    const taskChunks = async () => (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId.startsWith('TSK'));
-    expect((await taskChunks()).filter((chunk) => chunk.hasEmbedding)).toHaveLength(16);
-    expect((await readBatch(principal.tenantId, jobId, 1))!.status).toBe('Planned');
-    // The queue delivers the batch again once the API is back: the 16 vectors are not paid for twice.
     await runBatch(principal.tenantId, jobId, 1, RUNNER);
     expect(embeddings.counts.inputs - before).toBe(20);
     expect(await taskChunks()).toHaveLength(20);
