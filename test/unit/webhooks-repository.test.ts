@@ -608,6 +608,12 @@ describe('recordDeliveryEnd', () => {
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 3, active: false, disabledReason: DISABLED_BECAUSE.failing });
   });
 
+  it('keeps the ids of the last three failures only: the document does not grow with the failures that end after it is off', async () => {
+    const webhook = await subscription();
+    for (const id of ['dlv_a', 'dlv_b', 'dlv_c', 'dlv_d', 'dlv_e']) await recordDeliveryEnd(webhook, id, failed);
+    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 5, active: false, failedDeliveryIds: ['dlv_c', 'dlv_d', 'dlv_e'] });
+  });
+
   it('counts a delivery that failed before a success again: the success began a new row', async () => {
     const webhook = await subscription();
     await recordDeliveryEnd(webhook, 'dlv_again', failed);
