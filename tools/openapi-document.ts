@@ -7,12 +7,15 @@
 import { z } from 'zod';
 import { PERMISSIONS, ROLES, type Permission } from '../shared/roles.js';
 import { ApiError, STATUS_NAMES } from '../shared/errors.js';
+import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
 import { translate, type MessageKey } from '../shared/messages.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
 import { EVENT_BODIES } from '../shared/schemas/event-payloads.js';
 import { EVENT_TYPES, eventId } from '../shared/schemas/events.js';
+import { SETTINGS } from '../shared/settings.js';
 import { parseOrThrow } from '../shared/validation.js';
+import { ANSWER_BODY_LIMIT, ATTEMPT_TIMEOUT_MS } from '../shared/webhooks/sender.js';
 import { NAMED_SCHEMAS } from '../shared/openapi/components.js';
 
 type Json = Record<string, unknown>;
@@ -435,10 +438,14 @@ function webhooks(components: Components): { webhooks: Json; parameters: Json; r
     },
   };
   const responses = {
-    WebhookReceived: { description: 'Received: the delivery succeeded. Only the status counts; a body is read up to 64 KiB and dropped.' },
+    WebhookReceived: {
+      description: `Received: the delivery succeeded. Only the status counts; a body is read up to ${ANSWER_BODY_LIMIT / 1024} KiB and dropped.`,
+    },
     WebhookGone: { description: 'Gone: the subscription is switched off at once, and receives nothing until switched on again.' },
   };
   const requestBodies: Record<string, Json> = {};
+  // The default schedule, as the setting spells it: `5s, 5m, 30m, …`.
+  const retryWaits = SETTINGS.WEBHOOKS_RETRY_SCHEDULE.default.split(',').join(', ');
   const entries = EVENT_TYPES.map((type): [string, Json] => {
     const { schema, summary } = EVENT_BODIES[type];
     const body = NAMED_SCHEMAS.get(schema)!.name;
@@ -448,8 +455,8 @@ function webhooks(components: Components): { webhooks: Json; parameters: Json; r
     const post = {
       summary,
       description:
-        `POSTed to ${to}, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, ` +
-        'tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.',
+        `POSTed to ${to}, at least once. An answer other than 2XX within ${ATTEMPT_TIMEOUT_MS / 1000} s (redirects are not followed) is a failed ` +
+        `attempt, tried again after ${retryWaits}; ${FAILED_DELIVERIES_TO_DISABLE} deliveries in a row that end Failed switch the subscription off.`,
       tags: ['Webhooks'],
       security: [],
       parameters: Object.keys(parameters).map(parameter),

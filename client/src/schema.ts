@@ -519,7 +519,7 @@ export interface webhooks {
         put?: never;
         /**
          * A project was created
-         * @description POSTed to each subscription to `project.created` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `project.created` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -558,7 +558,7 @@ export interface webhooks {
         put?: never;
         /**
          * A project was changed
-         * @description POSTed to each subscription to `project.updated` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `project.updated` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -597,7 +597,7 @@ export interface webhooks {
         put?: never;
         /**
          * A project was deleted, with its tasks
-         * @description POSTed to each subscription to `project.deleted` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `project.deleted` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -636,7 +636,7 @@ export interface webhooks {
         put?: never;
         /**
          * A task was created
-         * @description POSTed to each subscription to `task.created` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `task.created` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -675,7 +675,7 @@ export interface webhooks {
         put?: never;
         /**
          * A task was changed
-         * @description POSTed to each subscription to `task.updated` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `task.updated` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -714,7 +714,7 @@ export interface webhooks {
         put?: never;
         /**
          * A task was deleted
-         * @description POSTed to each subscription to `task.deleted` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `task.deleted` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -753,7 +753,7 @@ export interface webhooks {
         put?: never;
         /**
          * A RAG index rebuild succeeded
-         * @description POSTed to each subscription to `rag.job.succeeded` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `rag.job.succeeded` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -792,7 +792,7 @@ export interface webhooks {
         put?: never;
         /**
          * A RAG index rebuild failed
-         * @description POSTed to each subscription to `rag.job.failed` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to each subscription to `rag.job.failed` that is switched on, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
@@ -831,7 +831,7 @@ export interface webhooks {
         put?: never;
         /**
          * A subscription was pinged (POST /api/webhooks/{webhookId}/ping)
-         * @description POSTed to the subscription pinged, only, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; three deliveries in a row that end Failed switch the subscription off.
+         * @description POSTed to the subscription pinged, only, at least once. An answer other than 2XX within 10 s (redirects are not followed) is a failed attempt, tried again after 5s, 5m, 30m, 2h, 5h, 10h, 10h; 3 deliveries in a row that end Failed switch the subscription off.
          */
         post: {
             parameters: {
