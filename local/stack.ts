@@ -40,14 +40,10 @@ export interface StackOptions {
 /** The folder holding the app's package.json, whether this runs from source or from dist/. */
 export const appRoot = (): string => appRootAbove(import.meta.url);
 
-function given(settings: StackOptions['settings'], name: string): string | undefined {
-  return settings[name]?.trim() || undefined;
-}
+const given = (settings: StackOptions['settings'], name: string): string | undefined => settings[name]?.trim() || undefined;
 
 /** The local identity provider stands in for Entra ID only when no auth setting is given. */
-export function embedsIdentityProvider(settings: StackOptions['settings']): boolean {
-  return !AUTH_SETTINGS.some((name) => given(settings, name));
-}
+export const embedsIdentityProvider = (settings: StackOptions['settings']): boolean => !AUTH_SETTINGS.some((name) => given(settings, name));
 
 export async function startStack(options: StackOptions) {
   const { settings, dataDir, hostOutput } = options;
