@@ -128,5 +128,3 @@ export const SETTINGS = {
   LOCAL_DATA_DIR: { azure: 'never', environmentOnly: true, default: '.local', description: "the local stack's data folder (`npm start`, `npm run token`)" },
   SAMPLE_PORT: { azure: 'never', environmentOnly: true, default: '3000', description: "the task-pane sample's port (`npm run sample`)" },
 } as const satisfies Record<string, Setting>;
-
-export type SettingName = keyof typeof SETTINGS;

@@ -6,7 +6,6 @@ import { projectId } from './projects.js';
 
 export const RAG_MODES = ['incremental', 'full'] as const;
 export const RAG_JOB_STATUSES = ['Queued', 'Running', 'Succeeded', 'Failed', 'Cancelled'] as const;
-export type RagJobStatus = (typeof RAG_JOB_STATUSES)[number];
 export const MAX_PROJECT_IDS = 100;
 
 export const startRagIndexBody = z.strictObject({
