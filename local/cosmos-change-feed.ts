@@ -90,6 +90,11 @@ export class ContainerFeed {
     return lsn;
   }
 
+  /** The LSN of the last change recorded. */
+  get lastLsn(): number {
+    return this.#lastLsn;
+  }
+
   /** The writes up to that LSN are durable: the feed shows them. */
   publish(lsn: number): void {
     this.#visible = Math.max(this.#visible, lsn);

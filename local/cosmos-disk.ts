@@ -18,6 +18,8 @@ export interface Kept {
 }
 /** What a write did to one document: the document as it now is, or as it was when deleted. */
 export type Effect = Kept & { deleted?: boolean };
+/** A container's last change feed LSN, deletes included, which no kept document may carry: new writes number on from it. */
+type LastLsn = { container: string; lastLsn: number };
 
 const FILE = 'documents.mdb';
 // What versions before 27 November 2026 kept instead: a snapshot, read once into the database, and the journals a crash left.
@@ -25,7 +27,7 @@ const OLD_SNAPSHOT = 'data.json';
 const OLD_JOURNAL = /^journal-\d+\.log$/;
 
 export class DocumentStore {
-  readonly #database: RootDatabase<Kept, string>;
+  readonly #database: RootDatabase<Kept | LastLsn, string>;
   readonly #partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue;
   /** The last write not yet on disk; those before it are, as LMDB commits in order. */
   #unsynced: Promise<void> | undefined;
@@ -34,11 +36,11 @@ export class DocumentStore {
   private constructor(folder: string, partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue) {
     // overlappingSync off: a commit resolves once it is synced, not before. eventTurnBatching off: with it, a commit that
     // fails also rejects a promise of lmdb's own that nothing awaits, which ends the process (transactions still share syncs).
-    this.#database = open<Kept, string>({ path: join(folder, FILE), encoding: 'json', overlappingSync: false, eventTurnBatching: false });
+    this.#database = open<Kept | LastLsn, string>({ path: join(folder, FILE), encoding: 'json', overlappingSync: false, eventTurnBatching: false });
     this.#partitionKeyOf = partitionKeyOf;
   }
 
-  /** Opens the folder's database (taking in an older version's snapshot once); answers it and every document it keeps. */
+  /** Opens the folder's database (taking in an older version's snapshot once); answers it, every document it keeps and each container's last LSN. */
   static async open(folder: string, partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue) {
     await mkdir(folder, { recursive: true });
     const names = await readdir(folder);
@@ -48,7 +50,10 @@ export class DocumentStore {
     }
     const store = new DocumentStore(folder, partitionKeyOf);
     if (names.includes(OLD_SNAPSHOT)) await store.#takeIn(join(folder, OLD_SNAPSHOT));
-    return { store, kept: Array.from(store.#database.getRange(), ({ value }) => value) };
+    const entries = Array.from(store.#database.getRange(), ({ value }) => value);
+    const kept = entries.filter((entry): entry is Kept => 'document' in entry);
+    const lastLsns = new Map(entries.flatMap((entry) => ('lastLsn' in entry ? [[entry.container, entry.lastLsn] as const] : [])));
+    return { store, kept, lastLsns };
   }
 
   /** Records one request's effects; resolves once they are on disk. Call in the order the emulator applied the writes. */
@@ -60,6 +65,7 @@ export class DocumentStore {
           const key = this.#key(container, document);
           if (deleted) this.#database.removeSync(key);
           else this.#database.putSync(key, { container, document });
+          if (typeof document._lsn === 'number') this.#database.putSync(`lsn:${container}`, { container, lastLsn: document._lsn });
         }
       })
       .catch((cause: { commitError?: Promise<never> }) => {

@@ -304,6 +304,11 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const restored = collection.documents._set({ ...collection.documents.upsert(fields), _ts: fields._ts as number, _etag: fields._etag as string });
     feed.publish(feed.record([{ ...changed(collection, restored), deleted: false }], typeof _lsn === 'number' ? _lsn : undefined));
   }
+  // Deletes leave no document, but a continuation may already be past them: new writes number on after them.
+  for (const [container, lastLsn] of opened?.lastLsns ?? []) {
+    const feed = feedOf(account.database(options.database).collection(container));
+    if (lastLsn > feed.lastLsn) feed.publish(feed.record([], lastLsn));
+  }
   const expiredAtStart = purge();
   // Each minute, as Azure purges within minutes of expiry and a purge reads every document; not keeping the process alive.
   const purging = setInterval(purge, options.purgeInterval ?? 60_000).unref();
