@@ -79,7 +79,8 @@ export class ContainerFeed {
    * their changes are recorded but not shown until published.
    */
   record(changes: readonly (ChangedDocument & { deleted: boolean })[], lsn = this.#lastLsn + 1): number {
-    this.#lastLsn = lsn;
+    // Never back: at start, a container's last LSN (a delete's, past every kept document) may come before a document kept without one.
+    this.#lastLsn = Math.max(this.#lastLsn, lsn);
     for (const { deleted, ...document } of changes) {
       if (deleted) this.#latest.delete(keyOf(document));
       else this.#add(document, lsn);
@@ -88,11 +89,6 @@ export class ContainerFeed {
     const superseded = this.#log.length - this.#latest.size;
     if (superseded >= 1_000 && superseded >= this.#latest.size) this.#log = this.#log.filter((change) => this.#isLatest(change));
     return lsn;
-  }
-
-  /** The LSN of the last change recorded. */
-  get lastLsn(): number {
-    return this.#lastLsn;
   }
 
   /** The writes up to that LSN are durable: the feed shows them. */
