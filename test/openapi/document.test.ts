@@ -74,6 +74,13 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('states that an update must change something: each PUT body has at least one property, as the API refuses {}', () => {
+    for (const path of ['/projects/{projectId}', '/tasks/{taskId}', '/webhooks/{webhookId}']) {
+      const { operation } = description.operations.find((documented) => documented.method === 'PUT' && documented.path === path)!;
+      expect(operation.requestBody.content['application/json'].schema.minProperties, path).toBe(1);
+    }
+  });
+
   it('asks for the access_as_user scope, or a bearer token, except for its own two public paths', () => {
     const { security, components } = description.document;
     expect(security).toEqual([{ entra: ['api://{clientId}/access_as_user'] }, { bearer: [] }]);
