@@ -134,4 +134,13 @@ describe('the OpenAPI document', () => {
     const again = await fetch(response.url, { headers: { 'if-none-match': etag } });
     expect(again.status).toBe(304);
   });
+
+  it("serves the reference page with no-store, and only the page's own static files for browsers to keep a day, as api-conventions.md says", async () => {
+    const page = await fetch(`${stack.apiBaseUrl}/docs`);
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    const file = await fetch(`${stack.apiBaseUrl}/docs/swagger-ui.css`);
+    expect(file.status).toBe(200);
+    expect(file.headers.get('cache-control')).toBe('public, max-age=86400');
+    expect(file.headers.get('x-content-type-options')).toBe('nosniff');
+  });
 });
