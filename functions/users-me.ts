@@ -6,6 +6,7 @@ import { user } from '../shared/schemas/users.js';
 
 export const usersMe = endpoint({
   permission: 'users:read',
+  honours: ['If-None-Match'],
   success: { status: 200, body: user },
   docs: {
     summary: 'Read the caller',

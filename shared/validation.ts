@@ -138,9 +138,14 @@ export function integerParameter(options: { min: number; max: number; default: n
     .transform((value) => value ?? options.default);
 }
 
-/** An update body must change something: `{}` is refused rather than answered with an unchanged resource. */
+/**
+ * An update body must change something: `{}` is refused rather than answered with an unchanged resource.
+ * The API description states it as `minProperties: 1`.
+ */
 export function atLeastOneField<S extends z.ZodObject>(schema: S) {
-  return schema.check((ctx) => {
-    if (Object.keys(ctx.value).length === 0) ctx.issues.push({ code: 'custom', input: ctx.value, params: { messageKey: 'emptyUpdate' } });
-  });
+  return schema
+    .check((ctx) => {
+      if (Object.keys(ctx.value).length === 0) ctx.issues.push({ code: 'custom', input: ctx.value, params: { messageKey: 'emptyUpdate' } });
+    })
+    .meta({ minProperties: 1 });
 }

@@ -3900,7 +3900,13 @@ export interface operations {
     usersMe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Answer 304 without a body when the resource still has one of these ETags.
+                 * @example "3q2-7w8eS0uYh1uR3vYJbqkEx5Nw4VqP"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3928,6 +3934,15 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["User"];
                 };
+            };
+            /** @description Not Modified: If-None-Match names the current version. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /**
              * @description Bad Request:

@@ -40,10 +40,12 @@ export async function recordCaller(principal: Principal, now = Date.now()): Prom
 
   const documents = await tenantData();
   const seen = new Date(now).toISOString();
+  // Stored NFC-normalised, as every name is, so that a search (NFC too) finds it however the directory spelled it.
+  const displayName = principal.displayName?.normalize('NFC');
   const profile = {
     email: principal.email ?? null,
-    displayName: principal.displayName ?? null,
-    nameSort: (principal.displayName ?? '').toLowerCase(),
+    displayName: displayName ?? null,
+    nameSort: (displayName ?? '').toLowerCase(),
     roles: principal.roles,
     lastSeenAt: seen,
   };

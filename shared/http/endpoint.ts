@@ -40,7 +40,7 @@ export interface EndpointInput<P, Q, B> {
   /** The Idempotency-Key and the operation it is scoped to, when the operation honours it and one was sent. */
   idempotency: Idempotency | undefined;
   language: Language;
-  /** The request's path, canonical (no empty segments), from which a Location is built. */
+  /** The request's path, canonical (no empty segments, so no trailing slash), from which a Location is built. */
   path: string;
 }
 
@@ -229,7 +229,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const read = parseOrThrow(bodySchema, await readJsonObject(request, bodyOptions), language);
       const body = (definition.body ? read : undefined) as Output<BS>;
-      const path = url.pathname.replace(/\/{2,}/g, '/');
+      const path = `/${url.pathname.split('/').filter(Boolean).join('/')}`;
       const outcome = await definition.handle({
         principal,
         query,

@@ -27,6 +27,17 @@ describe('GET /api/users/me', () => {
     expect(later.headers.get('etag')).toBe(first.headers.get('etag'));
   });
 
+  it('answers 304 to If-None-Match naming the current version, as every read does', async () => {
+    const caller = await token({ roles: ['LMS.Reader'], username: `cached-${unique()}@contoso.test` });
+    const first = await api('GET', '/users/me', { token: caller });
+    for (const ifNoneMatch of [first.headers.get('etag')!, '*']) {
+      const again = await api('GET', '/users/me', { token: caller, headers: { 'if-none-match': ifNoneMatch } });
+      expect(again.status, ifNoneMatch).toBe(304);
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+    }
+    expect((await api('GET', '/users/me', { token: caller, headers: { 'if-none-match': '"other"' } })).status).toBe(200);
+  });
+
   it('refreshes the record at once when the token shows new roles', async () => {
     const username = `promoted-${unique()}@contoso.test`;
     await api('GET', '/users/me', { token: await token({ roles: ['LMS.Reader'], username }) });

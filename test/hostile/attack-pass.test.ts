@@ -172,11 +172,13 @@ describe('names', () => {
 });
 
 describe('smaller things', () => {
-  hostileTest('a create at /api//projects answers the canonical Location', async (cases) => {
-    cases.add();
-    const answer = await call('POST', '//projects', { token: admin, body: { name: 'Double slash', owner: uniqueEmail('slash') } });
-    expect(answer.status).toBe(201);
-    expect(answer.headers.location).toBe(`/api/projects/${answer.body.id}`);
+  hostileTest('a create at /api//projects or /api/projects/ answers the canonical Location', async (cases) => {
+    for (const path of ['//projects', '/projects/']) {
+      cases.add();
+      const answer = await call('POST', path, { token: admin, body: { name: 'Double slash', owner: uniqueEmail('slash') } });
+      expect(answer.status, path).toBe(201);
+      expect(answer.headers.location, path).toBe(`/api/projects/${answer.body.id}`);
+    }
   });
 
   hostileTest('a caller without a role is refused before being recorded as a user', async (cases) => {

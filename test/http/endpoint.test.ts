@@ -465,6 +465,16 @@ describe('endpoint()', () => {
     expect((await call(start.handler, { method: 'POST' })).headers.Location).toBe('/api/items/jobs/J-1');
   });
 
+  it('builds Location from the path without its empty segments: a trailing slash, as the host routes it, adds none', async () => {
+    const resource = { id: 'ITM-9', name: 'x' };
+    const create = echo({ success: { status: 201, body: item, headers: ['Location'] } }, () => ({ created: { resource, replayed: false } })).handler;
+    const start = echo({ success: { status: 202, body: item, headers: ['Location'] } }, ({ path }) => ({ body: resource, location: `${path}/jobs/J-1` }));
+    for (const path of ['/items/', '//items//', '/items']) {
+      expect((await call(create, { method: 'POST', path })).headers.Location, path).toBe('/api/items/ITM-9');
+      expect((await call(start.handler, { method: 'POST', path })).headers.Location, path).toBe('/api/items/jobs/J-1');
+    }
+  });
+
   it('sends Location and Retry-After only where the definition declares them, Retry-After with the seconds it declares', async () => {
     const job = { id: 'J-1', name: 'x' };
     const started = echo({ success: { status: 202, body: item, headers: ['Location'], retryAfterSeconds: 2 } }, ({ path }) => ({

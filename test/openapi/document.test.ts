@@ -74,6 +74,13 @@ describe('the OpenAPI document', () => {
     }
   });
 
+  it('states that an update must change something: each PUT body has at least one property, as the API refuses {}', () => {
+    for (const path of ['/projects/{projectId}', '/tasks/{taskId}', '/webhooks/{webhookId}']) {
+      const { operation } = description.operations.find((documented) => documented.method === 'PUT' && documented.path === path)!;
+      expect(operation.requestBody.content['application/json'].schema.minProperties, path).toBe(1);
+    }
+  });
+
   it('asks for the access_as_user scope, or a bearer token, except for its own two public paths', () => {
     const { security, components } = description.document;
     expect(security).toEqual([{ entra: ['api://{clientId}/access_as_user'] }, { bearer: [] }]);
@@ -126,5 +133,14 @@ describe('the OpenAPI document', () => {
     expect(description.problems('GET', '/openapi.json', { status: 200, headers: response.headers, body: await response.json() })).toEqual([]);
     const again = await fetch(response.url, { headers: { 'if-none-match': etag } });
     expect(again.status).toBe(304);
+  });
+
+  it("serves the reference page with no-store, and only the page's own static files for browsers to keep a day, as api-conventions.md says", async () => {
+    const page = await fetch(`${stack.apiBaseUrl}/docs`);
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    const file = await fetch(`${stack.apiBaseUrl}/docs/swagger-ui.css`);
+    expect(file.status).toBe(200);
+    expect(file.headers.get('cache-control')).toBe('public, max-age=86400');
+    expect(file.headers.get('x-content-type-options')).toBe('nosniff');
   });
 });

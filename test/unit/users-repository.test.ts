@@ -221,6 +221,12 @@ describe("the tenant's recorded users", () => {
     expect(names(await list(reader, { role: 'LMS.Manager' }))).toEqual([]);
   });
 
+  it('stores a name NFC-normalised, so that a search finds it however either was typed', async () => {
+    const reader = await tenantOf([['Jose\u0301 Ruiz', 'jr@contoso.test', ['LMS.Reader']]]);
+    expect(names(await list(reader))).toEqual(['Jos\u00e9 Ruiz']);
+    for (const q of ['jos\u00e9', 'JOSE\u0301 r']) expect(names(await list(reader, { q })), q).toEqual(['Jos\u00e9 Ruiz']);
+  });
+
   it('pages with the limit and a cursor bound to its filters', async () => {
     const reader = await tenantOf(
       ['Eve', 'Dan', 'Cid', 'Bea', 'Ann'].map((name): [string, string, Role[]] => [name, `${name.toLowerCase()}@contoso.test`, ['LMS.Reader']]),
