@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthSettings } from '../config.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';
@@ -73,6 +73,17 @@ function isKeyRetrievalFailure(error: unknown): boolean {
   return error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid || error.code === 'ERR_JOSE_GENERIC';
 }
 
+/**
+ * The key a token names (`kid`), from the tenant's key set. Entra always names it; jose would verify a token naming none
+ * with the only key of a set that holds one, and refuse it with a set of several (Entra's): refused either way.
+ */
+function namedKey(keySet: TenantKeys['keySet']): JWTVerifyGetKey {
+  return (header, token) => {
+    if (typeof header.kid !== 'string') throw new errors.JWKSNoMatchingKey('The token names no key (kid)');
+    return keySet(header, token);
+  };
+}
+
 /** A JSON segment of a compact JWS, or undefined when it is not JSON. */
 function segmentJson(segment: string): unknown {
   try {
@@ -134,7 +145,7 @@ export function createTokenValidator(settings: AuthSettings) {
     }
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keys.keySet, {
+      ({ payload } = await jwtVerify(token, namedKey(keys.keySet), {
         algorithms: ['RS256'],
         issuer: [keys.issuers.v1, keys.issuers.v2],
         audience: settings.audiences,

@@ -231,6 +231,8 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
       },
     ],
     ['with an unknown kid', () => crafted({}, { kid: 'no-such-key' })],
+    // The provider's key set holds one key, which jose would use for a token naming none; Entra always names it.
+    ["without a kid, signed by the provider's only key", () => crafted({}, { kid: undefined })],
     // An ID token of a client app signing in with the API's client id (an add-in): same keys, issuer and audience,
     // the user's app roles, no scope, and no client app named (appid, or azp in v2), which every access token names.
     ["that is a v1 ID token carrying the user's roles", () => craftedWithout('appid', { scp: undefined, aud: CLIENT_ID })],

@@ -252,6 +252,13 @@ describe('a token that is refused', () => {
     await expect(validator.validate(none)).rejects.toEqual(refused());
   });
 
+  it('names no key (kid), though signed by the only key the key set holds: Entra always names it, jose would try the one key', async () => {
+    const validator = createTokenValidator(settings());
+    for (const kid of [undefined, '']) await expect(validator.validate(await token({}, { kid }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token({}, { kid: 7 }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token())).resolves.toMatchObject({ tenantId: TENANT });
+  });
+
   it('has the wrong issuer for its version, or for its tenant, or no version', async () => {
     const validator = createTokenValidator(settings());
     const wrongIssuer = () => refusedBecause('tokenWrongIssuer');
