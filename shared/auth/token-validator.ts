@@ -79,7 +79,7 @@ function isKeyRetrievalFailure(error: unknown): boolean {
  */
 function namedKey(keySet: TenantKeys['keySet']): JWTVerifyGetKey {
   return (header, token) => {
-    if (typeof header.kid !== 'string') throw new errors.JWKSNoMatchingKey('The token names no key (kid)');
+    if (typeof header.kid !== 'string') throw new errors.JWKSNoMatchingKey();
     return keySet(header, token);
   };
 }
