@@ -129,6 +129,22 @@ const catalog = {
     en: () => 'The access token is missing, malformed, expired or not issued for this API.',
     ja: () => 'アクセストークンが不足しているか、形式が正しくないか、期限切れか、この API 向けではありません。',
   },
+  tokenExpired: {
+    en: () => 'The access token has expired: get a new one.',
+    ja: () => 'アクセストークンの有効期限が切れています。新しいトークンを取得してください。',
+  },
+  tokenNotYetValid: {
+    en: () => "The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.",
+    ja: () => 'アクセストークンはまだ有効ではありません。nbf または iat がこのサービスの時刻より 5 分以上先です。',
+  },
+  tokenWrongAudience: {
+    en: () => "The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.",
+    ja: () => 'アクセストークンは別のリソース向けに発行されています。audience（aud）がこの API の App ID URI またはクライアント ID ではありません。',
+  },
+  tokenWrongIssuer: {
+    en: () => 'The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).',
+    ja: () => 'アクセストークンの issuer（iss）が、そのテナント（tid）とバージョン（ver）に対してこの API が受け付けるものではありません。',
+  },
   tokenIsIdToken: {
     en: () => 'This is an ID token, which signs a user in to an app; send an access token for this API.',
     ja: () => 'これは ID トークンです（アプリへのサインイン用）。この API 向けのアクセストークンを送信してください。',

@@ -76,8 +76,9 @@ const RESPONSE_HEADERS: Record<string, Json> = {
   RetryAfterContended: { description: 'With `changeContended`: seconds to wait before trying again.', schema: { type: 'string', pattern: '^\\d+$' } },
   WWWAuthenticate: {
     description:
-      '`Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client ' +
-      'must sign the user in again with those claims.',
+      '`Bearer error="invalid_token"`, with `error_description="<the English message>"` when a token whose signature is good ' +
+      'was refused for a reason it shows (expired, not valid yet, another audience, another issuer, an ID token); or ' +
+      '`Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims.',
     required: true,
     schema: { type: 'string' },
   },
@@ -247,7 +248,7 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   const honours = new Set(described.honours);
   if (described.permission) {
     add(400, 'validationFailed', 'repeatedQueryParameter');
-    add(401, 'tokenMissing', 'tokenInvalid', 'tokenIsIdToken', 'tokenInQuery');
+    add(401, 'tokenMissing', 'tokenInvalid', 'tokenExpired', 'tokenNotYetValid', 'tokenWrongAudience', 'tokenWrongIssuer', 'tokenIsIdToken', 'tokenInQuery');
     add(403, 'scopeMissing', 'forbidden');
   }
   // A path parameter of any other form than its resource's ids names nothing: that resource's 404.

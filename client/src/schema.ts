@@ -1285,7 +1285,7 @@ export interface components {
         RetryAfterAccepted: string;
         /** @description With `changeContended`: seconds to wait before trying again. */
         RetryAfterContended: string;
-        /** @description `Bearer error="invalid_token"`, or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims. */
+        /** @description `Bearer error="invalid_token"`, with `error_description="<the English message>"` when a token whose signature is good was refused for a reason it shows (expired, not valid yet, another audience, another issuer, an ID token); or `Bearer error="insufficient_claims", claims="<base64>"` when the client must sign the user in again with those claims. */
         WWWAuthenticate: string;
         /** @description With `scopeMissing`: `Bearer error="insufficient_scope", scope="api://<clientId>/access_as_user"`, the scope to ask for (RFC 6750). */
         WWWAuthenticateScope: string;
@@ -1377,6 +1377,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -1564,6 +1568,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -1754,6 +1762,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -1942,6 +1954,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -2138,6 +2154,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -2336,6 +2356,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -2536,6 +2560,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -2754,6 +2782,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -2939,6 +2971,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -3162,6 +3198,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -3358,6 +3398,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -3557,6 +3601,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -3773,6 +3821,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              *     - Your organisation requires you to sign in again (for example with multi-factor authentication). Get a new token with the claims in WWW-Authenticate.
@@ -3968,6 +4020,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -4169,6 +4225,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -4368,6 +4428,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -4550,6 +4614,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -4731,6 +4799,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -4930,6 +5002,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -5128,6 +5204,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -5338,6 +5418,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -5546,6 +5630,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -5744,6 +5832,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -5958,6 +6050,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -6138,6 +6234,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -6331,6 +6431,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */
@@ -6527,6 +6631,10 @@ export interface operations {
              *
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
+             *     - The access token has expired: get a new one.
+             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
+             *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
              *     - Access tokens are not accepted in the query string; send them in the Authorization header.
              */

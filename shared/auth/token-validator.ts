@@ -1,10 +1,10 @@
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthSettings } from '../config.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';
 import { lazily } from '../lazy.js';
 import { readBefore } from '../http/read-before.js';
-import type { MessageKey } from '../messages.js';
+import { translate, type MessageKey } from '../messages.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';
 
@@ -20,6 +20,33 @@ interface TenantKeys {
 
 export function invalidToken(messageKey: MessageKey = 'tokenInvalid'): ApiError {
   return new ApiError(401, messageKey, {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
+}
+
+type Reason = 'tokenExpired' | 'tokenNotYetValid' | 'tokenWrongAudience' | 'tokenWrongIssuer' | 'tokenIsIdToken';
+
+/**
+ * A token whose signature is good, refused for a reason its holder can read in it anyway: the message says which, and so
+ * does the challenge's error_description (RFC 6750 3; always English, as the header is ASCII). Never for a token whose
+ * signature failed, so a forger learns nothing, nor which tenants are allowed.
+ */
+function refusedBecause(reason: Reason): ApiError {
+  const challenge = `Bearer error="invalid_token", error_description="${translate(reason, 'en')}"`;
+  return new ApiError(401, reason, {}, { headers: { 'WWW-Authenticate': challenge } });
+}
+
+/** The claims jose checks, after the signature, whose failure is a reason to give. */
+const CLAIM_REASONS = new Map<string, Reason>([
+  ['exp', 'tokenExpired'],
+  ['nbf', 'tokenNotYetValid'],
+  ['aud', 'tokenWrongAudience'],
+  ['iss', 'tokenWrongIssuer'],
+]);
+
+function refusal(error: unknown): ApiError {
+  // JWTExpired is not a JWTClaimValidationFailed in jose 6, though it has the same claim and reason.
+  const failed = error instanceof errors.JWTClaimValidationFailed || error instanceof errors.JWTExpired ? error : undefined;
+  const reason = failed?.reason === 'check_failed' ? CLAIM_REASONS.get(failed.claim) : undefined;
+  return reason ? refusedBecause(reason) : invalidToken();
 }
 
 /** A valid user token without the delegated permission users call the API with: a 403 naming the scope to ask for (RFC 6750). */
@@ -44,6 +71,17 @@ async function fetchMetadata(url: string): Promise<{ issuer: string; jwks_uri: s
 function isKeyRetrievalFailure(error: unknown): boolean {
   if (!(error instanceof errors.JOSEError)) return true;
   return error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid || error.code === 'ERR_JOSE_GENERIC';
+}
+
+/**
+ * The key a token names (`kid`), from the tenant's key set. Entra always names it; jose would verify a token naming none
+ * with the only key of a set that holds one, and refuse it with a set of several (Entra's): refused either way.
+ */
+function namedKey(keySet: TenantKeys['keySet']): JWTVerifyGetKey {
+  return (header, token) => {
+    if (typeof header.kid !== 'string') throw new errors.JWKSNoMatchingKey();
+    return keySet(header, token);
+  };
 }
 
 /** A JSON segment of a compact JWS, or undefined when it is not JSON. */
@@ -107,7 +145,7 @@ export function createTokenValidator(settings: AuthSettings) {
     }
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, keys.keySet, {
+      ({ payload } = await jwtVerify(token, namedKey(keys.keySet), {
         algorithms: ['RS256'],
         issuer: [keys.issuers.v1, keys.issuers.v2],
         audience: settings.audiences,
@@ -116,17 +154,18 @@ export function createTokenValidator(settings: AuthSettings) {
       }));
     } catch (error) {
       if (isKeyRetrievalFailure(error)) throw new DependencyUnavailableError('identityProvider', error);
-      throw invalidToken();
+      throw refusal(error);
     }
     // The token version decides which issuer form is legitimate; a mix is a forgery or a misconfiguration.
     const expectedIssuer = payload.ver === '1.0' ? keys.issuers.v1 : payload.ver === '2.0' ? keys.issuers.v2 : undefined;
-    if (payload.iss !== expectedIssuer || payload.tid !== tenantId) throw invalidToken();
+    if (payload.iss !== expectedIssuer) throw refusedBecause('tokenWrongIssuer');
+    if (payload.tid !== tenantId) throw invalidToken();
     // An access token names the client app that asked for it (v1 `appid`, v2 `azp`). An ID token names none: issued to a
     // client app signing in with the API's client id (an add-in), signed with the same keys, it would pass as an app token.
-    if (!stringClaim(payload, payload.ver === '1.0' ? 'appid' : 'azp')) throw invalidToken('tokenIsIdToken');
+    if (!stringClaim(payload, payload.ver === '1.0' ? 'appid' : 'azp')) throw refusedBecause('tokenIsIdToken');
     if (payload.nbf === undefined && payload.iat === undefined) throw invalidToken();
     // jose checks `iat` only for a maximum age: a token issued in the future is refused here.
-    if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw invalidToken();
+    if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw refusedBecause('tokenNotYetValid');
     const objectId = stringClaim(payload, 'oid');
     if (!objectId || !GUID.test(objectId.toLowerCase())) throw invalidToken();
 

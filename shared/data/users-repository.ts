@@ -51,16 +51,20 @@ export async function recordCaller(principal: Principal, now = Date.now()): Prom
   };
   // The object id is the document id: a GUID cannot meet the PRJ-, TSK- and other ids of the partition.
   const id = principal.objectId;
+  const refresh = () =>
+    documents.item(id, principal.tenantId).patch(Object.entries(profile).map(([name, value]) => ({ op: 'set' as const, path: `/${name}`, value })));
   try {
-    await documents.item(id, principal.tenantId).patch(Object.entries(profile).map(([name, value]) => ({ op: 'set' as const, path: `/${name}`, value })));
+    await refresh();
   } catch (error) {
     if (cosmosStatus(error) !== 404) throw error;
     const document: Omit<UserDocument, '_etag'> = { id, tenantId: principal.tenantId, type: 'user', ...profile, createdAt: seen };
     try {
       await documents.items.create(document);
     } catch (createError) {
-      // Another instance recorded the same first call a moment ago: its record stands.
+      // Another call recorded the same first call a moment ago: its first sighting stands, and this call's token is written
+      // over it, as a refresh would. Its token may carry other roles, and this caller is remembered as recorded below.
       if (cosmosStatus(createError) !== 409) throw createError;
+      await refresh();
     }
   }
   recentlyRecorded.set(key, { fingerprint, at: now });

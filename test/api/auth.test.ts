@@ -231,6 +231,8 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
       },
     ],
     ['with an unknown kid', () => crafted({}, { kid: 'no-such-key' })],
+    // The provider's key set holds one key, which jose would use for a token naming none; Entra always names it.
+    ["without a kid, signed by the provider's only key", () => crafted({}, { kid: undefined })],
     // An ID token of a client app signing in with the API's client id (an add-in): same keys, issuer and audience,
     // the user's app roles, no scope, and no client app named (appid, or azp in v2), which every access token names.
     ["that is a v1 ID token carrying the user's roles", () => craftedWithout('appid', { scp: undefined, aud: CLIENT_ID })],
@@ -249,6 +251,44 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
     const response = await listProjects(await idTokenFromOnBehalfOf());
     expectUnauthorized(response);
     expect(response.body.message).toBe('This is an ID token, which signs a user in to an app; send an access token for this API.');
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="${response.body.message}"`);
+  });
+
+  it.each([
+    ['expired', () => crafted({ iat: now() - 4000, nbf: now() - 4000, exp: now() - 600 }), 'The access token has expired: get a new one.'],
+    [
+      'not valid yet',
+      () => crafted({ nbf: now() + 600, exp: now() + 4000 }),
+      "The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.",
+    ],
+    [
+      'for another resource',
+      () => crafted({ aud: 'https://graph.microsoft.com' }),
+      "The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.",
+    ],
+    [
+      'with the issuer of another version',
+      () => crafted({ ver: '2.0', aud: CLIENT_ID }),
+      'The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).',
+    ],
+  ])('for a genuine token %s, saying why in its message and in the challenge (RFC 6750 error_description)', async (_, makeToken, reason) => {
+    const response = await listProjects(await makeToken());
+    expectUnauthorized(response);
+    expect(response.body.message).toBe(reason);
+    expect(response.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="${reason}"`);
+    // In Japanese too; the header stays English, as RFC 6750 keeps it ASCII.
+    const japanese = await api('GET', '/projects?limit=1', { token: await makeToken(), headers: { 'accept-language': 'ja' } });
+    expect(japanese.body.message).toMatch(JAPANESE);
+    expect(japanese.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="${reason}"`);
+  });
+
+  it('for a forged token, without a reason: its claims are not read before its signature is good', async () => {
+    const { privateKey } = await generateKeyPair('RS256');
+    const forged = await new SignJWT(userClaims({ exp: now() - 600 })).setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: stack.signingKid }).sign(privateKey);
+    const response = await listProjects(forged);
+    expectUnauthorized(response);
+    expect(response.body.message).toBe('The access token is missing, malformed, expired or not issued for this API.');
+    expect(response.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
   });
 
   // Padding a claim with 12 KiB gives a token of about 16.5 KiB, just over the validator's 16 KiB limit.

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuthSettings } from '../../shared/config.js';
 import { CLOCK_SKEW_SECONDS, createTokenValidator, invalidToken } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
+import { translate, type MessageKey } from '../../shared/messages.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
@@ -95,6 +96,13 @@ async function token(claims: Record<string, unknown> = {}, header: Record<string
 
 const refused = (messageKey = 'tokenInvalid') =>
   expect.objectContaining({ status: 401, messageKey, options: { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } } });
+/** A genuine token's refusal: its message says why, and so does the challenge's error_description (RFC 6750), in English. */
+const refusedBecause = (messageKey: MessageKey) =>
+  expect.objectContaining({
+    status: 401,
+    messageKey,
+    options: { headers: { 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${translate(messageKey, 'en')}"` } },
+  });
 const insufficientScope = () =>
   expect.objectContaining({
     status: 403,
@@ -129,8 +137,8 @@ describe('a valid token', () => {
     const validator = createTokenValidator(settings());
     await expect(validator.validate(await token({ exp: now() - 200 }))).resolves.toMatchObject({ kind: 'user' });
     await expect(validator.validate(await token({ nbf: now() + 200, iat: now() + 200 }))).resolves.toMatchObject({ kind: 'user' });
-    await expect(validator.validate(await token({ exp: now() - 400 }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ nbf: now() + 400, iat: undefined }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token({ exp: now() - 400 }))).rejects.toEqual(refusedBecause('tokenExpired'));
+    await expect(validator.validate(await token({ nbf: now() + 400, iat: undefined }))).rejects.toEqual(refusedBecause('tokenNotYetValid'));
   });
 
   it('needs only one of nbf and iat', async () => {
@@ -142,7 +150,7 @@ describe('a valid token', () => {
 
   it('is refused when issued more than the clock skew in the future', async () => {
     const validator = createTokenValidator(settings());
-    await expect(validator.validate(await token({ iat: now() + 400, nbf: undefined }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token({ iat: now() + 400, nbf: undefined }))).rejects.toEqual(refusedBecause('tokenNotYetValid'));
     await expect(validator.validate(await token({ iat: now() + 250, nbf: undefined }))).resolves.toMatchObject({ kind: 'user' });
   });
 });
@@ -244,18 +252,45 @@ describe('a token that is refused', () => {
     await expect(validator.validate(none)).rejects.toEqual(refused());
   });
 
+  it('names no key (kid), though signed by the only key the key set holds: Entra always names it, jose would try the one key', async () => {
+    const validator = createTokenValidator(settings());
+    for (const kid of [undefined, '']) await expect(validator.validate(await token({}, { kid }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token({}, { kid: 7 }))).rejects.toEqual(refused());
+    await expect(validator.validate(await token())).resolves.toMatchObject({ tenantId: TENANT });
+  });
+
   it('has the wrong issuer for its version, or for its tenant, or no version', async () => {
     const validator = createTokenValidator(settings());
-    await expect(validator.validate(await token({ ver: '1.0', iss: issuerV2(TENANT) }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ ver: '2.0', iss: issuerV1(TENANT) }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ ver: undefined }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ ver: '3.0' }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ iss: issuerV2(SECOND_TENANT) }))).rejects.toEqual(refused());
-    await expect(validator.validate(await token({ iss: 'https://evil.example.test/' }))).rejects.toEqual(refused());
+    const wrongIssuer = () => refusedBecause('tokenWrongIssuer');
+    await expect(validator.validate(await token({ ver: '1.0', iss: issuerV2(TENANT) }))).rejects.toEqual(wrongIssuer());
+    await expect(validator.validate(await token({ ver: '2.0', iss: issuerV1(TENANT) }))).rejects.toEqual(wrongIssuer());
+    await expect(validator.validate(await token({ ver: undefined }))).rejects.toEqual(wrongIssuer());
+    await expect(validator.validate(await token({ ver: '3.0' }))).rejects.toEqual(wrongIssuer());
+    await expect(validator.validate(await token({ iss: issuerV2(SECOND_TENANT) }))).rejects.toEqual(wrongIssuer());
+    await expect(validator.validate(await token({ iss: 'https://evil.example.test/' }))).rejects.toEqual(wrongIssuer());
   });
 
   it('is for another audience', async () => {
-    await expect(createTokenValidator(settings()).validate(await token({ aud: 'api://other' }))).rejects.toEqual(refused());
+    await expect(createTokenValidator(settings()).validate(await token({ aud: 'api://other' }))).rejects.toEqual(refusedBecause('tokenWrongAudience'));
+  });
+
+  it('says why only when the signature is good: a forged token learns nothing of its claims, nor of the allowed tenants', async () => {
+    const validator = createTokenValidator(settings());
+    const other = await generateKeyPair('RS256');
+    for (const claims of [{ exp: now() - 400 }, { nbf: now() + 400 }, { aud: 'api://other' }, { iss: 'https://evil.example.test/' }, { azp: undefined }]) {
+      const forged = await new SignJWT({ ...(await decoded()), ...claims }).setProtectedHeader({ alg: 'RS256', kid: KID }).sign(other.privateKey);
+      await expect(validator.validate(forged)).rejects.toEqual(refused());
+    }
+    // Expired and for another audience: jose checks the audience first; one reason is enough.
+    await expect(validator.validate(await token({ exp: now() - 400, aud: 'api://other' }))).rejects.toEqual(refusedBecause('tokenWrongAudience'));
+    // A missing claim is not a reason a genuine Entra token has: the catch-all answers it.
+    await expect(validator.validate(await token({ exp: 'soon' }))).rejects.toEqual(refused());
+  });
+
+  it("puts only characters RFC 6750 allows in error_description: each reason's English message, as it is", () => {
+    for (const key of ['tokenExpired', 'tokenNotYetValid', 'tokenWrongAudience', 'tokenWrongIssuer', 'tokenIsIdToken'] as const) {
+      expect(translate(key, 'en')).toMatch(/^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/);
+    }
   });
 
   it('is an ID token: it names no client app (no azp, or appid in v1), even with the app roles Entra gives the user in one', async () => {
@@ -263,7 +298,7 @@ describe('a token that is refused', () => {
     // The ID token a client app signing in with the API's client id gets: same keys, issuer and audience, no scope.
     const idToken = { azp: undefined, scp: undefined, roles: ['LMS.Admin'], sub: 'pairwise-subject', preferred_username: 'kim@contoso.test' };
     // Genuine, so its 401 may say what it is: a client that sent its ID token learns to send its access token.
-    const refusedIdToken = () => refused('tokenIsIdToken');
+    const refusedIdToken = () => refusedBecause('tokenIsIdToken');
     await expect(validator.validate(await token(idToken))).rejects.toEqual(refusedIdToken());
     await expect(validator.validate(await token({ ...idToken, ver: '1.0', iss: issuerV1(TENANT), appid: undefined }))).rejects.toEqual(refusedIdToken());
     // The client claim of the other version does not stand in for it, nor does an empty one.
