@@ -134,8 +134,8 @@ const catalog = {
     ja: () => 'アクセストークンの有効期限が切れています。新しいトークンを取得してください。',
   },
   tokenNotYetValid: {
-    en: () => "The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.",
-    ja: () => 'アクセストークンはまだ有効ではありません。nbf または iat がこのサービスの時刻より 5 分以上先です。',
+    en: (p) => `The access token is not valid yet: its nbf or iat is more than ${p.skewMinutes} minutes ahead of this service's clock.`,
+    ja: (p) => `アクセストークンはまだ有効ではありません。nbf または iat がこのサービスの時刻より ${p.skewMinutes} 分以上先です。`,
   },
   tokenWrongAudience: {
     en: () => "The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.",

@@ -30,8 +30,9 @@ type Reason = 'tokenExpired' | 'tokenNotYetValid' | 'tokenWrongAudience' | 'toke
  * signature failed, so a forger learns nothing, nor which tenants are allowed.
  */
 function refusedBecause(reason: Reason): ApiError {
-  const challenge = `Bearer error="invalid_token", error_description="${translate(reason, 'en')}"`;
-  return new ApiError(401, reason, {}, { headers: { 'WWW-Authenticate': challenge } });
+  const params = { skewMinutes: CLOCK_SKEW_SECONDS / 60 };
+  const challenge = `Bearer error="invalid_token", error_description="${translate(reason, 'en', params)}"`;
+  return new ApiError(401, reason, params, { headers: { 'WWW-Authenticate': challenge } });
 }
 
 /** The claims jose checks, after the signature, whose failure is a reason to give. */
