@@ -1378,7 +1378,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -1569,7 +1569,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -1763,7 +1763,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -1955,7 +1955,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -2155,7 +2155,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -2357,7 +2357,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -2561,7 +2561,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -2783,7 +2783,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -2972,7 +2972,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -3199,7 +3199,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -3399,7 +3399,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -3602,7 +3602,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -3822,7 +3822,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -4021,7 +4021,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -4226,7 +4226,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -4429,7 +4429,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -4615,7 +4615,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -4800,7 +4800,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -5003,7 +5003,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -5205,7 +5205,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -5419,7 +5419,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -5631,7 +5631,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -5833,7 +5833,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -6051,7 +6051,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -6235,7 +6235,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -6432,7 +6432,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
@@ -6632,7 +6632,7 @@ export interface operations {
              *     - An access token is required: send it as "Authorization: Bearer <token>".
              *     - The access token is missing, malformed, expired or not issued for this API.
              *     - The access token has expired: get a new one.
-             *     - The access token is not valid yet: its nbf or iat is more than 5 minutes ahead of this service's clock.
+             *     - The access token is not valid yet: its nbf or iat is more than {skewMinutes} minutes ahead of this service's clock.
              *     - The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.
              *     - The issuer (iss) of the access token is not the one this API accepts for its tenant (tid) and version (ver).
              *     - This is an ID token, which signs a user in to an app; send an access token for this API.
