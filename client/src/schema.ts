@@ -5090,6 +5090,7 @@ export interface operations {
              *     - The webhook URL is not an absolute URL.
              *     - The webhook URL must not hold a user name or password.
              *     - The webhook URL must use https.
+             *     - The webhook URL's port must be from 1 to 65535 (nothing can be reached on port 0).
              *     - The webhook URL's host {host} does not resolve to an address.
              *     - The webhook URL's host {host} is a cloud metadata service.
              *     - The webhook URL's host {host} is this machine (a loopback address).
@@ -5508,6 +5509,7 @@ export interface operations {
              *     - The webhook URL is not an absolute URL.
              *     - The webhook URL must not hold a user name or password.
              *     - The webhook URL must use https.
+             *     - The webhook URL's port must be from 1 to 65535 (nothing can be reached on port 0).
              *     - The webhook URL's host {host} does not resolve to an address.
              *     - The webhook URL's host {host} is a cloud metadata service.
              *     - The webhook URL's host {host} is this machine (a loopback address).
