@@ -117,7 +117,9 @@ export const SETTINGS = {
   },
   EMBEDDINGS_ENDPOINT: {
     azure: 'optional',
-    description: "an OpenAI-compatible embeddings API (`https://api.openai.com/v1`, or an Azure OpenAI deployment's full `…/embeddings?api-version=…` URL)",
+    description:
+      "an OpenAI-compatible embeddings API (`https://api.openai.com/v1`, or an Azure OpenAI deployment's full `…/embeddings?api-version=…` URL); " +
+      'plain http only to localhost, and a configuration error where `WEBSITE_INSTANCE_ID` is set (Azure)',
   },
   EMBEDDINGS_API_KEY: { azure: 'optional', description: "the embeddings API's key (sent as `api-key` to Azure OpenAI)" },
   EMBEDDINGS_MODEL: { azure: 'optional', description: 'the embedding model, e.g. `text-embedding-3-small`' },

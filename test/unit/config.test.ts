@@ -323,6 +323,9 @@ describe('the settings every instance needs', () => {
     expect((await configWith({ ...complete, EMBEDDINGS_ENDPOINT: 'http://embeddings.example/v1' })).settingsProblems()).toEqual([
       'EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)',
     ]);
+    expect((await configWith({ ...complete, EMBEDDINGS_ENDPOINT: 'http://127.0.0.1:8080/v1', WEBSITE_INSTANCE_ID: 'a1' })).settingsProblems()).toEqual([
+      "EMBEDDINGS_ENDPOINT over plain http is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)",
+    ]);
     // The contract's database settings beside the real connection: loud at start, and the database is never reached.
     expect((await configWith({ ...complete, COSMOS_KEY: 'k' })).settingsProblems()).toEqual([
       'COSMOS_KEY is retired: set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead',
