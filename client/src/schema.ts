@@ -894,6 +894,10 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /** @description A 401 of On-Behalf-Of's `interactionRequired`: the claims challenge to sign the user in again with */
+            claims?: string;
+            /** @description The 409 of `POST /api/rag/index` (`ragJobActive`): the tenant's active RAG job */
+            activeJobId?: string;
         };
         Event: {
             /** @enum {string} */
