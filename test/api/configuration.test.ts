@@ -112,13 +112,15 @@ describe('a database that cannot be reached', () => {
   });
 });
 
-describe('npm start given the contract\'s database settings', () => {
+describe("npm start given the contract's database settings", () => {
   it('refuses to start, in one line naming COSMOS_CONNECTION, rather than embed a database in their place', async () => {
-    const started = await runCommand(process.execPath, ['dist/local/start.js'], { PORT: '0', LOCAL_IDP_PORT: '0', COSMOS_ENDPOINT: 'https://a/', COSMOS_KEY: 'k' });
+    const started = await runCommand(process.execPath, ['dist/local/start.js'], {
+      PORT: '0',
+      LOCAL_IDP_PORT: '0',
+      COSMOS_ENDPOINT: 'https://a/',
+      COSMOS_KEY: 'k',
+    });
     const instead = 'set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead';
-    expect([started.code, started.stderr]).toEqual([
-      1,
-      `Configuration error: COSMOS_ENDPOINT is retired: ${instead}; COSMOS_KEY is retired: ${instead}\n`,
-    ]);
+    expect([started.code, started.stderr]).toEqual([1, `Configuration error: COSMOS_ENDPOINT is retired: ${instead}; COSMOS_KEY is retired: ${instead}\n`]);
   });
 });

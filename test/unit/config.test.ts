@@ -328,7 +328,8 @@ describe('the settings every instance needs', () => {
     ]);
     // The contract's database settings beside the real connection: loud at start, and the database is never reached.
     expect((await configWith({ ...complete, COSMOS_KEY: 'k' })).settingsProblems()).toEqual([
-      'COSMOS_KEY is retired: set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead',
+      'COSMOS_KEY is retired: set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; ' +
+        '(or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead',
     ]);
     expect((await configWith(complete)).settingsProblems()).toEqual([]);
   });
