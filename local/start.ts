@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { corsSettingsFromLocalSettings } from './cors.js';
 import { localDataDir } from './defaults.js';
+import { retiredSettingsGiven } from '../shared/settings.js';
 import { ensurePortFree, portSetting, StartError, stopOnStartError } from './ports.js';
 import { appRoot, embedsIdentityProvider, startStack } from './stack.js';
 
@@ -26,6 +27,9 @@ async function startOptions() {
   const apiPort = portSetting('PORT');
   const identityProviderPort = portSetting('LOCAL_IDP_PORT');
   const settings = { ...(await localSettings(root)), ...process.env };
+  // A retired setting would otherwise start an embedded part in place of what it names.
+  const retired = retiredSettingsGiven(settings);
+  if (retired.length) throw new StartError(`Configuration error: ${retired.join('; ')}`);
   await ensurePortFree('PORT', apiPort);
   if (embedsIdentityProvider(settings)) await ensurePortFree('LOCAL_IDP_PORT', identityProviderPort);
   return { apiPort, identityProviderPort, dataDir: localDataDir(root), settings, hostOutput: 'inherit' as const };

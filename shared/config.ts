@@ -2,7 +2,7 @@ import { ConfigurationError } from './errors.js';
 import { isRole, type Role } from './roles.js';
 import { GUID } from './guid.js';
 import { readEmbeddingsSettings } from './rag/embeddings.js';
-import { SETTINGS } from './settings.js';
+import { retiredSettingsGiven, SETTINGS } from './settings.js';
 import { parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
@@ -172,7 +172,8 @@ function readCursorSigningKey(env: NodeJS.ProcessEnv): Buffer {
 export const COSMOS_CONNECTION = 'COSMOS_CONNECTION';
 
 function readCosmosSettings(env: NodeJS.ProcessEnv): CosmosSettings {
-  const problems: string[] = [];
+  // The retired settings are the contract's COSMOS_ENDPOINT and COSMOS_KEY: given, they would be a database silently not used.
+  const problems: string[] = retiredSettingsGiven(env);
   const connectionString = env[COSMOS_CONNECTION]?.trim();
   const accountEndpoint = env[`${COSMOS_CONNECTION}__accountEndpoint`]?.trim();
   const database = env.COSMOS_DATABASE?.trim();

@@ -6,8 +6,11 @@
  */
 
 export interface Setting {
-  /** In the Function App's app settings: required (it cannot serve without), optional, or never (the local stack's own). */
-  azure: 'required' | 'optional' | 'never';
+  /**
+   * In the Function App's app settings: required (it cannot serve without), optional, never (the local
+   * stack's own), or retired (a name the app no longer reads: given, it is a configuration error naming `replacedBy`).
+   */
+  azure: 'required' | 'optional' | 'never' | 'retired';
   /** The value used when the setting is not given. */
   default?: string;
   /** One line of Markdown for the table of docs/configuration.md. */
@@ -16,7 +19,13 @@ export interface Setting {
   environmentOnly?: true;
   /** local.settings.json holds it as this field of `Host`, as `func start` reads it, not in `Values`. */
   hostField?: 'CORS' | 'CORSCredentials';
+  /** A retired setting's replacement, as its configuration error and the table say it. */
+  replacedBy?: string;
 }
+
+// The contract's database settings, which the one connection setting of the change feed trigger's binding replaced.
+const INSTEAD_OF_COSMOS_ENDPOINT_AND_KEY =
+  'COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint)';
 
 export const SETTINGS = {
   FUNCTIONS_WORKER_RUNTIME: { azure: 'required', default: 'node', description: 'the Functions language worker' },
@@ -77,6 +86,16 @@ export const SETTINGS = {
     description:
       "the database; the change feed trigger's binding reads `%COSMOS_DATABASE%`, and the app reads it with no default of its own (`npm start` uses `lms`)",
   },
+  COSMOS_ENDPOINT: {
+    azure: 'retired',
+    description: "the contract's database account endpoint",
+    replacedBy: INSTEAD_OF_COSMOS_ENDPOINT_AND_KEY,
+  },
+  COSMOS_KEY: {
+    azure: 'retired',
+    description: "the contract's database account key (without it, the managed identity)",
+    replacedBy: INSTEAD_OF_COSMOS_ENDPOINT_AND_KEY,
+  },
   CURSOR_SIGNING_KEY: { azure: 'required', description: 'at least 32 random bytes, base64 (`openssl rand -base64 32`): signs paging cursors (below)' },
   RAG_QUEUE_NAME: { azure: 'required', default: 'rag-index-jobs', description: "the RAG jobs' queue; the worker's trigger binding reads `%RAG_QUEUE_NAME%`" },
   WEBHOOKS_QUEUE_NAME: {
@@ -98,7 +117,9 @@ export const SETTINGS = {
   },
   EMBEDDINGS_ENDPOINT: {
     azure: 'optional',
-    description: "an OpenAI-compatible embeddings API (`https://api.openai.com/v1`, or an Azure OpenAI deployment's full `…/embeddings?api-version=…` URL)",
+    description:
+      "an OpenAI-compatible embeddings API (`https://api.openai.com/v1`, or an Azure OpenAI deployment's full `…/embeddings?api-version=…` URL); " +
+      'plain http only to localhost, and a configuration error where `WEBSITE_INSTANCE_ID` is set (Azure)',
   },
   EMBEDDINGS_API_KEY: { azure: 'optional', description: "the embeddings API's key (sent as `api-key` to Azure OpenAI)" },
   EMBEDDINGS_MODEL: { azure: 'optional', description: 'the embedding model, e.g. `text-embedding-3-small`' },
@@ -128,3 +149,10 @@ export const SETTINGS = {
   LOCAL_DATA_DIR: { azure: 'never', environmentOnly: true, default: '.local', description: "the local stack's data folder (`npm start`, `npm run token`)" },
   SAMPLE_PORT: { azure: 'never', environmentOnly: true, default: '3000', description: "the task-pane sample's port (`npm run sample`)" },
 } as const satisfies Record<string, Setting>;
+
+/** A configuration error for each retired setting that is given (empty counts as not given), naming what replaces it. */
+export function retiredSettingsGiven(env: Record<string, string | undefined>): string[] {
+  return (Object.entries(SETTINGS) as [string, Setting][])
+    .filter(([name, setting]) => setting.azure === 'retired' && env[name]?.trim())
+    .map(([name, setting]) => `${name} is retired: set ${setting.replacedBy} instead`);
+}

@@ -190,6 +190,7 @@ class Components {
           status,
           requestId: EXAMPLE_REQUEST_ID,
           ...(key === 'validationFailed' ? { details: validationDetailsExample() } : {}),
+          ...(key === 'ragJobActive' ? { activeJobId: PLACEHOLDERS.id } : {}),
         };
         this.examples[name] = { summary: messages[index], value };
         return [key, { $ref: `#/components/examples/${name}` }];
@@ -290,7 +291,8 @@ function failureResponse(status: number, keys: MessageKey[], components: Compone
       ...(status === 503 ? { 'Retry-After': header('RetryAfter') } : {}),
       ...(keys.includes('changeContended') ? { 'Retry-After': header('RetryAfterContended') } : {}),
     },
-    content: { [JSON_MEDIA_TYPE]: { schema: components.schema(errorBody, 'input'), examples: components.errorExamples(status, keys, messages) } },
+    // As every answer's, read as the API writes it: a field it does not declare is not there (additionalProperties: false).
+    content: { [JSON_MEDIA_TYPE]: { schema: components.schema(errorBody, 'output'), examples: components.errorExamples(status, keys, messages) } },
   };
 }
 

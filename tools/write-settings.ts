@@ -17,14 +17,14 @@ const TABLE_END = '<!-- End of the settings table. -->';
 const settings = Object.entries(SETTINGS) as [string, Setting][];
 
 /**
- * What `func start` and `npm start` read: every setting but the environment's own in `Values`,
+ * What `func start` and `npm start` read: every setting but the environment's own and the retired ones in `Values`,
  * empty (not given) unless Azure requires it and it has a value to start from, since a binding
  * such as `%RAG_QUEUE_NAME%` cannot resolve to nothing. `Host` holds what `func start` reads there.
  */
 function exampleLocalSettings(): string {
   const values = Object.fromEntries(
     settings
-      .filter(([, setting]) => !setting.environmentOnly && !setting.hostField)
+      .filter(([, setting]) => !setting.environmentOnly && !setting.hostField && setting.azure !== 'retired')
       .map(([name, setting]) => [name, setting.azure === 'required' ? (setting.default ?? '') : '']),
   );
   const host = {
@@ -37,6 +37,7 @@ function exampleLocalSettings(): string {
 }
 
 function whereLocally(setting: Setting): string {
+  if (setting.replacedBy) return `; a configuration error when given (\`npm start\` refuses to start): set ${setting.replacedBy} instead`;
   if (setting.environmentOnly) return '; environment only';
   if (setting.hostField) return `; \`Host.${setting.hostField}\` in \`local.settings.json\``;
   return '';

@@ -894,6 +894,10 @@ export interface components {
                 path: string;
                 message: string;
             }[];
+            /** @description A 401 of On-Behalf-Of's `interactionRequired`: the claims challenge to sign the user in again with */
+            claims?: string;
+            /** @description The 409 of `POST /api/rag/index` (`ragJobActive`): the tenant's active RAG job */
+            activeJobId?: string;
         };
         Event: {
             /** @enum {string} */
@@ -5181,6 +5185,7 @@ export interface operations {
              *     - The webhook URL is not an absolute URL.
              *     - The webhook URL must not hold a user name or password.
              *     - The webhook URL must use https.
+             *     - The webhook URL's port must be from 1 to 65535 (nothing can be reached on port 0).
              *     - The webhook URL's host {host} does not resolve to an address.
              *     - The webhook URL's host {host} is a cloud metadata service.
              *     - The webhook URL's host {host} is this machine (a loopback address).
@@ -5607,6 +5612,7 @@ export interface operations {
              *     - The webhook URL is not an absolute URL.
              *     - The webhook URL must not hold a user name or password.
              *     - The webhook URL must use https.
+             *     - The webhook URL's port must be from 1 to 65535 (nothing can be reached on port 0).
              *     - The webhook URL's host {host} does not resolve to an address.
              *     - The webhook URL's host {host} is a cloud metadata service.
              *     - The webhook URL's host {host} is this machine (a loopback address).

@@ -115,6 +115,9 @@ export function readEmbeddingsSettings(env: NodeJS.ProcessEnv): EmbeddingsSettin
   // The key would travel in the clear; plain HTTP is for a stand-in on this machine.
   if (url && url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
     problems.push('EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)');
+  } else if (url?.protocol === 'http:' && env.WEBSITE_INSTANCE_ID?.trim()) {
+    // Azure sets WEBSITE_INSTANCE_ID on every instance (as for WEBHOOKS_ALLOW_LOOPBACK): a stand-in on localhost is a developer's.
+    problems.push("EMBEDDINGS_ENDPOINT over plain http is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)");
   }
   // Azure answers a bare 404 without it, which says nothing about why.
   if (url && url.pathname.includes('/openai/deployments/') && !url.searchParams.has('api-version')) {

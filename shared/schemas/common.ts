@@ -47,4 +47,7 @@ export const errorBody = z.object({
   status: z.number().int(),
   requestId: z.string().optional(),
   details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  // The fields some errors add: declared here, so that generated clients read them and answers carry no other.
+  claims: z.string().optional().describe("A 401 of On-Behalf-Of's `interactionRequired`: the claims challenge to sign the user in again with"),
+  activeJobId: z.string().optional().describe("The 409 of `POST /api/rag/index` (`ragJobActive`): the tenant's active RAG job"),
 });

@@ -14,6 +14,10 @@ export const webhookUrlMessages = {
     en: () => 'The webhook URL must use https.',
     ja: () => 'Webhook の URL には https を使用してください。',
   },
+  webhookUrlPort: {
+    en: () => "The webhook URL's port must be from 1 to 65535 (nothing can be reached on port 0).",
+    ja: () => 'Webhook の URL のポートは 1 から 65535 の範囲で指定してください（ポート 0 には接続できません）。',
+  },
   webhookUrlUnresolvable: {
     en: (p) => `The webhook URL's host ${p.host} does not resolve to an address.`,
     ja: (p) => `Webhook の URL のホスト ${p.host} はアドレスに解決できません。`,

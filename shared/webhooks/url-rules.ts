@@ -95,6 +95,7 @@ export const URL_RULES: MessageKey[] = [
   'webhookUrlInvalid',
   'webhookUrlCredentials',
   'webhookUrlNotHttps',
+  'webhookUrlPort',
   'webhookUrlUnresolvable',
   ...REFUSED_RANGES.map(([rule]) => rule),
 ];
@@ -127,7 +128,7 @@ function refuse(rule: MessageKey, host: string): ApiError {
   return new ApiError(400, rule, { host: host.slice(0, 255) });
 }
 
-/** The URL's form: absolute, no credentials, https (or http to loopback where allowed), not too long. */
+/** The URL's form: absolute, no credentials, https (or http to loopback where allowed), a port from 1, not too long. */
 export function webhookUrl(value: string, allowLoopback: boolean): URL {
   let url: URL;
   try {
@@ -139,6 +140,8 @@ export function webhookUrl(value: string, allowLoopback: boolean): URL {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw refuse('webhookUrlNotHttps', url.hostname);
   if (url.username || url.password) throw refuse('webhookUrlCredentials', url.hostname);
   if (url.protocol === 'http:' && !allowLoopback) throw refuse('webhookUrlNotHttps', url.hostname);
+  // The URL parser keeps ports up to 65535, and 0 too, which no receiver listens on.
+  if (url.port === '0') throw refuse('webhookUrlPort', url.hostname);
   if (METADATA_HOSTS.has(url.hostname.toLowerCase().replace(/\.$/, ''))) throw refuse('webhookUrlMetadata', url.hostname);
   return url;
 }

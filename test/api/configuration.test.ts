@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startHostProcess, startStack } from '../../local/stack.js';
+import { runCommand } from '../support/commands.js';
 import { CLIENT_ID, HOME_TENANT, stack, stackAppSettings, token } from '../support/stack.js';
 
 /** The app as Azure runs it: only the settings given, nothing embedded to fall back on. */
@@ -44,6 +45,16 @@ describe('a deployment with settings missing fails closed', () => {
       .poll(() => lines.join('\n'))
       .toMatch(/Configuration error: the app is not configured: WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure/);
     expect(lines.join('\n')).not.toMatch(/\] (GET|POST) /);
+  });
+
+  it("refuses the contract's COSMOS_ENDPOINT and COSMOS_KEY, which the app replaced: at start, in the log, and on every request", async () => {
+    const { url, lines } = await hostWith({ ...stackAppSettings, AzureWebJobsStorage: stack.storageConnectionString, COSMOS_ENDPOINT: 'https://a/' });
+    await expect
+      .poll(() => lines.join('\n'))
+      .toMatch(/Configuration error: the app is not configured: COSMOS_ENDPOINT is retired: set COSMOS_CONNECTION as AccountEndpoint=/);
+    const response = await fetch(`${url}/projects`, { headers: { authorization: `Bearer ${await token({ roles: ['LMS.Admin'] })}` } });
+    expect(response.status).toBe(500);
+    expect(await response.json()).toMatchObject({ error: 'Server Error', message: expect.stringContaining('not configured') });
   });
 
   it('refuses a malformed tenant id rather than guessing', async () => {
@@ -98,5 +109,18 @@ describe('a database that cannot be reached', () => {
     expect(await response.json()).toMatchObject({ error: 'Service Unavailable', status: 503 });
     // The host logs before it answers, but its output reaches this process through a pipe of its own.
     await expect.poll(() => lines.join('\n')).toMatch(/database unavailable/);
+  });
+});
+
+describe("npm start given the contract's database settings", () => {
+  it('refuses to start, in one line naming COSMOS_CONNECTION, rather than embed a database in their place', async () => {
+    const started = await runCommand(process.execPath, ['dist/local/start.js'], {
+      PORT: '0',
+      LOCAL_IDP_PORT: '0',
+      COSMOS_ENDPOINT: 'https://a/',
+      COSMOS_KEY: 'k',
+    });
+    const instead = 'set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead';
+    expect([started.code, started.stderr]).toEqual([1, `Configuration error: COSMOS_ENDPOINT is retired: ${instead}; COSMOS_KEY is retired: ${instead}\n`]);
   });
 });

@@ -564,12 +564,15 @@ describe('subscriptions', () => {
       ['https://[2002:a00:1::1]/hook', /special-purpose/],
       ['http://8.8.8.8/hook', /https/],
       ['https://no-such-host.invalid/hook', /does not resolve/],
+      ['https://example.com:0/', /port must be from 1 to 65535/],
     ];
     for (const [url, rule] of refused) {
       const answer = await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { url, description: 'changed' } });
       expect(answer.status, url).toBe(400);
       expect(answer.body, url).toMatchObject({ error: 'Bad Request', status: 400, message: expect.stringMatching(rule) });
     }
+    const japanese = await main.call('PUT', `/webhooks/${id}`, { token: admin, body: { url: 'https://example.com:0/' }, headers: { 'accept-language': 'ja' } });
+    expect(japanese.body).toMatchObject({ error: 'Bad Request', status: 400, message: expect.stringContaining('ポート 0 には接続できません') });
     const after = await main.call('GET', `/webhooks/${id}`, { token: admin });
     expect(after.body).toEqual(before.body);
     expect(after.headers.get('etag')).toBe(before.headers.get('etag'));

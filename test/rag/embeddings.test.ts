@@ -54,6 +54,18 @@ describe('embeddings settings', () => {
     }
   });
 
+  it.each(['http://localhost:8080/v1', 'http://127.0.0.1:8080/v1', 'http://[::1]:8080/v1'])(
+    'refuse plain http in Azure (WEBSITE_INSTANCE_ID set), even on this machine, so that the key never travels in the clear: %s',
+    (endpoint) => {
+      expect(() => readEmbeddingsSettings({ EMBEDDINGS_ENDPOINT: endpoint, EMBEDDINGS_API_KEY: 'k', WEBSITE_INSTANCE_ID: 'a1b2c3' })).toThrow(
+        "EMBEDDINGS_ENDPOINT over plain http is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)",
+      );
+      expect(readEmbeddingsSettings({ EMBEDDINGS_ENDPOINT: endpoint.replace('http:', 'https:'), WEBSITE_INSTANCE_ID: 'a1b2c3' })).toMatchObject({
+        endpoint: endpoint.replace('http:', 'https:'),
+      });
+    },
+  );
+
   it.each(['sk-abc def', 'sk-ключ', 'sk-abc\u0000'])('refuse a key that no HTTP header can carry: %j', (apiKey) => {
     expect(() => readEmbeddingsSettings({ EMBEDDINGS_ENDPOINT: 'https://api.openai.com/v1', EMBEDDINGS_API_KEY: apiKey })).toThrow(
       'EMBEDDINGS_API_KEY has characters an HTTP header cannot carry (spaces, or beyond ASCII)',

@@ -195,6 +195,19 @@ describe('Cosmos settings', () => {
     ).toEqual(['set COSMOS_CONNECTION or COSMOS_CONNECTION__accountEndpoint, not both']);
   });
 
+  it("refuses the contract's retired COSMOS_ENDPOINT and COSMOS_KEY, given with or without the connection, naming what replaces them", () => {
+    const instead = 'set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead';
+    const connection = { COSMOS_CONNECTION: 'AccountEndpoint=https://a/;AccountKey=k;', COSMOS_DATABASE: 'lms' };
+    expect(problems({ ...connection, COSMOS_ENDPOINT: 'https://a/' })).toEqual([`COSMOS_ENDPOINT is retired: ${instead}`]);
+    expect(problems({ COSMOS_ENDPOINT: 'https://a/', COSMOS_KEY: 'k', COSMOS_DATABASE: 'lms' })).toEqual([
+      `COSMOS_ENDPOINT is retired: ${instead}`,
+      `COSMOS_KEY is retired: ${instead}`,
+      'COSMOS_CONNECTION (or COSMOS_CONNECTION__accountEndpoint) is not set',
+    ]);
+    // Empty counts as not given, as for every setting.
+    expect(problems({ ...connection, COSMOS_ENDPOINT: ' ', COSMOS_KEY: '' })).toEqual([]);
+  });
+
   it("reads the connection string's keys in any order and case, and refuses a key whose name only ends like one", () => {
     const accepted = ['accountkey=k; AccountEndpoint=https://a/', 'AccountEndpoint=https://a/;  ACCOUNTKEY=k'];
     for (const connection of accepted) expect(problems({ COSMOS_CONNECTION: connection, COSMOS_DATABASE: 'lms' })).toEqual([]);
@@ -309,6 +322,14 @@ describe('the settings every instance needs', () => {
     // Embeddings are optional, but one that is set wrong is a problem at start, not at the first RAG job.
     expect((await configWith({ ...complete, EMBEDDINGS_ENDPOINT: 'http://embeddings.example/v1' })).settingsProblems()).toEqual([
       'EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)',
+    ]);
+    expect((await configWith({ ...complete, EMBEDDINGS_ENDPOINT: 'http://127.0.0.1:8080/v1', WEBSITE_INSTANCE_ID: 'a1' })).settingsProblems()).toEqual([
+      "EMBEDDINGS_ENDPOINT over plain http is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)",
+    ]);
+    // The contract's database settings beside the real connection: loud at start, and the database is never reached.
+    expect((await configWith({ ...complete, COSMOS_KEY: 'k' })).settingsProblems()).toEqual([
+      'COSMOS_KEY is retired: set COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; ' +
+        '(or, for a managed identity, COSMOS_CONNECTION__accountEndpoint) instead',
     ]);
     expect((await configWith(complete)).settingsProblems()).toEqual([]);
   });

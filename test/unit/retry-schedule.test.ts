@@ -26,12 +26,12 @@ function problemsOf(value: string): string[] {
 
 describe('the retry schedule setting', () => {
   it("is the contract's schedule when unset or blank", () => {
-    for (const value of [undefined, '', ' ', ' , ,']) expect(parseRetrySchedule(value)).toEqual(CONTRACT_SCHEDULE);
+    for (const value of [undefined, '', ' ']) expect(parseRetrySchedule(value)).toEqual(CONTRACT_SCHEDULE);
   });
 
-  it('reads each unit, with spaces around the items and empty items left out', () => {
+  it('reads each unit, with spaces around the items', () => {
     expect(parseRetrySchedule('250ms, 3s,2m ,1h')).toEqual([250, 3 * SECOND, 2 * MINUTE, HOUR]);
-    expect(parseRetrySchedule(',7s,,')).toEqual([7 * SECOND]);
+    expect(parseRetrySchedule(' 7s ')).toEqual([7 * SECOND]);
     expect(parseRetrySchedule('0s')).toEqual([0]);
     expect(parseRetrySchedule('999999999ms')).toEqual([999_999_999]);
   });
@@ -39,6 +39,12 @@ describe('the retry schedule setting', () => {
   it('refuses at start anything that is not a duration, naming the setting and the value', () => {
     for (const bad of ['5', 's', '5 s', '5S', '5d', '-5s', '1.5h', '5s5', 'x5s', '5sec', '1234567890ms', 'five']) {
       expect(problemsOf(`5s,${bad},1h`)).toEqual([`WEBHOOKS_RETRY_SCHEDULE has "${bad}", which is not a duration such as 5s, 10m or 2h`]);
+    }
+  });
+
+  it('refuses an empty item, as any other that is not a duration: never a schedule with a wait left out', () => {
+    for (const bad of ['1s,,2s', '1s, ,2s', ',7s', '7s,', ' , ,', ',']) {
+      expect(problemsOf(bad), bad).toEqual(['WEBHOOKS_RETRY_SCHEDULE has "", which is not a duration such as 5s, 10m or 2h']);
     }
   });
 

@@ -113,6 +113,7 @@ describe('refused addresses', () => {
       'webhookUrlInvalid',
       'webhookUrlCredentials',
       'webhookUrlNotHttps',
+      'webhookUrlPort',
       'webhookUrlUnresolvable',
       'webhookUrlMetadata',
       'webhookUrlLoopback',
@@ -228,6 +229,14 @@ describe("a webhook URL's form", () => {
     const urlRules = await rules();
     expect(() => urlRules.webhookUrl('https://user@hooks.example.com/', false)).toThrow(refusal('webhookUrlCredentials', 'hooks.example.com'));
     expect(() => urlRules.webhookUrl('https://:secret@hooks.example.com/', false)).toThrow(refusal('webhookUrlCredentials', 'hooks.example.com'));
+  });
+
+  it('has a port a receiver can listen on: 0, however written, is refused', async () => {
+    const urlRules = await rules();
+    for (const url of ['https://hooks.example.com:0/', 'https://hooks.example.com:00/in', 'http://localhost:0/'])
+      expect(() => urlRules.webhookUrl(url, true), url).toThrow(refusal('webhookUrlPort', url.includes('localhost') ? 'localhost' : 'hooks.example.com'));
+    expect(urlRules.webhookUrl('https://hooks.example.com:1/', false).port).toBe('1');
+    expect(urlRules.webhookUrl('https://hooks.example.com:65535/', false).port).toBe('65535');
   });
 
   it('is http only where loopback is allowed', async () => {

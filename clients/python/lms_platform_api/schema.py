@@ -45,6 +45,10 @@ class _ErrorRequired(TypedDict):
 class Error(_ErrorRequired, total=False):
     requestId: str
     details: list[ErrorDetail]
+    #: A 401 of On-Behalf-Of's `interactionRequired`: the claims challenge to sign the user in again with
+    claims: str
+    #: The 409 of `POST /api/rag/index` (`ragJobActive`): the tenant's active RAG job
+    activeJobId: str
 
 
 class Event(TypedDict):
