@@ -5,9 +5,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { retiredSettingsGiven } from '../shared/settings.js';
 import { corsSettingsFromLocalSettings } from './cors.js';
 import { localDataDir } from './defaults.js';
-import { retiredSettingsGiven } from '../shared/settings.js';
 import { ensurePortFree, portSetting, StartError, stopOnStartError } from './ports.js';
 import { appRoot, embedsIdentityProvider, startStack } from './stack.js';
 
