@@ -2,22 +2,18 @@
  * What the local servers share: listening with a taken port told in plain words, closing with their
  * keep-alive connections, request bodies, and the one way they send a JSON answer.
  */
+import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** Listens on `port` (0: a free one) and resolves with the port; a port in use rejects with a message naming `what`. */
-export function listen(server: Server, port: number, host: string, what: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EADDRINUSE') return reject(error);
-      reject(Object.assign(new Error(`The ${what} cannot listen on ${host}:${port}: the port is in use.`, { cause: error }), { code: error.code }));
-    };
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve((server.address() as AddressInfo).port);
-    });
+export async function listen(server: Server, port: number, host: string, what: string): Promise<number> {
+  // events.once rejects with the 'error' that comes instead of 'listening'.
+  await once(server.listen(port, host), 'listening').catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EADDRINUSE') throw error;
+    throw Object.assign(new Error(`The ${what} cannot listen on ${host}:${port}: the port is in use.`, { cause: error }), { code: error.code });
   });
+  return (server.address() as AddressInfo).port;
 }
 
 /** Stops the server, closing its keep-alive connections, which would otherwise hold close() open. */
