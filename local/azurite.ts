@@ -65,6 +65,7 @@ export async function startAzuriteQueue(options: { dataDir?: string; tls?: { cer
     connectionString: `DefaultEndpointsProtocol=${protocol};AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};QueueEndpoint=${queueEndpoint};`,
     /** `http(s)://127.0.0.1:<port>/devstoreaccount1` */
     queueEndpoint,
+    pid: child.pid!,
     close: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();

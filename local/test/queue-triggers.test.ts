@@ -358,3 +358,31 @@ describe("the local stack's storage", () => {
     await queue.delete();
   });
 });
+
+describe('Azurite with a data folder', () => {
+  it('keeps through a crash every change it answered: messages sent, deleted and received (still invisible) stay so', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'azurite-crash-'));
+    try {
+      const crashing = await startAzuriteQueue({ dataDir: folder });
+      const queue = QueueServiceClient.fromConnectionString(crashing.connectionString).getQueueClient('crash');
+      await queue.create();
+      for (const text of ['first', 'second', 'third']) await queue.sendMessage(text);
+      const [taken] = (await queue.receiveMessages()).receivedMessageItems;
+      await queue.deleteMessage(taken!.messageId, taken!.popReceipt);
+      await queue.receiveMessages({ visibilityTimeout: 60 });
+      // At once, as a crash comes: Azure Storage answers a change once it is kept, and so must the local stack's queue.
+      process.kill(crashing.pid, 'SIGKILL');
+      await crashing.close();
+      const restarted = await startAzuriteQueue({ dataDir: folder });
+      try {
+        const again = QueueServiceClient.fromConnectionString(restarted.connectionString).getQueueClient('crash');
+        expect((await again.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((message) => message.messageText)).toEqual(['third']);
+        expect((await again.getProperties()).approximateMessagesCount).toBe(2);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  });
+});
