@@ -53,6 +53,7 @@ interface ServerCollection {
     _set(document: ServerDocument): ServerDocument;
     _getPartition(document: object): unknown;
     _purge(): ServerDocument[];
+    _ridCount: number;
     /** Ours: the container's change feed goes with its documents, so a container made again under its id starts a new one. */
     changeFeed?: ContainerFeed;
   };
@@ -300,8 +301,11 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
     const collection = account.database(options.database).collection(container);
     const { _lsn, ...fields } = document;
     const feed = feedOf(collection);
-    // As Cosmos DB keeps it: its `_ts`, from which its time to live counts, and its `_etag`.
-    const restored = collection.documents._set({ ...collection.documents.upsert(fields), _ts: fields._ts as number, _etag: fields._etag as string });
+    // As Cosmos DB keeps it: its `_rid`, after which a query's continuation goes on (made if an older snapshot lacks it), new ones
+    // numbered after it (its count is the int32 at byte 8); its `_ts`, from which its time to live counts, and its `_etag`.
+    const kept = fields._rid ? (fields as ServerDocument) : collection.documents.upsert(fields);
+    const restored = collection.documents._set({ ...kept, _ts: fields._ts as number, _etag: fields._etag as string });
+    collection.documents._ridCount = Math.max(collection.documents._ridCount, Buffer.from(restored._rid, 'base64').readInt32LE(8));
     feed.publish(feed.record([{ ...changed(collection, restored), deleted: false }], typeof _lsn === 'number' ? _lsn : undefined));
   }
   // Deletes leave no document, but a continuation may already be past them: new writes number on after them.

@@ -379,6 +379,26 @@ describe('the embedded Cosmos DB', () => {
     expect(await read(restarted, 'kept')).toMatchObject({ _ts: written!._ts, _etag: written!._etag });
   });
 
+  it("keeps each document's _rid across a restart, so that a query's continuation goes on where it stopped, as Cosmos DB does", async () => {
+    const dataDir = join(emulators.folder, 'resource-ids');
+    const container = tenantData(await emulators.start(dataDir));
+    for (const id of ['a', 'b', 'gone', 'c', 'd']) await container.items.create<Document>({ id, tenantId: 't1' });
+    // A change after the others and a delete: the order of the changes is not that of the documents, and leaves a gap.
+    await container.item('a', 't1').replace<Document>({ id: 'a', tenantId: 't1', changed: true });
+    await container.item('gone', 't1').delete();
+    const ids = (continuationToken?: string) =>
+      container.items.query<string>('SELECT VALUE c.id FROM c', { partitionKey: 't1', maxItemCount: 2, ...(continuationToken ? { continuationToken } : {}) });
+    const first = await ids().fetchNext();
+    expect(first.resources).toEqual(['a', 'b']);
+    await emulators.close();
+    const restarted = tenantData(await emulators.start(dataDir));
+    await restarted.items.create<Document>({ id: 'e', tenantId: 't1' });
+    const rest = await restarted.items
+      .query<string>('SELECT VALUE c.id FROM c', { partitionKey: 't1', maxItemCount: 2, continuationToken: first.continuationToken })
+      .fetchAll();
+    expect(rest.resources).toEqual(['c', 'd', 'e']);
+  });
+
   it('patches a document only when its condition holds, checked on that document with its literals as written, as Cosmos DB does', async () => {
     const container = tenantData(await emulators.start());
     for (const tenantId of ['t1', 't2']) await container.items.create({ id: 'P-1', tenantId, status: tenantId === 't1' ? 'Active' : 'Archived' });
