@@ -119,12 +119,26 @@ export async function startStack(options: StackOptions) {
     for (const name of ['RAG_QUEUE_NAME', 'WEBHOOKS_QUEUE_NAME', 'WEBHOOKS_SWEEP_SCHEDULE'] as const) hostEnvironment[name] ??= SETTINGS[name].default;
 
     const extraCaCerts = await trustedCertificates(settings, tls.certPath);
-    const { pid: hostPid, stop: stopHost, ...host } = await startHostProcess({ port: options.apiPort, environment: hostEnvironment, extraCaCerts, hostOutput });
-    started.push({ close: stopHost });
+    const startHost = (port: number) => startHostProcess({ port, environment: hostEnvironment, extraCaCerts, hostOutput });
+    const { pid, stop, exited: firstExit, ...host } = await startHost(options.apiPort);
+    let [hostPid, stopHost, exited, stopping] = [pid, stop, firstExit, false];
+    // A host that dies unasked (a crash, an out-of-memory kill) is started again on its port, as Azure starts its worker again.
+    const restartOnExit = (): void =>
+      void exited.then(async ([code, signal]) => {
+        if (stopping) return;
+        console.error(`The local Functions host exited (${signal ?? `code ${code}`}): starting it again`);
+        ({ pid: hostPid, stop: stopHost, exited } = await startHost(host.port));
+        if (stopping) await stopHost();
+        else restartOnExit();
+      });
+    restartOnExit();
+    started.push({ close: () => ((stopping = true), stopHost()) });
 
     return {
       ...host,
-      hostPid,
+      get hostPid() {
+        return hostPid;
+      },
       apiBaseUrl: `http://localhost:${host.port}/api`,
       caCertPath: tls.certPath,
       tls,
@@ -186,7 +200,7 @@ export async function startHostProcess(options: HostProcessOptions) {
     child.once('message', (message) => resolve(message as HostReady));
     child.once('exit', (code) => reject(new Error(`The functions host exited (code ${code}) before it was ready`)));
   });
-  return { ...ready, pid: child.pid!, stop: () => stopProcess(child) };
+  return { ...ready, pid: child.pid!, exited: once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>, stop: () => stopProcess(child) };
 }
 
 /** A key to sign paging cursors with: kept in the data folder, so cursors survive a restart, or new for a stack without one. */
