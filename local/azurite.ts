@@ -34,8 +34,9 @@ export async function startAzuriteQueue(options: { dataDir?: string; tls?: { cer
   ];
   // AZURITE_ACCOUNTS in the developer's shell would replace the well-known account this module connects with.
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('AZURITE_')));
-  // Azurite's errors go to this console; its stdout is read only for the line that says it listens.
-  const child = fork(script, args, { env, execArgv: ['--import', EXIT_WITH_PARENT], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  // Azurite's errors go to this console; its stdout is read only for the line that says it listens. In a process group of its own
+  // (detached), so that a terminal's Ctrl+C stops the stack, which closes it after the host: the host's last invocations settle their messages.
+  const child = fork(script, args, { env, execArgv: ['--import', EXIT_WITH_PARENT], stdio: ['ignore', 'pipe', 'inherit', 'ipc'], detached: true });
   const stdout = child.stdout!.setEncoding('utf8');
 
   let output = '';

@@ -360,6 +360,16 @@ describe("the local stack's storage", () => {
 });
 
 describe('Azurite with a data folder', () => {
+  it("is in a process group of its own: a terminal's Ctrl+C reaches the stack, which closes it after the host has settled its messages", async () => {
+    const processGroup = async (pid: number) => (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ')[2];
+    const own = await startAzuriteQueue();
+    try {
+      expect(await processGroup(own.pid)).not.toBe(await processGroup(process.pid));
+    } finally {
+      await own.close();
+    }
+  });
+
   it('keeps through a crash every change it answered: messages sent, deleted and received (still invisible) stay so', async () => {
     const folder = await mkdtemp(join(tmpdir(), 'azurite-crash-'));
     try {
