@@ -1,6 +1,6 @@
 /**
  * `kill -9` of the whole local stack during a create burst, as the attack pass did it: `npm start`'s
- * processes (the stack, the Functions host, Azurite) in a process group of their own, on a data
+ * processes (the stack, the Functions host; Azurite in a group of its own) in a process group, on a data
  * folder of their own, killed with SIGKILL once half the creates are answered, then started again
  * on the same folder. Every project answered 201 must be there unchanged, no later create may get
  * an id that was already handed out, and every one's project.created event must reach the receiver
@@ -74,27 +74,33 @@ async function startStackProcess(dataDir: string): Promise<StackProcess> {
   return { apiBaseUrl, child, output };
 }
 
-/** Whether a process of the group still runs (a zombie has already run its last instruction). Linux /proc. */
-async function groupRuns(groupId: number): Promise<boolean> {
+/** The processes that still run (a zombie has already run its last instruction), with their parent and process group. Linux /proc. */
+async function runningProcesses(): Promise<{ parent: number; group: number }[]> {
+  const running: { parent: number; group: number }[] = [];
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     // After the parenthesised name: state, parent id, process group id.
-    const [state, , group] = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-    if (Number(group) === groupId && state !== 'Z') return true;
+    const [state, parent, group] = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    if (stat && state !== 'Z') running.push({ parent: Number(parent), group: Number(group) });
   }
-  return false;
+  return running;
 }
 
+/** Signals the stack's process group, and Azurite's, which is a group of its own (local/azurite.ts): a crash takes it down too. */
 async function signalGroup(stack: StackProcess, signal: NodeJS.Signals): Promise<void> {
   const groupId = stack.child.pid!;
-  try {
-    process.kill(-groupId, signal);
-  } catch {
-    return; // the group is gone already
+  const children = (await runningProcesses()).filter(({ parent }) => parent === groupId);
+  const groups = new Set([groupId, ...children.map(({ group }) => group)]);
+  for (const group of groups) {
+    try {
+      process.kill(-group, signal);
+    } catch {
+      // gone already
+    }
   }
   const deadline = Date.now() + 20_000;
-  while (await groupRuns(groupId)) {
+  while ((await runningProcesses()).some(({ group }) => groups.has(group))) {
     if (Date.now() > deadline) throw new Error(`The stack's processes still run 20 s after ${signal}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
