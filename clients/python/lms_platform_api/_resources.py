@@ -199,9 +199,13 @@ class Users(_Resource):
         """usersList: the tenant's recorded callers, or with `source="directory"` its directory (Microsoft Graph)."""
         return Pager(self._transport, "usersList", {"q": q, "role": role, "source": source, "limit": limit, "cursor": cursor})
 
-    def me(self) -> Resource[User]:
-        """usersMe: the caller."""
-        return Resource(self._transport.call("usersMe"))
+    @overload
+    def me(self) -> Resource[User]: ...
+    @overload
+    def me(self, *, if_none_match: Optional[str]) -> Optional[Resource[User]]: ...
+    def me(self, *, if_none_match: Optional[str] = None) -> Optional[Resource[User]]:
+        """usersMe: the caller; with `if_none_match`, None while its record still has that ETag."""
+        return _read(self._transport, "usersMe", {}, if_none_match)
 
 
 class RagJobs(_Resource):

@@ -114,6 +114,7 @@ class UsersAndRagTest(unittest.TestCase):
         me = lms.users.me()
         self.assertEqual(me["email"], "python-client@contoso.test")
         self.assertIn(me["id"], [user["id"] for user in lms.users.list()])
+        self.assertIsNone(lms.users.me(if_none_match=me.etag))
 
     def test_a_rebuild_is_followed_to_its_end(self) -> None:
         # In the second tenant, whose RAG job other tests may hold or cancel: the first tenant's belong to the RAG tests.
