@@ -56,7 +56,7 @@ export async function nextInSequence(container: Container, tenantId: string, nam
   const key = `${tenantId}/${id}`;
   let sequence = sequences.get(key);
   if (!sequence) sequences.set(key, (sequence = { block: undefined, reserving: undefined }));
-  for (let failed = false; ; ) {
+  for (let failed = false; ;) {
     const { block } = sequence;
     if (block && block.next <= block.last) return block.next++;
     try {
