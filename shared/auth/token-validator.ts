@@ -5,6 +5,7 @@ import { GUID } from '../guid.js';
 import { lazily } from '../lazy.js';
 import { readBefore } from '../http/read-before.js';
 import { translate, type MessageKey } from '../messages.js';
+import { settleAll } from '../settle-all.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';
 
@@ -110,7 +111,8 @@ function stringClaim(payload: JWTPayload, name: string): string | undefined {
 export function createTokenValidator(settings: AuthSettings) {
   async function discover(tenantId: string): Promise<TenantKeys> {
     const base = `${settings.authorityHost}/${tenantId}`;
-    const [v2, v1] = await Promise.all([
+    // Both settle before the request goes on or fails: no fetch is left running after the answer.
+    const [v2, v1] = await settleAll([
       fetchMetadata(`${base}/v2.0/.well-known/openid-configuration`),
       fetchMetadata(`${base}/.well-known/openid-configuration`),
     ]);

@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import type { AfterAttempt } from '../domain/webhooks.js';
 import { conflict, notFound } from '../errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
+import { settleAll } from '../settle-all.js';
 import { MAX_OPERATIONS, sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from './events.js';
@@ -196,7 +197,7 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
     id: deliveryId,
     expected: undefined,
     read: async () => {
-      const [subscription, found] = await Promise.all([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
+      const [subscription, found] = await settleAll([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
       if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
       if (!subscription.active) throw conflict('webhookInactive', { id: webhookId });
       return found;

@@ -4,9 +4,10 @@ import { cosmosStatus } from './cosmos.js';
 const FIRST_VALUE = 1001;
 /**
  * Numbers reserved per trip to the database. Cosmos's atomic patch `incr` hands each instance a
- * block of its own, so concurrent instances never share a number. The next block is reserved in
- * the background once half of the current one is used, so that a create rarely waits for it.
- * Numbers are never reused; a block an instance does not use up leaves a gap.
+ * block of its own, so concurrent instances never share a number. A block is reserved when the
+ * current one is used up, by the create that needs it, before it goes on: nothing is left running
+ * after the answer (a Flex Consumption instance may be frozen once it is sent). Numbers are never
+ * reused; a block an instance does not use up leaves a gap.
  */
 const BLOCK_SIZE = 20;
 
@@ -17,8 +18,8 @@ interface Block {
 
 interface Sequence {
   block: Block | undefined;
-  /** The reservation under way, if any: at most one per sequence and instance. */
-  upcoming: Promise<Block> | undefined;
+  /** The reservation under way, if any: every create that finds the block used up waits for this one. */
+  reserving: Promise<void> | undefined;
 }
 
 const sequences = new Map<string, Sequence>();
@@ -40,14 +41,13 @@ async function reserveBlock(container: Container, tenantId: string, id: string):
   }
 }
 
-function reserveNext(sequence: Sequence, container: Container, tenantId: string, id: string): Promise<Block> {
-  const upcoming = reserveBlock(container, tenantId, id);
-  sequence.upcoming = upcoming;
-  // A failed reservation is forgotten: the create that needs a block asks again, and reports the failure if it lasts.
-  upcoming.catch(() => {
-    if (sequence.upcoming === upcoming) sequence.upcoming = undefined;
-  });
-  return upcoming;
+/** Starts the sequence's reservation, which puts its block in place, or is forgotten if it fails. Always awaited by the create that starts it. */
+function reserve(sequence: Sequence, container: Container, tenantId: string, id: string): Promise<void> {
+  const reserving = reserveBlock(container, tenantId, id)
+    .then((block) => void (sequence.block = block))
+    .finally(() => (sequence.reserving = undefined));
+  sequence.reserving = reserving;
+  return reserving;
 }
 
 /** The next number of a per-tenant sequence, from this instance's current block or a new one. */
@@ -55,32 +55,17 @@ export async function nextInSequence(container: Container, tenantId: string, nam
   const id = `sequence-${name}`;
   const key = `${tenantId}/${id}`;
   let sequence = sequences.get(key);
-  if (!sequence) sequences.set(key, (sequence = { block: undefined, upcoming: undefined }));
-  let retried = false;
-  for (;;) {
+  if (!sequence) sequences.set(key, (sequence = { block: undefined, reserving: undefined }));
+  for (let failed = false; ;) {
     const { block } = sequence;
-    if (block && block.next <= block.last) {
-      const number = block.next++;
-      // Its failure is handled where it is awaited (or forgotten, see reserveNext).
-      if (!sequence.upcoming && block.last - number < BLOCK_SIZE / 2) void reserveNext(sequence, container, tenantId, id);
-      return number;
-    }
-    // Concurrent creates wait for the same reservation instead of each taking a block.
-    const started = sequence.upcoming;
-    const upcoming = started ?? reserveNext(sequence, container, tenantId, id);
-    let reserved: Block;
+    if (block && block.next <= block.last) return block.next++;
     try {
-      reserved = await upcoming;
+      // Concurrent creates wait for the same reservation instead of each taking a block; they resume in the order they asked.
+      await (sequence.reserving ?? reserve(sequence, container, tenantId, id));
     } catch (error) {
-      // A reservation started ahead or by another create failed: try one of this create's own before failing it.
-      if (!started || retried) throw error;
-      retried = true;
-      continue;
-    }
-    // The first to resume puts the new block in place; the others find it there.
-    if (sequence.upcoming === upcoming) {
-      sequence.block = reserved;
-      sequence.upcoming = undefined;
+      // A failed reservation is tried once more (the first create to resume starts it, the others wait for it) before it fails the create.
+      if (failed) throw error;
+      failed = true;
     }
   }
 }

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, preconditionFailed } from '../errors.js';
+import { settleAll } from '../settle-all.js';
 import { sendBatch } from './batches.js';
 import { container } from './cosmos.js';
 import { eventWrite, type NewEvent } from './events.js';
@@ -240,7 +241,8 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
     const replay = await recordedResult<R>(documents, tenantId, idempotent);
     if (replay) return { resource: replay, replayed: true };
   }
-  const [number, checkedFirst] = await Promise.all([nextInSequence(documents, tenantId, options.sequence), options.check?.()]);
+  // Both settle before the create goes on or fails: a refused check leaves no reservation running after the answer.
+  const [number, checkedFirst] = await settleAll([nextInSequence(documents, tenantId, options.sequence), options.check?.()]);
   let checked = checkedFirst;
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 && options.check) checked = await options.check();

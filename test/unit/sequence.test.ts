@@ -3,6 +3,8 @@
  * the embedded Cosmos store of the local stack started by this file, through a proxy
  * (test/support/cosmos-proxy.ts) that sees each reservation and can fail or hold one. Another
  * instance of the app is another copy of the module (vi.resetModules), with blocks of its own.
+ * A watched container (the real one, counting its reservations under way) shows that none is left
+ * running when a number is handed out: an instance may be frozen once the create has answered.
  */
 import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
@@ -11,7 +13,7 @@ import { container } from '../../shared/data/cosmos.js';
 import { nextInSequence } from '../../shared/data/sequence.js';
 import { type CosmosRequestRecord, STORE_FAILURE } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
-import { gate, waitFor } from '../support/wait.js';
+import { gate } from '../support/wait.js';
 
 const embedded = embeddedStoreForTests();
 let documents: Container;
@@ -40,6 +42,33 @@ async function take(next: Next, { tenantId, name }: { tenantId: string; name: st
   return numbers;
 }
 
+/**
+ * The real container, counting the reservations (an item's patch, a create) under way: started and not
+ * yet answered, or failed, to the caller. Nothing else is changed.
+ */
+function watched(real: Container): { container: Container; underWay: () => number } {
+  let underWay = 0;
+  const counted = <O extends object>(target: O, method: string): O =>
+    new Proxy(target, {
+      get(object, property) {
+        const value = Reflect.get(object, property) as unknown;
+        if (property !== method || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          underWay++;
+          return (value as (...args: unknown[]) => Promise<unknown>).apply(object, args).finally(() => underWay--);
+        };
+      },
+    });
+  const container = new Proxy(real, {
+    get(object, property) {
+      if (property === 'item') return (...args: Parameters<Container['item']>) => counted(object.item(...args), 'patch');
+      if (property === 'items') return counted(object.items, 'create');
+      return Reflect.get(object, property) as unknown;
+    },
+  });
+  return { container, underWay: () => underWay };
+}
+
 const from = (first: number, count: number) => Array.from({ length: count }, (_, index) => first + index);
 
 /** The sequence's document as stored, read past the proxy. */
@@ -57,11 +86,10 @@ describe('a sequence', () => {
   it('starts at 1001 and goes up by one, block after block, with no gap within one instance, reserving a block at a time', async () => {
     const sequence = newSequence();
     expect(await take(nextInSequence, sequence, 60)).toEqual(from(1001, 60));
-    // Kept in the tenant's partition as a document of its own type; the next block was reserved ahead.
-    await waitFor(async () => (await stored(sequence))?.value === 1080);
-    expect(await stored(sequence)).toMatchObject({ type: 'sequence', value: 1080 });
+    // Kept in the tenant's partition as a document of its own type: three blocks, and none reserved ahead.
+    expect(await stored(sequence)).toMatchObject({ type: 'sequence', value: 1060 });
     // The first block by creating the document (after an increment found none), then one increment per block of 20.
-    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'PATCH', 'PATCH']);
+    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'PATCH']);
   });
 
   it('counts for its own tenant and name', async () => {
@@ -78,8 +106,32 @@ describe('a sequence', () => {
     const sequence = newSequence();
     const numbers = await Promise.all(from(0, 30).map(() => nextInSequence(documents, sequence.tenantId, sequence.name)));
     expect(numbers).toEqual(from(1001, 30));
-    await waitFor(async () => (await stored(sequence))?.value === 1040);
+    expect(await stored(sequence)).toMatchObject({ value: 1040 });
     expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH']);
+  });
+
+  it('leaves no reservation under way when it hands out a number or fails: nothing runs after the create answers', async () => {
+    const sequence = newSequence();
+    const { container, underWay } = watched(documents);
+    const next = () => nextInSequence(container, sequence.tenantId, sequence.name);
+    // One after another, past the middle and the end of each block.
+    for (let index = 0; index < 45; index++) {
+      await next();
+      expect(underWay()).toBe(0);
+    }
+    // Many at once, across the end of the third block: the numbers of the current block need no wait, the
+    // others wait for one reservation; once they all have their numbers, nothing is under way.
+    await Promise.all(from(0, 30).map(() => next()));
+    expect(underWay()).toBe(0);
+    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'PATCH', 'PATCH']);
+    // And when the store fails the reservations: the rest of the block, then failures once the reservation and its one more try failed.
+    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) ? STORE_FAILURE : undefined);
+    const outcomes = await Promise.all(from(0, 8).map(() => next().catch((error: { code: number }) => error.code)));
+    expect(outcomes).toEqual([...from(1076, 5), 500, 500, 500]);
+    expect(underWay()).toBe(0);
+    await expect(next()).rejects.toMatchObject({ code: 500 });
+    expect(underWay()).toBe(0);
+    expect(reservationsOf(sequence.name)).toHaveLength(9);
   });
 
   it('never gives two instances the same number: each takes blocks of its own, and a block left unused leaves a gap', async () => {
@@ -114,49 +166,49 @@ describe('a sequence', () => {
     expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'POST', 'PATCH']);
   });
 
-  it('fails the call whose reservation the store fails, and the next call reserves afresh', async () => {
+  it('tries a failed reservation once more before failing the call', async () => {
     const sequence = newSequence();
-    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) ? ((embedded.store.intercept = undefined), STORE_FAILURE) : undefined);
+    let failures = 1;
+    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
+    expect(await nextInSequence(documents, sequence.tenantId, sequence.name)).toBe(1001);
+    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'PATCH', 'POST']);
+
+    const fresh = newSequence();
+    failures = 1;
+    embedded.store.intercept = (record) => (isCreateOf(fresh.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
+    expect(await nextInSequence(documents, fresh.tenantId, fresh.name)).toBe(1001);
+    expect(reservationsOf(fresh.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'POST']);
+  });
+
+  it('fails the call whose reservation fails twice, and the next call reserves afresh', async () => {
+    const sequence = newSequence();
+    let failures = 2;
+    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
     await expect(nextInSequence(documents, sequence.tenantId, sequence.name)).rejects.toMatchObject({ code: 500 });
     // A failure that is not "no such sequence" creates nothing.
-    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH']);
+    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'PATCH']);
     expect(await take(nextInSequence, sequence, 2)).toEqual([1001, 1002]);
 
     const fresh = newSequence();
-    embedded.store.intercept = (record) => (isCreateOf(fresh.name)(record) ? ((embedded.store.intercept = undefined), STORE_FAILURE) : undefined);
+    failures = 2;
+    embedded.store.intercept = (record) => (isCreateOf(fresh.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
     await expect(nextInSequence(documents, fresh.tenantId, fresh.name)).rejects.toMatchObject({ code: 500 });
     expect(await take(nextInSequence, fresh, 2)).toEqual([1001, 1002]);
   });
 
-  it('when the block reserved ahead fails while a call waits for it, reserves one for that call', async () => {
+  it('when the store keeps failing, concurrent calls share each try: two reservations fail them all, and it goes on once the store is back', async () => {
     const sequence = newSequence();
-    expect(await take(nextInSequence, sequence, 10)).toEqual(from(1001, 10));
-    const held = gate();
-    embedded.store.intercept = (record) =>
-      isIncrementOf(sequence.name)(record) ? ((embedded.store.intercept = undefined), held.pass().then(() => STORE_FAILURE)) : undefined;
-    // Half the block used: the next one is reserved ahead (and held).
-    expect(await take(nextInSequence, sequence, 10)).toEqual(from(1011, 10));
-    await held.reached;
-    const waiting = nextInSequence(documents, sequence.tenantId, sequence.name);
-    held.release();
-    expect(await waiting).toBe(1021);
-    expect(await take(nextInSequence, sequence, 1)).toEqual([1022]);
-  });
-
-  it('when the store keeps failing reservations, fails the calls that need one after one more try, and goes on once the store is back', async () => {
-    const sequence = newSequence();
-    expect(await take(nextInSequence, sequence, 10)).toEqual(from(1001, 10));
+    expect(await take(nextInSequence, sequence, 20)).toEqual(from(1001, 20));
     const held = gate();
     let failing = true;
     embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failing ? held.pass().then(() => STORE_FAILURE) : undefined);
-    expect(await take(nextInSequence, sequence, 10)).toEqual(from(1011, 10));
-    await held.reached;
     const before = reservationsOf(sequence.name).length;
-    const waiting = [0, 1].map(() => nextInSequence(documents, sequence.tenantId, sequence.name));
+    const waiting = from(0, 3).map(() => nextInSequence(documents, sequence.tenantId, sequence.name));
+    await held.reached;
     held.release();
     for (const call of waiting) await expect(call).rejects.toMatchObject({ code: 500 });
-    // The block reserved ahead failed; the first call's own try failed too, and the second had waited for that one: no third.
-    expect(reservationsOf(sequence.name).length - before).toBe(1);
+    // The first call's reservation failed, and so did the one more try all three waited for: no third.
+    expect(reservationsOf(sequence.name).length - before).toBe(2);
     failing = false;
     expect(await take(nextInSequence, sequence, 2)).toEqual([1021, 1022]);
   });

@@ -633,6 +633,30 @@ describe('creating a document', () => {
     expect(created.resource).toEqual({ id: 'NOTE-1001', title: 'Checked', count: 0 });
   });
 
+  it('refused by its check, answers only once its number is reserved: nothing of the create runs after the answer', async () => {
+    const principal = adminCaller(randomUUID());
+    const held = gate();
+    embedded.store.intercept = (record) =>
+      record.method === 'PATCH' && record.path.endsWith('/docs/sequence-notes') && record.partitionKey?.includes(principal.tenantId)
+        ? ((embedded.store.intercept = undefined), held.pass().then(() => undefined))
+        : undefined;
+    let answered = false;
+    const outcome = create(principal, { check: () => Promise.reject(new Error('refused')) })
+      .then(
+        () => 'created',
+        (error: Error) => error.message,
+      )
+      .finally(() => (answered = true));
+    // The check failed at once; the reservation of the create's number is at the store, held.
+    await held.reached;
+    const answeredWhileHeld = answered;
+    held.release();
+    expect(await outcome).toBe('refused');
+    expect(answeredWhileHeld).toBe(false);
+    // The number is not given back: a gap.
+    expect(await create(principal)).toMatchObject({ resource: { id: 'NOTE-1002' } });
+  });
+
   /** A guard operation that fails with `status` in a batch of the tenant holding `parent`. */
   function failingGuard(status: 404 | 409 | 412, parent: NoteDocument): OperationInput {
     if (status === 404) return stillExists({ ...parent, id: 'NOTE-gone' });
