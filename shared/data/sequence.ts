@@ -56,16 +56,18 @@ export async function nextInSequence(container: Container, tenantId: string, nam
   const key = `${tenantId}/${id}`;
   let sequence = sequences.get(key);
   if (!sequence) sequences.set(key, (sequence = { block: undefined, reserving: undefined }));
-  for (let failed = false; ;) {
+  for (let retried = false; ;) {
     const { block } = sequence;
     if (block && block.next <= block.last) return block.next++;
+    // Concurrent creates wait for the same reservation instead of each taking a block; they resume in the order they asked.
+    const started = sequence.reserving;
     try {
-      // Concurrent creates wait for the same reservation instead of each taking a block; they resume in the order they asked.
-      await (sequence.reserving ?? reserve(sequence, container, tenantId, id));
+      await (started ?? reserve(sequence, container, tenantId, id));
     } catch (error) {
-      // A failed reservation is tried once more (the first create to resume starts it, the others wait for it) before it fails the create.
-      if (failed) throw error;
-      failed = true;
+      // A create's own reservation that fails fails it: the database client has retried it within its bounds already. One
+      // another create started is tried once more (the first to resume starts it, the others wait for it).
+      if (!started || retried) throw error;
+      retried = true;
     }
   }
 }

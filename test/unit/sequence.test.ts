@@ -124,14 +124,15 @@ describe('a sequence', () => {
     await Promise.all(from(0, 30).map(() => next()));
     expect(underWay()).toBe(0);
     expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'PATCH', 'PATCH']);
-    // And when the store fails the reservations: the rest of the block, then failures once the reservation and its one more try failed.
+    // And when the store fails the reservations: the rest of the block, then failures once the reservation and the one more try
+    // of the calls that waited for it failed.
     embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) ? STORE_FAILURE : undefined);
     const outcomes = await Promise.all(from(0, 8).map(() => next().catch((error: { code: number }) => error.code)));
     expect(outcomes).toEqual([...from(1076, 5), 500, 500, 500]);
     expect(underWay()).toBe(0);
     await expect(next()).rejects.toMatchObject({ code: 500 });
     expect(underWay()).toBe(0);
-    expect(reservationsOf(sequence.name)).toHaveLength(9);
+    expect(reservationsOf(sequence.name)).toHaveLength(8);
   });
 
   it('never gives two instances the same number: each takes blocks of its own, and a block left unused leaves a gap', async () => {
@@ -166,34 +167,33 @@ describe('a sequence', () => {
     expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'POST', 'PATCH']);
   });
 
-  it('tries a failed reservation once more before failing the call', async () => {
+  it('fails the call whose own reservation fails (the database client has retried it already), and the next call reserves afresh', async () => {
     const sequence = newSequence();
     let failures = 1;
     embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
-    expect(await nextInSequence(documents, sequence.tenantId, sequence.name)).toBe(1001);
-    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'PATCH', 'POST']);
+    await expect(nextInSequence(documents, sequence.tenantId, sequence.name)).rejects.toMatchObject({ code: 500 });
+    // A failure that is not "no such sequence" creates nothing.
+    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH']);
+    expect(await take(nextInSequence, sequence, 2)).toEqual([1001, 1002]);
 
     const fresh = newSequence();
     failures = 1;
     embedded.store.intercept = (record) => (isCreateOf(fresh.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
-    expect(await nextInSequence(documents, fresh.tenantId, fresh.name)).toBe(1001);
-    expect(reservationsOf(fresh.name).map((record) => record.method)).toEqual(['PATCH', 'POST', 'PATCH', 'POST']);
-  });
-
-  it('fails the call whose reservation fails twice, and the next call reserves afresh', async () => {
-    const sequence = newSequence();
-    let failures = 2;
-    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
-    await expect(nextInSequence(documents, sequence.tenantId, sequence.name)).rejects.toMatchObject({ code: 500 });
-    // A failure that is not "no such sequence" creates nothing.
-    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'PATCH']);
-    expect(await take(nextInSequence, sequence, 2)).toEqual([1001, 1002]);
-
-    const fresh = newSequence();
-    failures = 2;
-    embedded.store.intercept = (record) => (isCreateOf(fresh.name)(record) && failures-- > 0 ? STORE_FAILURE : undefined);
     await expect(nextInSequence(documents, fresh.tenantId, fresh.name)).rejects.toMatchObject({ code: 500 });
     expect(await take(nextInSequence, fresh, 2)).toEqual([1001, 1002]);
+  });
+
+  it('gives a call that waited for a reservation another call started, and that failed, one try of its own', async () => {
+    const sequence = newSequence();
+    const held = gate();
+    let failures = 1;
+    embedded.store.intercept = (record) => (isIncrementOf(sequence.name)(record) && failures-- > 0 ? held.pass().then(() => STORE_FAILURE) : undefined);
+    const calls = from(0, 3).map(() => nextInSequence(documents, sequence.tenantId, sequence.name).catch((error: { code: number }) => error.code));
+    await held.reached;
+    held.release();
+    // The first call's own reservation failed it; the second tried its own, which the third waited for.
+    expect(await Promise.all(calls)).toEqual([500, 1001, 1002]);
+    expect(reservationsOf(sequence.name).map((record) => record.method)).toEqual(['PATCH', 'PATCH', 'POST']);
   });
 
   it('when the store keeps failing, concurrent calls share each try: two reservations fail them all, and it goes on once the store is back', async () => {
