@@ -6,7 +6,7 @@
  */
 import type { RagCounts } from '../schemas/rag.js';
 import { cosmosStatus } from './cosmos.js';
-import type { SourceKind } from './rag-jobs-repository.js';
+import type { PlanCursor, SourceKind } from './rag-jobs-repository.js';
 import { asJson, FULL_SCAN_PAGE, readDocument, tenantData, type StoredDocument } from './tenant-data.js';
 
 export interface RagBatchDocument extends StoredDocument {
@@ -15,6 +15,8 @@ export interface RagBatchDocument extends StoredDocument {
   number: number;
   kind: SourceKind;
   sourceIds: string[];
+  /** Where planning goes on after this batch's page. */
+  next: PlanCursor | null;
   status: 'Planned' | 'Done';
   /** Chunks of its sources the batch found to remove, recorded before it removes them: a run again after a crash finds fewer. */
   staleFound: number;
@@ -26,16 +28,23 @@ export interface RagBatchDocument extends StoredDocument {
 
 const batchId = (jobId: string, number: number) => `${jobId}-b${number}`;
 
-/** A batch of the job, made once: a second planning run finds it made and keeps it as it is. */
-export async function planBatch(tenantId: string, jobId: string, number: number, kind: SourceKind, sourceIds: string[]): Promise<RagBatchDocument> {
+/**
+ * A batch of the job, made once: a second planning run finds it made and keeps it as it is, its page
+ * and where planning goes on after it (should the sources have changed between the two runs' reads).
+ */
+export async function planBatch(
+  tenantId: string,
+  jobId: string,
+  number: number,
+  page: Pick<RagBatchDocument, 'kind' | 'sourceIds' | 'next'>,
+): Promise<RagBatchDocument> {
   const batch: Omit<RagBatchDocument, '_etag'> = {
     id: batchId(jobId, number),
     tenantId,
     type: 'ragBatch',
     jobId,
     number,
-    kind,
-    sourceIds,
+    ...page,
     status: 'Planned',
     staleFound: 0,
     counts: null,

@@ -10,7 +10,7 @@ import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { requestedJob } from '../domain/rag-jobs.js';
 import { conflict, notFound } from '../errors.js';
-import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type RagProgress, type StartRagIndexBody } from '../schemas/rag.js';
+import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { eventWrite } from './events.js';
@@ -38,8 +38,8 @@ export interface RagJobDocument extends Omit<RagJob, 'jobId'>, StoredDocument {
   dispatched?: true;
   /** Every batch is planned: the job ends once that many have ended. */
   planned: boolean;
-  /** Where planning goes on after a restart: the source kind and the query's continuation. */
-  planCursor: { kind: SourceKind; continuation: string | undefined } | null;
+  /** Where planning goes on after a restart (null: from the start, or nowhere once planned). */
+  planCursor: PlanCursor | null;
   /** The queue message whose run is finishing the job, and until when: another (a message delivered twice) leaves it alone. */
   finishing?: { runner: string; until: string };
   /** The error of the last failed attempt, kept for the job's final error if every retry fails. */
@@ -57,6 +57,15 @@ export interface Sweep {
 }
 
 export type SourceKind = 'project' | 'task';
+
+/** A place in the planning: the source kind and the query's continuation. */
+export interface PlanCursor {
+  kind: SourceKind;
+  continuation: string | undefined;
+}
+
+/** Where the job's planning stands: null once every batch is planned. */
+export const planningAt = (job: RagJobDocument): PlanCursor | null => (job.planned ? null : (job.planCursor ?? { kind: 'project', continuation: undefined }));
 
 const TERMINAL: ReadonlySet<RagJob['status']> = new Set(['Succeeded', 'Failed', 'Cancelled']);
 export const isFinished = (job: Pick<RagJob, 'status'>) => TERMINAL.has(job.status);
@@ -168,22 +177,30 @@ export function startRunning(tenantId: string, jobId: string): Promise<RagJobDoc
   }));
 }
 
-/** Planning has come this far: progress grows (a second planning run never makes it go back). */
-export function recordPlanning(
+/**
+ * Planning went from `from` to `to` (null: every batch is planned), adding these sources and batches.
+ * Undefined when the job ended, or when its planning no longer stands at `from`: another run of it (a
+ * message delivered twice) recorded that step first, and this run leaves the rest to that one.
+ */
+export async function recordPlanning(
   tenantId: string,
   jobId: string,
-  planned: Omit<RagProgress, 'batchesDone'>,
-  cursor: RagJobDocument['planCursor'],
+  step: { from: PlanCursor; to: PlanCursor | null; sources: number; batches: number },
 ): Promise<RagJobDocument | undefined> {
-  return changeJob(tenantId, jobId, (current) => ({
-    ...current,
-    planCursor: cursor,
-    progress: {
-      sources: Math.max(current.progress?.sources ?? 0, planned.sources),
-      batches: Math.max(current.progress?.batches ?? 0, planned.batches),
-      batchesDone: current.progress?.batchesDone ?? 0,
-    },
-  }));
+  let movedOn = false;
+  const job = await changeJob(tenantId, jobId, (current) => {
+    const at = planningAt(current);
+    movedOn = at?.kind !== step.from.kind || at.continuation !== step.from.continuation;
+    if (movedOn) return current;
+    const progress = current.progress ?? { sources: 0, batches: 0, batchesDone: 0 };
+    return {
+      ...current,
+      planned: step.to === null,
+      planCursor: step.to,
+      progress: { ...progress, sources: progress.sources + step.sources, batches: progress.batches + step.batches },
+    };
+  });
+  return movedOn ? undefined : job;
 }
 
 /**

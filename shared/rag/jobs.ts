@@ -4,7 +4,8 @@
  *
  * 1. `{ jobId, tenantId }` plans the job: it pages through the sources in scope (projects, then
  *    tasks), never holding more than a page, and makes each page of at most 500 sources a batch of
- *    its own message. Where it got to is kept, so a restarted planning goes on from there.
+ *    its own message. Where it got to is kept, so a restarted planning goes on from there; two runs
+ *    of it at once plan each batch once (see plan).
  * 2. `{ jobId, tenantId, batch }` indexes one batch: chunks its sources, embeds the chunks that
  *    changed, writes them and removes the chunks its sources no longer make. Batches run side by
  *    side, on as many instances as the platform gives. A throttling embeddings API sends the batch
@@ -49,10 +50,12 @@ import {
   markDispatched,
   readJobDocument,
   recordBatchesDone,
+  planningAt,
   recordPlanning,
   recordSweep,
   startFinishing,
   startRunning,
+  type PlanCursor,
   type RagJobDocument,
   type SourceKind,
 } from '../data/rag-jobs-repository.js';
@@ -98,30 +101,35 @@ export async function dispatch(job: Pick<RagJobDocument, 'tenantId' | 'id' | 'st
   await markDispatched(job.tenantId, job.id);
 }
 
-/** Plans the job into batches, each put on the queue as soon as it is made. */
+/**
+ * Plans the job into batches, each put on the queue as soon as it is made. Two runs (a message
+ * delivered twice) may plan at once: each step is recorded only from where the planning stands, and
+ * the run that finds it moved on leaves the rest to the other.
+ */
 export async function plan(tenantId: string, jobId: string): Promise<void> {
   let job = await startRunning(tenantId, jobId);
-  if (!job) return;
-  let cursor: RagJobDocument['planCursor'] = job.planned ? null : (job.planCursor ?? { kind: 'project', continuation: undefined });
-  while (cursor && !job.cancelRequestedAt) {
-    const page = await idPage(cursor.kind, job, cursor.continuation);
-    let batches = job.progress!.batches;
-    if (page.ids.length > 0) {
-      await planBatch(tenantId, jobId, batches, cursor.kind, page.ids);
-      await enqueueRagWork({ tenantId, jobId, batch: batches });
-      batches += 1;
-    }
-    cursor = page.continuation
-      ? { kind: cursor.kind, continuation: page.continuation }
-      : cursor.kind === 'project'
-        ? { kind: 'task', continuation: undefined }
-        : null;
-    const recorded = await recordPlanning(tenantId, jobId, { sources: job.progress!.sources + page.ids.length, batches }, cursor);
-    if (!recorded) return;
-    job = recorded;
+  let from = job && planningAt(job);
+  while (job && from && !job.cancelRequestedAt) {
+    job = await recordPlanning(tenantId, jobId, await planPage(job, from));
+    from = job && planningAt(job);
   }
   // A cancel stops the planning; the batches planned so far still count.
-  if (await finishPlanning(tenantId, jobId)) await afterBatch(tenantId, jobId);
+  if (job && (await finishPlanning(tenantId, jobId))) await afterBatch(tenantId, jobId);
+}
+
+/** Makes the page of sources at `from` a batch (none if it is empty): the step from there to where planning goes on. */
+async function planPage(job: RagJobDocument, from: PlanCursor) {
+  const page = await idPage(from.kind, job, from.continuation);
+  const next: PlanCursor | null = page.continuation
+    ? { kind: from.kind, continuation: page.continuation }
+    : from.kind === 'project'
+      ? { kind: 'task', continuation: undefined }
+      : null;
+  if (page.ids.length === 0) return { from, to: next, sources: 0, batches: 0 };
+  // The run that made the batch first decided its page and where planning goes on after it.
+  const batch = await planBatch(job.tenantId, job.id, job.progress!.batches, { kind: from.kind, sourceIds: page.ids, next });
+  await enqueueRagWork({ tenantId: job.tenantId, jobId: job.id, batch: batch.number });
+  return { from, to: batch.next, sources: batch.sourceIds.length, batches: 1 };
 }
 
 /**

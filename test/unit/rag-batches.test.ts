@@ -18,7 +18,7 @@ const batches = () => import('../../shared/data/rag-batches-repository.js');
 async function plannedBatch() {
   const tenantId = randomUUID();
   const jobId = randomUUID();
-  await (await batches()).planBatch(tenantId, jobId, 0, 'project', ['PRJ-1', 'PRJ-2']);
+  await (await batches()).planBatch(tenantId, jobId, 0, { kind: 'project', sourceIds: ['PRJ-1', 'PRJ-2'], next: { kind: 'task', continuation: undefined } });
   return { tenantId, jobId, id: `${jobId}-b0` };
 }
 
@@ -99,9 +99,10 @@ describe('a batch', () => {
   it('planned twice is made once: the second planning keeps the first one as it is', async () => {
     const { planBatch } = await batches();
     const { tenantId, jobId, id } = await plannedBatch();
-    const again = await planBatch(tenantId, jobId, 0, 'task', ['TSK-9']);
-    expect(again).toMatchObject({ id, kind: 'project', sourceIds: ['PRJ-1', 'PRJ-2'], status: 'Planned' });
-    expect(await stored(tenantId, id)).toMatchObject({ kind: 'project', sourceIds: ['PRJ-1', 'PRJ-2'] });
+    const again = await planBatch(tenantId, jobId, 0, { kind: 'task', sourceIds: ['TSK-9'], next: null });
+    const first = { kind: 'project', sourceIds: ['PRJ-1', 'PRJ-2'], next: { kind: 'task' } };
+    expect(again).toMatchObject({ id, ...first, status: 'Planned' });
+    expect(await stored(tenantId, id)).toMatchObject(first);
   });
 
   it('is not planned when the store fails: the failure is passed on', async () => {
@@ -109,7 +110,7 @@ describe('a batch', () => {
     const tenantId = randomUUID();
     const jobId = randomUUID();
     embedded.store.intercept = (record) => (record.method === 'POST' && record.body.includes(`"${jobId}-b0"`) ? STORE_FAILURE : undefined);
-    await expect(planBatch(tenantId, jobId, 0, 'project', ['PRJ-1'])).rejects.toMatchObject({ code: 500 });
+    await expect(planBatch(tenantId, jobId, 0, { kind: 'project', sourceIds: ['PRJ-1'], next: null })).rejects.toMatchObject({ code: 500 });
     expect(await stored(tenantId, `${jobId}-b0`)).toBeUndefined();
   });
 

@@ -351,34 +351,43 @@ describe('a job under way', () => {
     expect(await stored(principal.tenantId, jobId)).toMatchObject({ status: 'Running', startedAt: running!.startedAt });
   });
 
-  it('records its planning: progress only grows, batches done kept, and where planning goes on', async () => {
+  it('records its planning a step at a time from where it stands: a step from elsewhere (a second run) changes nothing', async () => {
     const { tenantId, jobId } = await runningJob();
+    const start = { kind: 'project' as const, continuation: undefined };
     const cursor = { kind: 'task' as const, continuation: 'next-page' };
-    expect(await recordPlanning(tenantId, jobId, { sources: 700, batches: 2 }, cursor)).toMatchObject({
+    expect(await recordPlanning(tenantId, jobId, { from: start, to: cursor, sources: 500, batches: 1 })).toMatchObject({
+      planned: false,
       planCursor: cursor,
-      progress: { sources: 700, batches: 2, batchesDone: 0 },
+      progress: { sources: 500, batches: 1, batchesDone: 0 },
     });
     await recordBatchesDone(tenantId, jobId, 1);
-    // A second planning run, not as far yet.
-    await recordPlanning(tenantId, jobId, { sources: 200, batches: 1 }, { kind: 'project', continuation: undefined });
-    expect(await stored(tenantId, jobId)).toMatchObject({ planCursor: { kind: 'project' }, progress: { sources: 700, batches: 2, batchesDone: 1 } });
-    await recordPlanning(tenantId, jobId, { sources: 900, batches: 3 }, null);
-    expect((await stored(tenantId, jobId))!.progress).toEqual({ sources: 900, batches: 3, batchesDone: 1 });
-    expect(await finishPlanning(tenantId, jobId)).toMatchObject({ planned: true, planCursor: null });
-    expect(await stored(tenantId, jobId)).toMatchObject({ planned: true, planCursor: null });
+    const before = await stored(tenantId, jobId);
+    // A second planning run, behind: its step is not recorded.
+    expect(await recordPlanning(tenantId, jobId, { from: start, to: cursor, sources: 500, batches: 1 })).toBeUndefined();
+    expect(await recordPlanning(tenantId, jobId, { from: { kind: 'task', continuation: 'other-page' }, to: null, sources: 1, batches: 1 })).toBeUndefined();
+    expect(await stored(tenantId, jobId)).toEqual(before);
+    // The last step: every batch is planned, and no step is recorded after it.
+    expect(await recordPlanning(tenantId, jobId, { from: cursor, to: null, sources: 200, batches: 1 })).toMatchObject({
+      planned: true,
+      planCursor: null,
+      progress: { sources: 700, batches: 2, batchesDone: 1 },
+    });
+    expect(await recordPlanning(tenantId, jobId, { from: start, to: null, sources: 1, batches: 1 })).toBeUndefined();
+    expect(await finishPlanning(tenantId, jobId)).toMatchObject({ planned: true, planCursor: null, progress: { sources: 700, batches: 2 } });
   });
 
   it('records planning of a job whose progress is not shown yet', async () => {
     const principal = adminCaller();
     const { jobId } = await createJob(principal, { mode: 'incremental' });
-    expect((await recordPlanning(principal.tenantId, jobId, { sources: 3, batches: 1 }, null))!.progress).toEqual({ sources: 3, batches: 1, batchesDone: 0 });
+    const step = { from: { kind: 'project' as const, continuation: undefined }, to: null, sources: 3, batches: 1 };
+    expect((await recordPlanning(principal.tenantId, jobId, step))!.progress).toEqual({ sources: 3, batches: 1, batchesDone: 0 });
   });
 
   it('counts batches done: never fewer than it shows, from nothing when no progress is shown', async () => {
     const principal = adminCaller();
     const { jobId } = await createJob(principal, { mode: 'incremental' });
     expect((await recordBatchesDone(principal.tenantId, jobId, 2))!.progress).toEqual({ sources: 0, batches: 0, batchesDone: 2 });
-    await recordPlanning(principal.tenantId, jobId, { sources: 600, batches: 3 }, null);
+    await recordPlanning(principal.tenantId, jobId, { from: { kind: 'project', continuation: undefined }, to: null, sources: 600, batches: 3 });
     expect((await recordBatchesDone(principal.tenantId, jobId, 1))!.progress).toEqual({ sources: 600, batches: 3, batchesDone: 2 });
     expect((await recordBatchesDone(principal.tenantId, jobId, 3))!.progress).toEqual({ sources: 600, batches: 3, batchesDone: 3 });
     expect((await stored(principal.tenantId, jobId))!.progress).toEqual({ sources: 600, batches: 3, batchesDone: 3 });
@@ -392,7 +401,7 @@ describe('a job under way', () => {
     for (const id of [jobId, randomUUID()]) {
       expect(await markDispatched(tenantId, id)).toBeUndefined();
       expect(await startRunning(tenantId, id)).toBeUndefined();
-      expect(await recordPlanning(tenantId, id, { sources: 1, batches: 1 }, null)).toBeUndefined();
+      expect(await recordPlanning(tenantId, id, { from: { kind: 'project', continuation: undefined }, to: null, sources: 1, batches: 1 })).toBeUndefined();
       expect(await finishPlanning(tenantId, id)).toBeUndefined();
       expect(await recordBatchesDone(tenantId, id, 5)).toBeUndefined();
       expect(await startFinishing(tenantId, id, 'runner-1', 60_000)).toBeUndefined();

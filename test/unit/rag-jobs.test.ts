@@ -13,7 +13,7 @@ import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { RagJobMessage } from '../../shared/schemas/rag.js';
-import { beforeRequest, STORE_FAILURE } from '../support/cosmos-proxy.js';
+import { beforeRequest, isBatch, STORE_FAILURE } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
 import { gate } from '../support/wait.js';
@@ -517,6 +517,68 @@ describe('each step', () => {
     expect(embeddings.counts.inputs - before).toBe(20);
     expect(await taskChunks()).toHaveLength(20);
     expect((await readBatch(principal.tenantId, jobId, 1))!.counts).toEqual({ sources: 20, chunks: 20, written: 20, unchanged: 0, deleted: 0 });
+  });
+
+  it('planned by two deliveries at once plans each batch once, and ends with exact counts', async () => {
+    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2 });
+    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { plan } = await jobs();
+    const { readJobDocument } = await repository();
+    const { readBatch } = await batches();
+    // The second delivery plans the whole job while the first is about to make its first batch.
+    beforeRequest(
+      embedded.store,
+      (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
+      () => plan(principal.tenantId, jobId),
+    );
+    await plan(principal.tenantId, jobId);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: true, progress: { sources: 6, batches: 2 } });
+    expect(await readBatch(principal.tenantId, jobId, 2)).toBeUndefined();
+    await drain(principal.tenantId, jobId, from);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({
+      status: 'Succeeded',
+      progress: { sources: 6, batches: 2, batchesDone: 2 },
+      counts: { sources: 6, written: 6 },
+    });
+  });
+
+  it('planned by a run that finds its first batch made by another counts that batch as made, though the sources changed between', async () => {
+    const { principal, projectIds } = await tenantWithSources({ projects: 2, tasksPerProject: 0 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan } = await jobs();
+    const { readJobDocument } = await repository();
+    const { planBatch, readBatch } = await batches();
+    const { createProject } = await projectsRepository();
+    // After this run read its page, a project is created, and another run (that then crashed) made the batch of the page it read.
+    beforeRequest(
+      embedded.store,
+      (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
+      async () => {
+        const { resource } = await createProject(principal, { name: 'Project late' }, undefined);
+        const page = { kind: 'project' as const, sourceIds: [...projectIds, resource.id], next: { kind: 'task' as const, continuation: undefined } };
+        await planBatch(principal.tenantId, jobId, 0, page);
+      },
+    );
+    await plan(principal.tenantId, jobId);
+    expect((await readBatch(principal.tenantId, jobId, 0))!.sourceIds).toHaveLength(3);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: true, progress: { sources: 3, batches: 1 } });
+  });
+
+  it('delivered again after its last write failed plans each batch once', async () => {
+    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2 });
+    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { plan } = await jobs();
+    const { readJobDocument } = await repository();
+    const { readBatch } = await batches();
+    beforeRequest(
+      embedded.store,
+      (record) => isBatch(record) && record.body.includes(`"id":"${jobId}"`) && record.body.includes('"planned":true'),
+      async () => STORE_FAILURE,
+    );
+    await expect(plan(principal.tenantId, jobId)).rejects.toThrow();
+    await plan(principal.tenantId, jobId);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: true, planCursor: null, progress: { sources: 6, batches: 2 } });
+    expect(await readBatch(principal.tenantId, jobId, 2)).toBeUndefined();
   });
 
   it('of a job that ends while it is planned plans no more', async () => {
