@@ -175,7 +175,7 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   // What the app costs the database: data requests and the request units they report (1 each, as `answer` says);
   // apart from them, the query-plan lookups the SDK sends with each query (Azure's gateway answers those, for no RUs)
   // and the change feed trigger's reads of the feed; its leases, renewed every few seconds whatever the app does, not
-  // at all. Patches are also counted on their own: the app sends them in the background (reserving ids ahead).
+  // at all. Patches are also counted on their own: on a create, they are its id reservations (one per 20 creates).
   const counts = { requests: 0, requestCharge: 0, queryPlans: 0, patches: 0, changeFeedReads: 0 };
   const entraClients = new Set<string>();
   const server = keepIdleConnectionsOpen(createServer({ ...options.tls, keepAlive: true }, (request, response) => void serve(request, response)));

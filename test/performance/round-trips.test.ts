@@ -66,7 +66,7 @@ describe('round trips per operation', () => {
     return cosmos.counts.requests - before;
   }
 
-  /** Like cosmosRequests, with the id reservations (patches, sent in the background) counted apart. */
+  /** Like cosmosRequests, with the id reservations (patches, made by the create that finds its block used up) counted apart. */
   async function requestsAndReservations(run: () => Promise<{ status: number }>, expectedStatus: number): Promise<{ requests: number; patches: number }> {
     const patchesBefore = cosmos.counts.patches;
     const requests = await cosmosRequests(run, expectedStatus);
@@ -85,7 +85,7 @@ describe('round trips per operation', () => {
     const plansBefore = cosmos.counts.queryPlans;
     expect(await cosmosRequests(() => call('GET', '/projects?limit=5'), 200)).toBe(1);
     expect(cosmos.counts.queryPlans - plansBefore).toBeLessThanOrEqual(1);
-    // Ids are reserved in blocks of 20, the next one in the background: counted apart, as patches.
+    // Ids are reserved in blocks of 20, each by the create that finds the last one used up: counted apart, as patches.
     const creates = [];
     for (let index = 0; index < 25; index++) creates.push(await requestsAndReservations(() => call('POST', '/projects', { name: `Create ${index}` }), 201));
     expect(creates.map(({ requests }) => requests)).toEqual(creates.map(() => 1));
@@ -94,7 +94,7 @@ describe('round trips per operation', () => {
     expect(await cosmosRequests(() => call('PUT', `/projects/${first.body.id}`, { name: 'Renamed' }), 200)).toBe(2);
   });
 
-  it('costs 2 to create a task (3 with an Idempotency-Key), with ids reserved ahead in the background', async () => {
+  it('costs 2 to create a task (3 with an Idempotency-Key), with ids reserved 20 at a time', async () => {
     const project = await call('POST', '/projects', { name: 'Tasks' });
     await call('POST', '/tasks', { projectId: project.body.id, title: 'Warm-up' });
     /** The requests of one create: the project read and the batch writing the task, and apart from them the id reservations. */
@@ -103,7 +103,7 @@ describe('round trips per operation', () => {
     const creates = [];
     for (let index = 0; index < 40; index++) creates.push(await taskCreate());
     expect(creates.map(({ requests }) => requests)).toEqual(creates.map(() => 2));
-    // One reservation of 20 ids per 20 creates, sent once half of the current block is used.
+    // One reservation of 20 ids per 20 creates.
     const reservations = creates.reduce((sum, { patches }) => sum + patches, 0);
     expect(reservations).toBeGreaterThanOrEqual(1);
     expect(reservations).toBeLessThanOrEqual(2);
