@@ -130,6 +130,14 @@ const messagesOf = (jobId: string, from = 0) =>
     .slice(from)
     .filter((entry) => entry.message.jobId === jobId);
 
+/** Has `first` run before the job's first batch is made, as its create reaches the store. */
+const beforeFirstBatch = (jobId: string, first: () => Promise<unknown>) =>
+  beforeRequest(
+    embedded.store,
+    (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
+    async () => void (await first()),
+  );
+
 /** Hands each message of the job to its step, as the queue trigger does, until none is left; the steps run in the order queued. */
 async function drain(tenantId: string, jobId: string, from: number): Promise<TakenMessage<RagJobMessage>[]> {
   const { plan, runBatch, finish } = await jobs();
@@ -159,6 +167,12 @@ async function plannedJob(principal: Principal, body: { mode: 'incremental' | 'f
   const started = await startJob(principal, body);
   await (await jobs()).plan(principal.tenantId, started.jobId);
   return started;
+}
+
+/** A tenant (of a new administrator) with these sources, and an incremental job of it started, not planned yet. */
+async function startedJobWith(sources: Parameters<typeof tenantWithSources>[0]) {
+  const tenant = await tenantWithSources(sources);
+  return { ...tenant, ...(await startJob(tenant.principal, { mode: 'incremental' })) };
 }
 
 /** A tenant (of a new administrator) with these sources, and a job of it started and planned. */
@@ -520,17 +534,12 @@ describe('each step', () => {
   });
 
   it('planned by two deliveries at once plans each batch once, and ends with exact counts', async () => {
-    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2 });
-    const { jobId, from } = await startJob(principal, { mode: 'incremental' });
+    const { principal, jobId, from } = await startedJobWith({ projects: 2, tasksPerProject: 2 });
     const { plan } = await jobs();
     const { readJobDocument } = await repository();
     const { readBatch } = await batches();
     // The second delivery plans the whole job while the first is about to make its first batch.
-    beforeRequest(
-      embedded.store,
-      (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
-      () => plan(principal.tenantId, jobId),
-    );
+    beforeFirstBatch(jobId, () => plan(principal.tenantId, jobId));
     await plan(principal.tenantId, jobId);
     expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: true, progress: { sources: 6, batches: 2 } });
     expect(await readBatch(principal.tenantId, jobId, 2)).toBeUndefined();
@@ -543,30 +552,24 @@ describe('each step', () => {
   });
 
   it('planned by a run that finds its first batch made by another counts that batch as made, though the sources changed between', async () => {
-    const { principal, projectIds } = await tenantWithSources({ projects: 2, tasksPerProject: 0 });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { principal, projectIds, jobId } = await startedJobWith({ projects: 2, tasksPerProject: 0 });
     const { plan } = await jobs();
     const { readJobDocument } = await repository();
     const { planBatch, readBatch } = await batches();
     const { createProject } = await projectsRepository();
     // After this run read its page, a project is created, and another run (that then crashed) made the batch of the page it read.
-    beforeRequest(
-      embedded.store,
-      (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
-      async () => {
-        const { resource } = await createProject(principal, { name: 'Project late' }, undefined);
-        const page = { kind: 'project' as const, sourceIds: [...projectIds, resource.id], next: { kind: 'task' as const, continuation: undefined } };
-        await planBatch(principal.tenantId, jobId, 0, page);
-      },
-    );
+    beforeFirstBatch(jobId, async () => {
+      const { resource } = await createProject(principal, { name: 'Project late' }, undefined);
+      const page = { kind: 'project' as const, sourceIds: [...projectIds, resource.id], next: { kind: 'task' as const, continuation: undefined } };
+      await planBatch(principal.tenantId, jobId, 0, page);
+    });
     await plan(principal.tenantId, jobId);
     expect((await readBatch(principal.tenantId, jobId, 0))!.sourceIds).toHaveLength(3);
     expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: true, progress: { sources: 3, batches: 1 } });
   });
 
   it('delivered again after its last write failed plans each batch once', async () => {
-    const { principal } = await tenantWithSources({ projects: 2, tasksPerProject: 2 });
-    const { jobId } = await startJob(principal, { mode: 'incremental' });
+    const { principal, jobId } = await startedJobWith({ projects: 2, tasksPerProject: 2 });
     const { plan } = await jobs();
     const { readJobDocument } = await repository();
     const { readBatch } = await batches();
@@ -588,11 +591,7 @@ describe('each step', () => {
     const { finishJob, readJobDocument } = await repository();
     const { readBatch } = await batches();
     // The queue gives up on the job (its last retry failed) as the planning makes its first batch.
-    beforeRequest(
-      embedded.store,
-      (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b0"`),
-      () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }),
-    );
+    beforeFirstBatch(jobId, () => finishJob(principal.tenantId, jobId, { error: 'Gave up.' }));
     await plan(principal.tenantId, jobId);
     expect(messagesOf(jobId, from).map((entry) => entry.message)).toEqual([
       { tenantId: principal.tenantId, jobId },
