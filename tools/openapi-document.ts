@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { PERMISSIONS, ROLES, type Permission } from '../shared/roles.js';
+import { TOKEN_REFUSAL_REASONS } from '../shared/auth/token-validator.js';
 import { ApiError, STATUS_NAMES } from '../shared/errors.js';
 import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
@@ -249,7 +250,7 @@ function failures(described: OperationDefinition): Map<number, MessageKey[]> {
   const honours = new Set(described.honours);
   if (described.permission) {
     add(400, 'validationFailed', 'repeatedQueryParameter');
-    add(401, 'tokenMissing', 'tokenInvalid', 'tokenExpired', 'tokenNotYetValid', 'tokenWrongAudience', 'tokenWrongIssuer', 'tokenIsIdToken', 'tokenInQuery');
+    add(401, 'tokenMissing', 'tokenInvalid', ...TOKEN_REFUSAL_REASONS, 'tokenInQuery');
     add(403, 'scopeMissing', 'forbidden');
   }
   // A path parameter of any other form than its resource's ids names nothing: that resource's 404.

@@ -23,7 +23,9 @@ export function invalidToken(messageKey: MessageKey = 'tokenInvalid'): ApiError 
   return new ApiError(401, messageKey, {}, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
 }
 
-type Reason = 'tokenExpired' | 'tokenNotYetValid' | 'tokenWrongAudience' | 'tokenWrongIssuer' | 'tokenIsIdToken';
+/** Why a token with a good signature is refused, as its 401 says (see refusedBecause). */
+export const TOKEN_REFUSAL_REASONS = ['tokenExpired', 'tokenNotYetValid', 'tokenWrongAudience', 'tokenWrongIssuer', 'tokenIsIdToken'] as const;
+type Reason = (typeof TOKEN_REFUSAL_REASONS)[number];
 
 /**
  * A token whose signature is good, refused for a reason its holder can read in it anyway: the message says which, and so

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuthSettings } from '../../shared/config.js';
-import { CLOCK_SKEW_SECONDS, createTokenValidator, invalidToken } from '../../shared/auth/token-validator.js';
+import { CLOCK_SKEW_SECONDS, createTokenValidator, invalidToken, TOKEN_REFUSAL_REASONS } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
 import { translate, type MessageKey } from '../../shared/messages.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
@@ -289,7 +289,7 @@ describe('a token that is refused', () => {
   });
 
   it("puts only characters RFC 6750 allows in error_description: each reason's English message, as it is", () => {
-    for (const key of ['tokenExpired', 'tokenNotYetValid', 'tokenWrongAudience', 'tokenWrongIssuer', 'tokenIsIdToken'] as const) {
+    for (const key of TOKEN_REFUSAL_REASONS) {
       expect(translate(key, 'en', { skewMinutes: 5 })).toMatch(/^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/);
     }
   });
