@@ -5,6 +5,7 @@
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { Container, FeedOptions, SqlQuerySpec } from '@azure/cosmos';
+import { deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, encodeCursor, queryPage } from '../../shared/data/paging.js';
 
@@ -16,38 +17,46 @@ const SCOPE = JSON.stringify(['tasks', 'tenant-a', 'Todo']);
 const digest = (scope: string) => createHash('sha256').update(scope).digest('base64url').slice(0, 22);
 const mac = (continuation: string, scopeDigest: string) => createHmac('sha256', KEY).update(`${scopeDigest}\n${continuation}`).digest('base64url');
 const cursorOf = (body: unknown) => Buffer.from(JSON.stringify(body)).toString('base64url');
+const packed = (continuation: string) => deflateRawSync(continuation).toString('base64url');
 const invalid = expect.objectContaining({ status: 400, messageKey: 'invalidCursor' });
 
 describe('a cursor', () => {
-  it('is the continuation, a digest of its query and a MAC of both with the server key', () => {
+  it('is the continuation deflated, a digest of its query and a MAC of both with the server key', () => {
     const cursor = encodeCursor(SCOPE, 'continuation-1');
     const s = digest(SCOPE);
-    expect(JSON.parse(Buffer.from(cursor, 'base64url').toString())).toEqual({ v: 2, c: 'continuation-1', s, m: mac('continuation-1', s) });
-    expect(cursor).toBe(cursorOf({ v: 2, c: 'continuation-1', s, m: mac('continuation-1', s) }));
+    const c = packed('continuation-1');
+    expect(JSON.parse(Buffer.from(cursor, 'base64url').toString())).toEqual({ v: 3, c, s, m: mac(c, s) });
+    expect(cursor).toBe(cursorOf({ v: 3, c, s, m: mac(c, s) }));
   });
 
   it('made by the server with the same key is read back', () => {
     const s = digest(SCOPE);
-    expect(decodeCursor(SCOPE, cursorOf({ v: 2, c: 'from-outside', s, m: mac('from-outside', s) }))).toBe('from-outside');
+    const c = packed('from-outside');
+    expect(decodeCursor(SCOPE, cursorOf({ v: 3, c, s, m: mac(c, s) }))).toBe('from-outside');
   });
 
-  it('is refused when it is not base64url JSON, or not a version 2 body of strings', () => {
+  it('is refused when it is not base64url JSON, not a version 3 body of strings, or its continuation is not deflated', () => {
     const s = digest(SCOPE);
-    const m = mac('c', s);
+    const c = packed('c');
+    const m = mac(c, s);
     for (const cursor of [
       '%%%',
       'bm90LWpzb24',
       cursorOf(null),
       cursorOf('text'),
-      cursorOf({ v: 1, c: 'c', s, m }),
-      cursorOf({ v: '2', c: 'c', s, m }),
-      cursorOf({ c: 'c', s, m }),
-      cursorOf({ v: 2, c: 1, s, m }),
-      cursorOf({ v: 2, s, m }),
-      cursorOf({ v: 2, c: 'c', s: 1, m }),
-      cursorOf({ v: 2, c: 'c', m }),
-      cursorOf({ v: 2, c: 'c', s, m: 1 }),
-      cursorOf({ v: 2, c: 'c', s }),
+      cursorOf({ v: 2, c, s, m }),
+      cursorOf({ v: 2, c: 'c', s, m: mac('c', s) }),
+      cursorOf({ v: '3', c, s, m }),
+      cursorOf({ c, s, m }),
+      cursorOf({ v: 3, c: 1, s, m }),
+      cursorOf({ v: 3, s, m }),
+      cursorOf({ v: 3, c, s: 1, m }),
+      cursorOf({ v: 3, c, m }),
+      cursorOf({ v: 3, c, s, m: 1 }),
+      cursorOf({ v: 3, c, s }),
+      // Signed with the server's key, but not a continuation it deflated.
+      cursorOf({ v: 3, c: 'c', s, m: mac('c', s) }),
+      cursorOf({ v: 3, c: packed('x'.repeat(70_000)), s, m: mac(packed('x'.repeat(70_000)), s) }),
     ]) {
       expect(() => decodeCursor(SCOPE, cursor), cursor).toThrow(invalid);
     }
@@ -55,19 +64,20 @@ describe('a cursor', () => {
 
   it('is refused when its MAC does not match, whatever its length', () => {
     const s = digest(SCOPE);
-    const m = mac('c', s);
+    const c = packed('c');
+    const m = mac(c, s);
     for (const forged of [
       '',
       m.slice(0, -2),
       `${m}AA`,
-      mac('d', s),
-      mac('c', digest('other')),
-      createHmac('sha256', randomBytes(32)).update(`${s}\nc`).digest('base64url'),
+      mac(packed('d'), s),
+      mac(c, digest('other')),
+      createHmac('sha256', randomBytes(32)).update(`${s}\n${c}`).digest('base64url'),
     ]) {
-      expect(() => decodeCursor(SCOPE, cursorOf({ v: 2, c: 'c', s, m: forged })), forged).toThrow(invalid);
+      expect(() => decodeCursor(SCOPE, cursorOf({ v: 3, c, s, m: forged })), forged).toThrow(invalid);
     }
     // Continuation and digest are both under the MAC, each in its place.
-    expect(() => decodeCursor(SCOPE, cursorOf({ v: 2, c: `${s}\nc`, s: '', m: mac('c', s) }))).toThrow(invalid);
+    expect(() => decodeCursor(SCOPE, cursorOf({ v: 3, c: `${s}\n${c}`, s: '', m: mac(c, s) }))).toThrow(invalid);
   });
 
   it("of another query is refused as that, once it proves the server's", () => {

@@ -16,6 +16,7 @@ import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphSta
 import { GRAPH_RESOURCE, localUserObjectId, startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Page } from '../../shared/data/paging.js';
+import { pagingParameters } from '../../shared/schemas/common.js';
 import type { ListUsersQuery, User } from '../../shared/schemas/users.js';
 import { loggedInvocation } from '../support/logged-invocation.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
@@ -238,6 +239,26 @@ describe("Graph's protocol and failures, from a Graph of this file's own", () =>
     const last = await directory.list(caller, { limit: 3, cursor: first.nextCursor });
     expect(`${graph.url}${requests[1]!.url}`).toBe(nextLink);
     expect(last).toEqual({ items: [], nextCursor: undefined });
+  });
+
+  it('hands out a cursor the cursor parameter takes, however the longest q is spelled, and follows its nextLink as given', async () => {
+    const caller = await userOf(HOME_TENANT);
+    const randomCharacters = (count: number, from: number, span: number) =>
+      String.fromCodePoint(...Array.from({ length: count }, () => from + Math.floor(Math.random() * span)));
+    // Kana, random CJK ideographs, and ideographs outside the BMP (two UTF-16 units each): 9 or 12 characters each, percent-encoded, three times.
+    for (const q of ['あいうえお'.repeat(40), randomCharacters(200, 0x4e00, 0x5200), randomCharacters(100, 0x20000, 0xa6d0)]) {
+      // Graph's next link: the same query, and a skip token that does not compress.
+      let nextLink = '';
+      answer = (request) => {
+        nextLink = `${graph.url}${request.url}&$skiptoken=${randomBytes(300).toString('base64url')}`;
+        return { status: 200, body: { value: [PAT], '@odata.nextLink': nextLink } };
+      };
+      const first = await directory.list(caller, { q, limit: 1 });
+      expect(pagingParameters.cursor.safeParse(first.nextCursor).success, `a cursor of ${first.nextCursor?.length} characters`).toBe(true);
+      const followed = nextLink;
+      await directory.list(caller, { q, limit: 1, cursor: first.nextCursor });
+      expect(`${graph.url}${requests.at(-1)!.url}`).toBe(followed);
+    }
   });
 
   it("sends q as startswith clauses on the name, the mail and the sign-in name, its quotes doubled as OData's", async () => {
