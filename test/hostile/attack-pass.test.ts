@@ -2,7 +2,8 @@
  * What an attack pass against `npm start` found, one test per finding, against a host of this file's
  * own (its log is read) that uses the shared identity provider and database.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
 import { hostileTest } from '../support/hostile-cases.js';
@@ -22,17 +23,25 @@ beforeAll(async () => {
 });
 afterAll(stopOwnHosts);
 
+/** What a cursor holds: its continuation, deflated in it. */
+function continuationOf(cursor: string): string {
+  const { c } = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { c: string };
+  return inflateRawSync(Buffer.from(c, 'base64url')).toString();
+}
+
 /**
- * A cursor as the attacker rebuilt it: the old cursor's body with its fingerprint recomputed, an
- * unkeyed hash of values the caller knows (the scope of the query and the continuation).
+ * A cursor as an attacker rebuilds one, in the server's format: the continuation of their choice, the
+ * digest of the query's scope (an unkeyed hash of what they know), and a MAC with a key of their own.
  */
-function refingerprinted(scope: string, continuation: string): string {
-  const fingerprint = createHash('sha256').update(scope).update('\n').update(continuation).digest('base64url').slice(0, 22);
-  return Buffer.from(JSON.stringify({ v: 1, c: continuation, f: fingerprint })).toString('base64url');
+function forgedCursor(scope: string, continuation: string): string {
+  const c = deflateRawSync(continuation).toString('base64url');
+  const s = createHash('sha256').update(scope).digest('base64url').slice(0, 22);
+  const m = createHmac('sha256', randomBytes(32)).update(`${s}\n${c}`).digest('base64url');
+  return Buffer.from(JSON.stringify({ v: 3, c, s, m })).toString('base64url');
 }
 
 describe('paging cursors cannot be forged', () => {
-  hostileTest('an edited or made-up list cursor, re-fingerprinted, is a 400', async (cases) => {
+  hostileTest('an edited or made-up list cursor, signed with a key of its own, is a 400', async (cases) => {
     const owner = uniqueEmail('cursor');
     for (const name of ['One', 'Two', 'Three']) expect((await call('POST', '/projects', { token: admin, body: { name, owner } })).status).toBe(201);
     const first = await call('GET', `/projects?owner=${encodeURIComponent(owner)}&limit=1`, { token: admin });
@@ -47,8 +56,9 @@ describe('paging cursors cannot be forged', () => {
         { name: '@owner', value: owner },
       ],
     ]);
-    const continuation = (JSON.parse(Buffer.from(cursor.split('.')[0]!, 'base64url').toString()) as { c?: string }).c ?? 'unknown';
-    for (const forged of [refingerprinted(scope, continuation.replace(/"token":"[^"]*"/, '"token":"+RID:~AAAAAAAAAAA="')), refingerprinted(scope, 'garbage')]) {
+    const continuation = continuationOf(cursor);
+    expect(continuation).toMatch(/"token":"[^"]*"/);
+    for (const forged of [forgedCursor(scope, continuation.replace(/"token":"[^"]*"/, '"token":"+RID:~AAAAAAAAAAA="')), forgedCursor(scope, 'garbage')]) {
       cases.add();
       const answer = await call('GET', `/projects?owner=${encodeURIComponent(owner)}&limit=1&cursor=${forged}`, { token: admin });
       expectClientError(answer, 400, host.explain(answer));
@@ -60,9 +70,7 @@ describe('paging cursors cannot be forged', () => {
     const first = await call('GET', '/users?source=directory&limit=5', { token: reader });
     expect(first.status, host.explain(first)).toBe(200);
     const cursor = nextCursor(first);
-    const nextLink = new URL(
-      (JSON.parse(Buffer.from(cursor.split('.')[0]!, 'base64url').toString()) as { c?: string }).c ?? 'http://graph.invalid/v1.0/users?',
-    );
+    const nextLink = new URL(continuationOf(cursor));
     const scope = JSON.stringify(['directory-users', HOME_TENANT, undefined]);
     for (const [name, value] of [
       ['$top', '999'],
@@ -73,7 +81,7 @@ describe('paging cursors cannot be forged', () => {
       cases.add();
       const edited = new URL(nextLink);
       edited.searchParams.set(name, value);
-      const answer = await call('GET', `/users?source=directory&limit=5&cursor=${refingerprinted(scope, edited.href)}`, { token: reader });
+      const answer = await call('GET', `/users?source=directory&limit=5&cursor=${forgedCursor(scope, edited.href)}`, { token: reader });
       expectClientError(answer, 400, `${name}=${value}: ${host.explain(answer)}`);
     }
   });
