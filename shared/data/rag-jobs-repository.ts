@@ -59,10 +59,7 @@ export interface Sweep {
 export type SourceKind = 'project' | 'task';
 
 /** A place in the planning: the source kind and the query's continuation. */
-export interface PlanCursor {
-  kind: SourceKind;
-  continuation: string | undefined;
-}
+export type PlanCursor = { kind: SourceKind; continuation: string | undefined };
 
 /** Where the job's planning stands: null once every batch is planned. */
 export const planningAt = (job: RagJobDocument): PlanCursor | null => (job.planned ? null : (job.planCursor ?? { kind: 'project', continuation: undefined }));
@@ -256,9 +253,8 @@ export async function requestCancel(principal: Principal, jobId: string): Promis
 
 /** Keeps the error of a failed attempt; the job stays Running while the queue retries it. */
 export async function recordAttemptError(tenantId: string, jobId: string, message: string): Promise<void> {
-  await (
-    await tenantData()
-  )
+  const documents = await tenantData();
+  await documents
     .item(jobId, tenantId)
     .patch([{ op: 'set', path: '/lastError', value: message.slice(0, 1000) }])
     .catch((error: unknown) => {
