@@ -551,6 +551,40 @@ describe('each step', () => {
     });
   });
 
+  it('planned by two deliveries at once: the one behind leaves the planning to the one ahead, still under way', async () => {
+    const { principal, jobId } = await startedJobWith({ projects: 2, tasksPerProject: 2 });
+    const { plan } = await jobs();
+    const { readJobDocument } = await repository();
+    const ahead = gate();
+    let second: Promise<void> | undefined;
+    // As the first delivery is about to make the first batch, a second one plans it, and waits before the second batch.
+    beforeFirstBatch(jobId, async () => {
+      beforeRequest(
+        embedded.store,
+        (record) => record.method === 'POST' && record.body.includes(`"${jobId}-b1"`),
+        () => ahead.pass(),
+      );
+      second = plan(principal.tenantId, jobId);
+      await ahead.reached;
+    });
+    await plan(principal.tenantId, jobId);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: false, progress: { sources: 2, batches: 1 } });
+    ahead.release();
+    await second;
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ planned: true, progress: { sources: 6, batches: 2 } });
+  });
+
+  it('cancelled while it is planned stops planning, counts the batches planned so far, and ends Cancelled once they have run', async () => {
+    const { principal, jobId, from } = await startedJobWith({ projects: 2, tasksPerProject: 2 });
+    const { plan } = await jobs();
+    const { readJobDocument, requestCancel } = await repository();
+    beforeFirstBatch(jobId, () => requestCancel(principal, jobId));
+    await plan(principal.tenantId, jobId);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ status: 'Running', planned: true, progress: { sources: 2, batches: 1 } });
+    await drain(principal.tenantId, jobId, from);
+    expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ status: 'Cancelled', progress: { batches: 1, batchesDone: 1 } });
+  });
+
   it('planned by a run that finds its first batch made by another counts that batch as made, though the sources changed between', async () => {
     const { principal, projectIds, jobId } = await startedJobWith({ projects: 2, tasksPerProject: 0 });
     const { plan } = await jobs();
