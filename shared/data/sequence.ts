@@ -9,7 +9,7 @@ const FIRST_VALUE = 1001;
  * after the answer (a Flex Consumption instance may be frozen once it is sent). Numbers are never
  * reused; a block an instance does not use up leaves a gap.
  */
-const BLOCK_SIZE = 20;
+export const BLOCK_SIZE = 20;
 
 interface Block {
   next: number;
