@@ -254,8 +254,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
         spent.requests += cosmos.counts.requests - before.requests;
         spent.requestCharge += cosmos.counts.requestCharge - before.requestCharge;
       }
-      const per = (total: number) => Math.round((total / times) * 100) / 100;
-      return { operation, databaseRequests: per(spent.requests), requestCharge: per(spent.requestCharge) };
+      return { operation, databaseRequests: ratio(spent.requests, times), requestCharge: ratio(spent.requestCharge, times) };
     };
     /**
      * What the change feed relay costs the database for each event it hands over, beside the create's
