@@ -1052,7 +1052,7 @@ export interface components {
              * @default incremental
              * @enum {string}
              */
-            mode: "incremental" | "full";
+            mode?: "incremental" | "full";
             projectIds?: string[];
         };
         Task: {
