@@ -8,21 +8,28 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
+  BadRequestError,
+  ConflictError,
   createLmsClient,
+  ForbiddenError,
   LmsApiError,
+  NotFoundError,
+  PreconditionFailedError,
+  ThrottledError,
+  UnauthorizedError,
   unwrap,
   verifyWebhook,
   WebhookVerificationError,
   type CreatePath,
   type ListPath,
   type Project,
+  type RagJob,
 } from '@lms-platform/api-client';
-import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { startWebhookReceiver, type ReceivedDelivery } from '../../tools/webhook-receiver.js';
-import { startSmallServer, type SmallServer } from '../support/small-server.js';
 import { stack, token, uniqueEmail } from '../support/stack.js';
+import { between, type Step } from './client-servers.js';
 
 const run = promisify(execFile);
 const appRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -98,77 +105,109 @@ describe('the client package (@lms-platform/api-client)', () => {
     const all = await lms.all('/projects', { params: { query } });
     expectTypeOf(all).toEqualTypeOf<Project[]>();
     expect(all).toEqual(made);
+
+    const one: Project[] = [];
+    for await (const project of lms.items('/projects', { params: { query } })) {
+      expectTypeOf(project).toEqualTypeOf<Project>();
+      one.push(project);
+      if (one.length === 3) break;
+    }
+    expect(one).toEqual(made.slice(0, 3));
   });
 
   it('offers paging for the paths that answer lists, and only those', () => {
     expectTypeOf<ListPath>().toEqualTypeOf<'/projects' | '/tasks' | '/users' | '/rag/jobs' | '/webhooks' | '/webhooks/{webhookId}/deliveries' | '/events'>();
   });
 
-  it('surfaces error answers as LmsApiError: 404, 412, and 400 with its details', async () => {
+  it('surfaces error answers as the LmsApiError subclass for their status: 404, 412, 400 with its details, 401, 403', async () => {
     const missing = await lms
       .GET('/projects/{projectId}', { params: { path: { projectId: 'PRJ-999999' } } })
       .then(unwrap)
       .catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(NotFoundError);
     expect(missing).toBeInstanceOf(LmsApiError);
-    expect(missing).toMatchObject({ status: 404, error: 'Not Found', requestId: expect.any(String) });
+    expect(missing).toMatchObject({
+      name: 'NotFoundError',
+      status: 404,
+      error: 'Not Found',
+      message: 'Project PRJ-999999 does not exist.',
+      requestId: expect.any(String),
+    });
 
     const project = unwrap(await lms.POST('/projects', { body: { name: 'Raced', owner: uniqueEmail('client-error') } }));
     const stale = await lms
       .PUT('/projects/{projectId}', { params: { path: { projectId: project.id }, header: { 'If-Match': '"an-earlier-version"' } }, body: { status: 'OnHold' } })
       .then(unwrap)
       .catch((error: unknown) => error);
-    expect(stale).toMatchObject({ name: 'LmsApiError', status: 412, error: 'Precondition Failed' });
+    expect(stale).toBeInstanceOf(PreconditionFailedError);
+    expect(stale).toMatchObject({ name: 'PreconditionFailedError', status: 412, error: 'Precondition Failed' });
     expect((stale as LmsApiError).response.headers.get('x-request-id')).toBe((stale as LmsApiError).requestId);
 
     const refused = await lms.all('/projects', { params: { query: { limit: 500 } } }).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(LmsApiError);
+    expect(refused).toBeInstanceOf(BadRequestError);
     expect(refused).toMatchObject({ status: 400, error: 'Bad Request', details: [{ path: expect.stringContaining('limit') }] });
+    // The message names what was refused, so a log of `error.message` alone says it.
+    const { body, message } = refused as LmsApiError;
+    expect(message).toBe(`${body.message} [${body.details!.map((detail) => `${detail.path}: ${detail.message}`).join('; ')}]`);
+    expect(message).toContain('limit');
+
+    const anonymous = await createLmsClient({ baseUrl: stack.apiBaseUrl, token: 'not-a-token' }).GET('/users/me');
+    expect(LmsApiError.from(anonymous.error, anonymous.response)).toBeInstanceOf(UnauthorizedError);
+    const reader = createLmsClient({ baseUrl: stack.apiBaseUrl, token: () => token({ roles: ['LMS.Reader'] }) });
+    const forbidden = await reader.POST('/projects', { body: { name: 'Not mine to make' } });
+    expect(LmsApiError.from(forbidden.error, forbidden.response)).toBeInstanceOf(ForbiddenError);
   });
-});
 
-/** What a server of the test's own between the client and the API does with the n-th request (from 0). */
-type Step = { answer: number; headers?: Record<string, string>; body?: string } | 'forward' | 'drop' | 'cut';
-interface Seen {
-  method: string;
-  headers: IncomingMessage['headers'];
-  at: number;
-}
-const servers: SmallServer[] = [];
+  it('throws ConflictError for a 409 and ThrottledError for a 429 it does not retry', async () => {
+    const busy = { error: 'Conflict', message: 'A RAG job is running.', status: 409, activeJobId: 'a-job' };
+    const api = await between((index): Step =>
+      index === 0
+        ? { answer: 409, headers: { 'content-type': 'application/json' }, body: JSON.stringify(busy) }
+        : { answer: 429, headers: { 'retry-after': '3600' } },
+    );
+    const client = createLmsClient({ baseUrl: api.baseUrl, token: 'a-token' });
+    const conflict = await client
+      .POST('/rag/index', { body: {} })
+      .then(unwrap)
+      .catch((error: unknown) => error);
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict).toMatchObject({ status: 409, body: { activeJobId: 'a-job' } });
+    const throttled = await client.all('/projects').catch((error: unknown) => error);
+    expect(throttled).toBeInstanceOf(ThrottledError);
+    expect((throttled as ThrottledError).response.headers.get('retry-after')).toBe('3600');
+  });
 
-afterEach(async () => {
-  for (const server of servers.splice(0)) await server.close();
-});
+  it('starts a RAG rebuild with an empty body, as the document allows (mode is optional)', async () => {
+    const api = await between(() => ({ answer: 202, headers: { 'content-type': 'application/json' }, body: '{}' }));
+    const started = await createLmsClient({ baseUrl: api.baseUrl, token: 'a-token' }).POST('/rag/index', { body: {} });
+    expect(started.response.status).toBe(202);
+    expect(api.seen.map((request) => [request.method, request.url, request.body])).toEqual([['POST', '/api/rag/index', '{}']]);
+    expect(api.seen[0]!.headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+  });
 
-/**
- * A real HTTP server that answers as `plan` says: an answer of its own, the API's answer ('forward'),
- * the request passed to the API and the connection closed unanswered ('drop': the answer lost after
- * the API acted), or the connection closed at once ('cut').
- */
-async function between(plan: (index: number) => Step): Promise<{ baseUrl: string; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const apiOrigin = new URL(stack.apiBaseUrl).origin;
-  const server = await startSmallServer((request: IncomingMessage, response: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      const step = plan(seen.push({ method: request.method ?? '', headers: request.headers, at: Date.now() }) - 1);
-      if (step === 'cut') return void request.socket.destroy();
-      if (typeof step === 'object') return void response.writeHead(step.answer, step.headers).end(step.body ?? '');
-      const headers = Object.fromEntries(
-        Object.entries(request.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
-      ) as Record<string, string>;
-      const body = chunks.length ? Buffer.concat(chunks) : undefined;
-      void fetch(`${apiOrigin}${request.url}`, { method: request.method, headers, body }).then(async (answer) => {
-        const text = await answer.text();
-        if (step === 'drop') return void request.socket.destroy();
-        const passed = [...answer.headers].filter(([name]) => !['content-length', 'content-encoding', 'transfer-encoding', 'connection'].includes(name));
-        response.writeHead(answer.status, Object.fromEntries(passed)).end(text);
-      });
+  it('waits for a RAG job to end, reading it every intervalMs, and gives up after timeoutMs', async () => {
+    const job = (status: RagJob['status']) => ({
+      answer: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobId: 'a-job', status }),
     });
+    const api = await between((index) => job(index < 2 ? 'Running' : 'Succeeded'));
+    const client = createLmsClient({ baseUrl: api.baseUrl, token: 'a-token' });
+    expect(await client.waitForRagJob('a-job', { intervalMs: 10 })).toMatchObject({ jobId: 'a-job', status: 'Succeeded' });
+    expect(api.seen.map((request) => request.url)).toEqual(['/api/rag/jobs/a-job', '/api/rag/jobs/a-job', '/api/rag/jobs/a-job']);
+
+    const running = await between(() => job('Running'));
+    const waiting = createLmsClient({ baseUrl: running.baseUrl, token: 'a-token' }).waitForRagJob('a-job', { intervalMs: 20, timeoutMs: 200 });
+    await expect(waiting).rejects.toMatchObject({ name: 'TimeoutError', message: expect.stringContaining('still Running') });
+    expect(running.seen.length).toBeGreaterThan(1);
   });
-  servers.push(server);
-  return { baseUrl: `${server.url}/api`, seen };
-}
+
+  it('loads with require() as well as import, on Node 20.19 and later', async () => {
+    const script = "const lms = require('@lms-platform/api-client'); console.log(typeof lms.createLmsClient, typeof lms.verifyWebhook)";
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: appRoot });
+    expect(stdout.trim()).toBe('function function');
+  });
+});
 
 const unavailable = { answer: 503, headers: { 'content-type': 'application/json' }, body: '{"error":"Service Unavailable","message":"Busy.","status":503}' };
 const admin = () => token({ roles: ['LMS.Admin'] });
@@ -247,6 +286,12 @@ describe('the client package: retries, default headers and webhooks', () => {
       const headers = new Headers(delivery!.headers as Record<string, string>);
       expect(verifyWebhook(subscription.secret, headers, delivery!.body)).toEqual({ type: 'project.created', timestamp: expect.any(String), data: project });
       expect(() => verifyWebhook(subscription.secret, headers, delivery!.body.replace('Verified in', 'Forged in'))).toThrow(WebhookVerificationError);
+      // The raw body as bytes, as a server framework hands it over.
+      expect(verifyWebhook(subscription.secret, headers, Buffer.from(delivery!.body)).data).toEqual(project);
+      expect(verifyWebhook(subscription.secret, headers, new TextEncoder().encode(delivery!.body).buffer).data).toEqual(project);
+      expect(() => verifyWebhook(subscription.secret, headers, Buffer.from(delivery!.body.replace('Verified in', 'Forged in')))).toThrow(
+        WebhookVerificationError,
+      );
 
       const rotated = unwrap(await lms.POST('/webhooks/{webhookId}/rotate-secret', { params: { path } }));
       unwrap(await lms.POST('/webhooks/{webhookId}/ping', { params: { path } }));
