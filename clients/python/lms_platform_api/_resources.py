@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import enum
 import re
 import time
+import urllib.parse
 from datetime import datetime, timezone
-from typing import Any, Dict, Generic, Iterator, List, Mapping, Optional, TypeVar, Union, overload
+from typing import Any, Generic, Iterator, List, Mapping, Optional, Set, TypeVar, Union, overload
 
-from ._transport import Answer, Transport
+from ._errors import UnsafeLinkError
+from ._fields import Fields, api_name
+from ._transport import Answer, Transport, origin
 from .schema import (
     CreateWebhookRequestEvent,
     Event,
@@ -22,9 +26,6 @@ from .schema import (
     TaskPriority,
     TasksListSort,
     TaskStatus,
-    UpdateProjectRequest,
-    UpdateTaskRequest,
-    UpdateWebhookRequest,
     User,
     UserRole,
     UsersListSource,
@@ -39,8 +40,21 @@ _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 RAG_JOB_ENDED = ("Succeeded", "Failed", "Cancelled")
 
 
-class Resource(Dict[str, Any], Generic[_Body]):
-    """A resource as the API answered it: a dict of the body's fields, with the answer's ETag and headers."""
+class Omitted(enum.Enum):
+    """The default of an update's field that `None` clears: the field is left as it is."""
+
+    OMITTED = "omitted"
+
+
+#: Leaves a field of an update as it is (where `None` would clear it).
+OMITTED = Omitted.OMITTED
+
+
+class Resource(Fields, Generic[_Body]):
+    """
+    A resource as the API answered it: its fields as snake-case attributes (`task.due_date`) and as
+    a dict under the API's names (`task["dueDate"]`), with the answer's ETag and headers.
+    """
 
     def __init__(self, answer: Answer) -> None:
         super().__init__(answer.json() or {})
@@ -51,7 +65,11 @@ class Resource(Dict[str, Any], Generic[_Body]):
 
 
 class Pager(Generic[_Item]):
-    """The items of a list, fetched a page at a time as iteration reaches them, following `Link: <...>; rel="next"`."""
+    """
+    The items of a list (as Fields), fetched a page at a time as iteration reaches them, following
+    `Link: <...>; rel="next"` on the base URL's origin: a `Link` to another origin, or to a page
+    already read, raises UnsafeLinkError, with the token sent nowhere.
+    """
 
     def __init__(self, transport: Transport, operation_id: str, query: Mapping[str, Any], path: Optional[Mapping[str, str]] = None) -> None:
         self._transport = transport
@@ -65,14 +83,20 @@ class Pager(Generic[_Item]):
 
     def pages(self) -> Iterator[List[_Item]]:
         """Each page as a list, until the last."""
+        read: Set[str] = set()
         next_url: Optional[str] = None
         while True:
             answer = self._transport.call(self._operation_id, path=self._path, query=self._query, url=next_url)
-            yield answer.json()
+            read.add(answer.url)
             found = _NEXT_LINK.search(answer.headers.get("Link") or "")
-            if not found:
+            next_url = urllib.parse.urljoin(answer.url, found.group(1)) if found else None
+            if next_url is not None and origin(next_url) != self._transport.origin:
+                raise UnsafeLinkError(next_url, f"on another origin than the base URL's ({self._transport.base_url})", answer.status, answer.headers)
+            if next_url in read:
+                raise UnsafeLinkError(next_url, "a page already read: paging would never end", answer.status, answer.headers)
+            yield answer.json()
+            if next_url is None:
                 return
-            next_url = found.group(1)
 
 
 class _Resource:
@@ -86,8 +110,8 @@ def _read(transport: Transport, operation_id: str, path: Mapping[str, str], if_n
 
 
 def _fields(**given: Any) -> dict[str, Any]:
-    """A body of the fields given, without those left out (None)."""
-    return {name: value for name, value in given.items() if value is not None}
+    """A body of the fields given, under the API's names, without those left out (None, or OMITTED where None clears)."""
+    return {api_name(name): value for name, value in given.items() if value is not None and value is not OMITTED}
 
 
 class Projects(_Resource):
@@ -127,10 +151,20 @@ class Projects(_Resource):
         """projectsGet: one project; with `if_none_match`, None while it still has that ETag."""
         return _read(self._transport, "projectsGet", {"projectId": project_id}, if_none_match)
 
-    def update(self, project_id: str, changes: UpdateProjectRequest, *, if_match: Optional[str] = None) -> Resource[Project]:
+    def update(
+        self,
+        project_id: str,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        owner: Optional[str] = None,
+        members: Optional[List[str]] = None,
+        status: Optional[ProjectStatus] = None,
+        if_match: Optional[str] = None,
+    ) -> Resource[Project]:
         """projectsUpdate: changes the fields given; with `if_match`, only if nobody changed it since (412 otherwise)."""
-        answer = self._transport.call("projectsUpdate", path={"projectId": project_id}, body=changes, headers={"If-Match": if_match})
-        return Resource(answer)
+        body = _fields(name=name, description=description, owner=owner, members=members, status=status)
+        return Resource(self._transport.call("projectsUpdate", path={"projectId": project_id}, body=body, headers={"If-Match": if_match}))
 
     def delete(self, project_id: str, *, if_match: Optional[str] = None) -> None:
         """projectsDelete: deletes the project and its tasks."""
@@ -166,7 +200,7 @@ class Tasks(_Resource):
         idempotency_key: Optional[str] = None,
     ) -> Resource[Task]:
         """tasksCreate: a new task in a project. The `Idempotency-Key` is generated when not given."""
-        body = _fields(projectId=project_id, title=title, description=description, status=status, priority=priority, assignee=assignee, dueDate=due_date)
+        body = _fields(project_id=project_id, title=title, description=description, status=status, priority=priority, assignee=assignee, due_date=due_date)
         return Resource(self._transport.call("tasksCreate", body=body, headers={"Idempotency-Key": idempotency_key}))
 
     @overload
@@ -177,9 +211,22 @@ class Tasks(_Resource):
         """tasksGet: one task; with `if_none_match`, None while it still has that ETag."""
         return _read(self._transport, "tasksGet", {"taskId": task_id}, if_none_match)
 
-    def update(self, task_id: str, changes: UpdateTaskRequest, *, if_match: Optional[str] = None) -> Resource[Task]:
-        """tasksUpdate: changes the fields given (`None` clears `assignee` and `dueDate`)."""
-        return Resource(self._transport.call("tasksUpdate", path={"taskId": task_id}, body=changes, headers={"If-Match": if_match}))
+    def update(
+        self,
+        task_id: str,
+        *,
+        title: Optional[str] = None,
+        description: Optional[str] = None,
+        status: Optional[TaskStatus] = None,
+        priority: Optional[TaskPriority] = None,
+        assignee: Union[str, None, Omitted] = OMITTED,
+        due_date: Union[str, None, Omitted] = OMITTED,
+        if_match: Optional[str] = None,
+    ) -> Resource[Task]:
+        """tasksUpdate: changes the fields given; `assignee=None` and `due_date=None` clear them."""
+        body = _fields(title=title, description=description, status=status, priority=priority)
+        body.update({api_name(name): value for name, value in (("assignee", assignee), ("due_date", due_date)) if value is not OMITTED})
+        return Resource(self._transport.call("tasksUpdate", path={"taskId": task_id}, body=body, headers={"If-Match": if_match}))
 
     def delete(self, task_id: str, *, if_match: Optional[str] = None) -> None:
         """tasksDelete."""
@@ -251,7 +298,7 @@ class Rag(_Resource):
     ) -> Resource[RagJob]:
         """ragIndexStart: starts a rebuild of the RAG index (`incremental` by default); `rag.jobs.wait` follows it.
         The `Idempotency-Key` is generated when not given, so a retry starts no second job."""
-        body = _fields(mode=mode, projectIds=project_ids)
+        body = _fields(mode=mode, project_ids=project_ids)
         return Resource(self._transport.call("ragIndexStart", body=body, headers={"Idempotency-Key": idempotency_key}))
 
 
@@ -294,10 +341,19 @@ class Webhooks(_Resource):
         """webhooksGet: one subscription."""
         return _read(self._transport, "webhooksGet", {"webhookId": webhook_id}, if_none_match)
 
-    def update(self, webhook_id: str, changes: UpdateWebhookRequest, *, if_match: Optional[str] = None) -> Resource[Webhook]:
-        """webhooksUpdate: changes the fields given; `{"active": True}` switches a subscription the API turned off back on."""
-        answer = self._transport.call("webhooksUpdate", path={"webhookId": webhook_id}, body=changes, headers={"If-Match": if_match})
-        return Resource(answer)
+    def update(
+        self,
+        webhook_id: str,
+        *,
+        url: Optional[str] = None,
+        events: Optional[List[CreateWebhookRequestEvent]] = None,
+        description: Optional[str] = None,
+        active: Optional[bool] = None,
+        if_match: Optional[str] = None,
+    ) -> Resource[Webhook]:
+        """webhooksUpdate: changes the fields given; `active=True` switches a subscription the API turned off back on."""
+        body = _fields(url=url, events=events, description=description, active=active)
+        return Resource(self._transport.call("webhooksUpdate", path={"webhookId": webhook_id}, body=body, headers={"If-Match": if_match}))
 
     def delete(self, webhook_id: str, *, if_match: Optional[str] = None) -> None:
         """webhooksDelete."""

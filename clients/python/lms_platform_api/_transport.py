@@ -1,19 +1,25 @@
 """
 Sending one operation: the URL from the operation table, the token, the headers, and the retries.
 
-Retries follow one rule: repeat only what the API cannot have done twice. 429 and 503 mean the API
-did not do it, and are retried for every request; a request that could not be sent (connection
-refused or reset while sending, a connect timeout) is retried for every request too. A request that
-was sent but got no answer (the connection dropped, a read timeout) is retried only when repeating
-it is harmless: GET, PUT, DELETE, and creates, which carry an `Idempotency-Key`. Waits follow
+The token goes to the base URL's origin alone: a request for any other origin is refused before it
+is sent, and no redirect is followed (a 3xx is an error answer).
+
+Retries follow one rule: repeat only what the API cannot have done twice. A 429 means the API did
+not act, and a request that could not be sent (connection refused or reset while sending, a connect
+timeout) cannot have been acted on: both are retried for every request. A 503 (which a proxy may
+answer after the API acted) and a request that was sent but got no answer (the connection dropped, a
+read timeout) are retried only when repeating is harmless: GET, PUT, DELETE, and the POSTs that
+carry an `Idempotency-Key` (the creates, and the start of a RAG rebuild). Waits follow
 `Retry-After`, else grow from half a second; a wait longer than `max_retry_delay` is not made, and
-the answer is returned as it is.
+the answer is returned as it is. Each retry and its wait is logged (`logging`, logger
+`lms_platform_api`, level INFO).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import logging
 import random
 import socket
 import time
@@ -25,13 +31,14 @@ from email.message import Message
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Union
 
 from ._errors import LmsApiError, retry_after_seconds
+from ._fields import parse
 from .schema import API_VERSION, OPERATIONS, Operation
 
 #: A token, or a callable returning one before each request (MSAL's `acquire_token_*`, azure-identity's `get_token`).
 TokenProvider = Union[str, Callable[[], str]]
 
-RETRIED_STATUSES = (429, 503)
 REPEATABLE_METHODS = ("GET", "HEAD", "PUT", "DELETE")
+logger = logging.getLogger("lms_platform_api")
 
 
 class Answer(NamedTuple):
@@ -39,9 +46,12 @@ class Answer(NamedTuple):
     #: Read case-insensitively: `answer.headers.get("etag")`.
     headers: Message
     body: bytes
+    #: Where the request went: a relative `Link` is resolved against it.
+    url: str
 
     def json(self) -> Any:
-        return json.loads(self.body.decode("utf-8")) if self.body else None
+        """The body, its objects as Fields."""
+        return parse(self.body)
 
 
 class _NotSent(Exception):
@@ -67,6 +77,8 @@ class Transport:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an absolute http(s) URL, with /api: not {base_url!r}")
         self.base_url = base_url.rstrip("/")
+        #: The only origin the token is sent to.
+        self.origin = origin(self.base_url)
         self.token = token
         self.headers = {"Accept": "application/json", "User-Agent": f"lms-platform-api-python/{API_VERSION}", **(headers or {})}
         self.timeout = timeout
@@ -87,7 +99,9 @@ class Transport:
     ) -> Answer:
         """Sends an operation and returns its answer; raises LmsApiError for one that is not 2xx."""
         operation = OPERATIONS[operation_id]
-        target = urllib.parse.urljoin(self.base_url + "/", url) if url else self._url(operation, path or {}, query or {})
+        target = url or self._url(operation, path or {}, query or {})
+        if origin(target) != self.origin:
+            raise ValueError(f"The client sends its token to the base URL's origin ({self.origin}) alone, not to {target}.")
         request_headers = {**self.headers, **{name: value for name, value in (headers or {}).items() if value is not None}}
         if operation.idempotency_key and not _has_header(request_headers, "Idempotency-Key"):
             request_headers["Idempotency-Key"] = str(uuid.uuid4())
@@ -117,20 +131,26 @@ class Transport:
             except _NotSent as failure:
                 if attempt >= self.max_retries:
                     raise failure.cause from None
-                time.sleep(self._backoff(attempt))
-            except (ConnectionError, TimeoutError, socket.timeout, http.client.IncompleteRead):
+                self._wait(method, url, attempt, self._backoff(attempt), f"not sent ({failure.cause})")
+            except (ConnectionError, TimeoutError, socket.timeout, http.client.IncompleteRead) as failure:
                 if not repeatable or attempt >= self.max_retries:
                     raise
-                time.sleep(self._backoff(attempt))
+                self._wait(method, url, attempt, self._backoff(attempt), f"no answer ({failure!r})")
             else:
-                if answer.status not in RETRIED_STATUSES or attempt >= self.max_retries:
+                retried = answer.status == 429 or (answer.status == 503 and repeatable)
+                if not retried or attempt >= self.max_retries:
                     return answer
                 asked = retry_after_seconds(answer.headers.get("Retry-After"))
                 delay = self._backoff(attempt) if asked is None else asked
                 if delay > self.max_retry_delay:
                     return answer
-                time.sleep(delay)
+                self._wait(method, url, attempt, delay, f"{answer.status} {http.client.responses.get(answer.status, '')}".strip())
             attempt += 1
+
+    def _wait(self, method: str, url: str, attempt: int, delay: float, why: str) -> None:
+        """Logs the retry to come, then waits for it."""
+        logger.info("%s %s: %s; retry %d of %d in %.2f s", method, url.split("?", 1)[0], why, attempt + 1, self.max_retries, delay)
+        time.sleep(delay)
 
     def _send(self, method: str, url: str, data: Optional[bytes], headers: dict[str, str]) -> Answer:
         headers = dict(headers)
@@ -138,10 +158,10 @@ class Transport:
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
-                return Answer(response.status, response.headers, response.read())
+                return Answer(response.status, response.headers, response.read(), url)
         except urllib.error.HTTPError as error:
             with error:
-                return Answer(error.code, error.headers, error.read())
+                return Answer(error.code, error.headers, error.read(), url)
         except urllib.error.URLError as error:
             # urllib raises URLError for what failed while connecting and sending, and the error
             # itself for what failed after: the answer's wait and read.
@@ -155,10 +175,21 @@ class Transport:
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """The API never redirects; a redirect from something in between is handed back as an answer, not followed with the token."""
+    """The API never redirects; a redirect from something in between is handed back as an answer, not followed with the token or the body."""
 
     def redirect_request(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """A URL's scheme, host and port (the scheme's own when not given): where a token may go."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return (scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme, 0))
 
 
 def _has_header(headers: Mapping[str, str], name: str) -> bool:

@@ -6,9 +6,10 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import time
-from typing import Any, Mapping, Optional, Union
+from typing import Mapping, Optional, Union, cast
+
+from ._fields import Fields, parse
 
 SECRET_PREFIX = "whsec_"
 #: How far a delivery's `webhook-timestamp` may be from now, either way, in seconds: older ones may be replays.
@@ -26,10 +27,10 @@ def verify_webhook(
     *,
     tolerance: float = DEFAULT_TOLERANCE,
     now: Optional[float] = None,
-) -> dict[str, Any]:
+) -> Fields:
     """
-    The event a delivery carries, `{"type", "timestamp", "data"}`, once its signature is checked;
-    raises WebhookVerificationError otherwise.
+    The event a delivery carries, `{"type", "timestamp", "data"}` (as Fields: `event.data.due_date`),
+    once its signature is checked; raises WebhookVerificationError otherwise.
 
     `headers` are the request's (any mapping; names in any case), `body` its raw bytes as received,
     before any JSON parsing: a re-serialised body no longer matches its signature. Any one of the
@@ -54,7 +55,7 @@ def verify_webhook(
     for signature in signatures.split():
         version, _, value = signature.partition(",")
         if version == "v1" and hmac.compare_digest(value.encode("ascii", "replace"), expected):
-            return json.loads(payload.decode("utf-8"))
+            return cast(Fields, parse(payload))
     raise WebhookVerificationError("No signature of the delivery matches the secret.")
 
 

@@ -105,8 +105,9 @@ class Received:
 
 #: What a test server does with the n-th request (from 0): ("answer", status, headers, body);
 #: ("forward", 0, {}, b"") to pass it to the API and send back its answer; ("drop", ...) to pass it
-#: and close the connection without answering, as a network failure after the API acted would; or
-#: ("cut", ...) to close the connection at once.
+#: and close the connection without answering, as a network failure after the API acted would;
+#: ("cut", ...) to close the connection at once; or ("hang", ...) to answer nothing until the server
+#: closes, as a server that accepted the request and went quiet.
 Plan = Callable[[int, Received], Tuple[str, int, Dict[str, str], bytes]]
 
 
@@ -116,6 +117,7 @@ class TestServer:
     def __init__(self, plan: Plan, forward_to: Optional[str] = None) -> None:
         self.received: List[Received] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,6 +130,9 @@ class TestServer:
                     index = len(server.received)
                     server.received.append(request)
                 action, status, headers, body = plan(index, request)
+                if action == "hang":
+                    server._closing.wait()
+                    return
                 if action in ("forward", "drop"):
                     status, headers, body = server._forward(forward_to or "", request)
                 if action in ("drop", "cut"):
@@ -155,7 +160,13 @@ class TestServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
+    @property
+    def host(self) -> str:
+        """`127.0.0.1:<port>`: with its own port, the server is an origin of its own."""
+        return urllib.parse.urlsplit(self.url).netloc
+
     def close(self) -> None:
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
 

@@ -26,12 +26,12 @@ CALLS: Dict[str, Tuple[str, Callable[[LmsClient], Any]]] = {
     "projectsList": ("projects.list", lambda lms: list(lms.projects.list(status="Active", limit=10))),
     "projectsCreate": ("projects.create", lambda lms: lms.projects.create(name="Walked")),
     "projectsGet": ("projects.get", lambda lms: lms.projects.get(PROJECT)),
-    "projectsUpdate": ("projects.update", lambda lms: lms.projects.update(PROJECT, {"status": "OnHold"})),
+    "projectsUpdate": ("projects.update", lambda lms: lms.projects.update(PROJECT, status="OnHold")),
     "projectsDelete": ("projects.delete", lambda lms: lms.projects.delete(PROJECT)),
     "tasksList": ("tasks.list", lambda lms: list(lms.tasks.list(project_id=PROJECT))),
     "tasksCreate": ("tasks.create", lambda lms: lms.tasks.create(project_id=PROJECT, title="Walked")),
     "tasksGet": ("tasks.get", lambda lms: lms.tasks.get(TASK)),
-    "tasksUpdate": ("tasks.update", lambda lms: lms.tasks.update(TASK, {"status": "Done"})),
+    "tasksUpdate": ("tasks.update", lambda lms: lms.tasks.update(TASK, status="Done")),
     "tasksDelete": ("tasks.delete", lambda lms: lms.tasks.delete(TASK)),
     "usersList": ("users.list", lambda lms: list(lms.users.list(source="directory"))),
     "usersMe": ("users.me", lambda lms: lms.users.me()),
@@ -42,7 +42,7 @@ CALLS: Dict[str, Tuple[str, Callable[[LmsClient], Any]]] = {
     "webhooksList": ("webhooks.list", lambda lms: list(lms.webhooks.list())),
     "webhooksCreate": ("webhooks.create", lambda lms: lms.webhooks.create(url="https://example.test/hook")),
     "webhooksGet": ("webhooks.get", lambda lms: lms.webhooks.get(WEBHOOK)),
-    "webhooksUpdate": ("webhooks.update", lambda lms: lms.webhooks.update(WEBHOOK, {"active": True})),
+    "webhooksUpdate": ("webhooks.update", lambda lms: lms.webhooks.update(WEBHOOK, active=True)),
     "webhooksDelete": ("webhooks.delete", lambda lms: lms.webhooks.delete(WEBHOOK)),
     "webhookDeliveriesList": ("webhooks.deliveries.list", lambda lms: list(lms.webhooks.deliveries.list(WEBHOOK))),
     "webhookDeliveriesRetry": ("webhooks.deliveries.retry", lambda lms: lms.webhooks.deliveries.retry(WEBHOOK, DELIVERY)),
@@ -127,6 +127,23 @@ class OperationsTest(unittest.TestCase):
                     header = parameter["in"] == "header"
                     wanted.append(HEADER_KEYWORDS[parameter["name"]] if header else snake(parameter["name"]))
                 body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
-                if body and "changes" not in accepted:
+                if body:
                     wanted += [snake(name) for name in body.get("properties", {})]
                 self.assertEqual(sorted(set(wanted) - set(accepted)), [], f"parameters of {operation_id} its method does not take")
+
+    def test_keyword_arguments_in_snake_case_are_sent_under_the_apis_names(self) -> None:
+        recorder = TestServer(lambda _index, _request: ("answer", 200, {"Content-Type": "application/json"}, b"{}"))
+        self.addCleanup(recorder.close)
+        lms = LmsClient(f"{recorder.url}/api", token="walk")
+        sent: Dict[str, Tuple[Callable[[], Any], Dict[str, Any]]] = {
+            "a create": (lambda: lms.tasks.create(project_id=PROJECT, title="Walked", due_date="2027-01-15"), {"projectId": PROJECT, "title": "Walked", "dueDate": "2027-01-15"}),
+            "an update that clears": (lambda: lms.tasks.update(TASK, due_date=None, assignee=None), {"assignee": None, "dueDate": None}),
+            "an update that leaves the rest": (lambda: lms.tasks.update(TASK, title="Renamed"), {"title": "Renamed"}),
+            "a rebuild": (lambda: lms.rag.rebuild(project_ids=[PROJECT]), {"projectIds": [PROJECT]}),
+            "a subscription's update": (lambda: lms.webhooks.update(WEBHOOK, active=True), {"active": True}),
+        }
+        for case, (call, body) in sent.items():
+            with self.subTest(case):
+                before = len(recorder.received)
+                call()
+                self.assertEqual(json.loads(recorder.received[before].body), body)
