@@ -1,8 +1,8 @@
 """
 Sending one operation: the URL from the operation table, the token, the headers, and the retries.
 
-The token goes to the base URL's origin alone: a request for any other origin is refused before it
-is sent, and no redirect is followed (a 3xx is an error answer).
+The token goes to the base URL's origin alone: every URL is built from it, a `Link` is followed only
+there (the Pager checks), and no redirect is followed (a 3xx is an error answer).
 
 Retries follow one rule: repeat only what the API cannot have done twice. A 429 means the API did
 not act, and a request that could not be sent (connection refused or reset while sending, a connect
@@ -99,9 +99,8 @@ class Transport:
     ) -> Answer:
         """Sends an operation and returns its answer; raises LmsApiError for one that is not 2xx."""
         operation = OPERATIONS[operation_id]
+        # A `url` is a Link the Pager has checked: on the base URL's origin.
         target = url or self._url(operation, path or {}, query or {})
-        if origin(target) != self.origin:
-            raise ValueError(f"The client sends its token to the base URL's origin ({self.origin}) alone, not to {target}.")
         request_headers = {**self.headers, **{name: value for name, value in (headers or {}).items() if value is not None}}
         if operation.idempotency_key and not _has_header(request_headers, "Idempotency-Key"):
             request_headers["Idempotency-Key"] = str(uuid.uuid4())
