@@ -155,6 +155,8 @@ module functionApp 'modules/function-app.bicep' = {
       {
         AUTH_TENANT_ID: authTenantId
         AUTH_CLIENT_ID: authClientId
+        // On-Behalf-Of's client assertion: this identity's token, which the app registration's federated credential trusts.
+        AUTH_MANAGED_IDENTITY_CLIENT_ID: identity.properties.clientId
         AzureWebJobsStorage__blobServiceUri: storage.outputs.blobEndpoint
         AzureWebJobsStorage__queueServiceUri: storage.outputs.queueEndpoint
         AzureWebJobsStorage__credential: 'managedidentity'

@@ -58,7 +58,14 @@ export const SETTINGS = {
   AUTH_AUTHORITY_HOST: { azure: 'optional', default: 'https://login.microsoftonline.com', description: 'the identity provider (sovereign clouds, others)' },
   AUTH_DEFAULT_ROLE: { azure: 'optional', description: 'the role given to a user token without roles (default none: 403)' },
   AUTH_CLIENT_SECRET: { azure: 'optional', description: 'the client secret On-Behalf-Of signs in with, for `GET /api/users?source=directory`' },
-  AUTH_CLIENT_CERTIFICATE_PATH: { azure: 'optional', description: 'instead of the secret (not both): a PEM file with the private key and certificate' },
+  AUTH_CLIENT_CERTIFICATE_PATH: { azure: 'optional', description: 'instead of the secret (one of the three): a PEM file with the private key and certificate' },
+  AUTH_MANAGED_IDENTITY_CLIENT_ID: {
+    azure: 'optional',
+    description:
+      "instead of a secret or a certificate, and in Azure the default (infra/ sets it): the client id of the app's user-assigned managed identity, " +
+      'whose token for `api://AzureADTokenExchange` On-Behalf-Of presents as its client assertion; the app registration trusts that identity ' +
+      'through a federated identity credential ([app-registration.md](app-registration.md))',
+  },
   GRAPH_BASE_URL: {
     azure: 'optional',
     default: 'https://graph.microsoft.com',

@@ -139,6 +139,8 @@ describe.each(Object.keys(snapshots) as ('default' | 'options')[])('the %s deplo
       COSMOS_CONNECTION__accountEndpoint: expect.stringMatching(new RegExp(`databaseAccounts/${account.name}'.*\\)\\.documentEndpoint\\]$`)),
       COSMOS_CONNECTION__credential: 'managedidentity',
       COSMOS_CONNECTION__clientId: clientId,
+      // On-Behalf-Of without a secret: the identity's token is the client assertion.
+      AUTH_MANAGED_IDENTITY_CLIENT_ID: clientId,
       APPLICATIONINSIGHTS_AUTHENTICATION_STRING: expect.stringMatching(/^\[format\('ClientId=\{0\};Authorization=AAD'/),
     });
     // The connection string forms carry a key: only their identity-based settings may be set.
