@@ -6,6 +6,8 @@ export const LOCAL_HOME_TENANT_ID = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
 // A second tenant that the local API also accepts, to show that no request crosses tenants.
 export const LOCAL_OTHER_TENANT_ID = '9e8d7c6b-5a49-4382-8716-0f1e2d3c4b5a';
 export const LOCAL_CLIENT_ID = '0a7c5e3f-2d4b-4f6a-8c1e-3b5d7f9a1c2e';
+// The user-assigned managed identity the local Function App runs as, whose token On-Behalf-Of presents (as in Azure).
+export const LOCAL_APP_IDENTITY_CLIENT_ID = '4c2e8a1f-6b3d-4f5e-9a7c-2d1e0f3b5a68';
 export const DEFAULT_API_PORT = Number(SETTINGS.PORT.default);
 
 /**

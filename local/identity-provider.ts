@@ -17,10 +17,13 @@ import { EntraError, entraErrorBody, malformedRequest } from './identity-provide
 import { handleTokenRequest } from './identity-provider/grants.js';
 import { MANAGED_IDENTITY_PATH, serveManagedIdentityToken, type ManagedIdentities } from './identity-provider/managed-identity.js';
 import { ON_BEHALF_OF_GRANT_TYPE } from './identity-provider/on-behalf-of.js';
+import type { FederatedIdentityCredential } from './identity-provider/token-request.js';
 import { loadOrCreateSigner } from './identity-provider/signing.js';
 import { loadOrCreateTlsCertificate, type TlsCertificate } from './tls.js';
 
-export { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localUserObjectId, type TokenOptions } from './identity-provider/claims.js';
+export { API_USER_SCOPE, DEFAULT_LOCAL_USERNAME, localUserObjectId, servicePrincipalObjectId, type TokenOptions } from './identity-provider/claims.js';
+export { TOKEN_EXCHANGE_AUDIENCES } from './identity-provider/managed-identity.js';
+export type { FederatedIdentityCredential } from './identity-provider/token-request.js';
 export { GRAPH_APP_ID, GRAPH_RESOURCE } from './identity-provider/on-behalf-of.js';
 export { localIdentityDataDir, readIdentityProviderInfo, writeIdentityProviderInfo, type IdentityProviderInfo } from './identity-provider/provider-info.js';
 
@@ -39,6 +42,8 @@ export interface IdentityProviderOptions {
   appIdUris?: string[];
   /** The local Function App's managed identities, whose tokens its managed identity endpoint gives (in the first tenant). */
   managedIdentities?: ManagedIdentities;
+  /** The API's federated identity credentials, which `addFederatedIdentityCredential` adds to. */
+  federatedIdentityCredentials?: FederatedIdentityCredential[];
 }
 
 export type IdentityProvider = Awaited<ReturnType<typeof startIdentityProvider>>;
@@ -69,6 +74,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions) {
     const counts = { metadata: 0, jwks: 0, token: 0, onBehalfOf: 0 };
     const identityHeader = randomUUID();
     const managedIdentityTokens: { clientId: string; resource: string }[] = [];
+    const federatedIdentityCredentials = [...(options.federatedIdentityCredentials ?? [])];
     let authorityHost = '';
     const issueToken = (tokenOptions: TokenOptions) => signer.sign(accessTokenClaims(tokenOptions, { authorityHost, clientId }));
 
@@ -95,7 +101,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions) {
           }
           const form = new URLSearchParams(await readBody(request, MAX_REQUEST_BODY_BYTES, () => malformedRequest('The request body is too large.')));
           if (form.get('grant_type') === ON_BEHALF_OF_GRANT_TYPE) counts.onBehalfOf += 1;
-          const context = { tenantId, clientId, audiences, authorityHost, keys, issueToken };
+          const context = { tenantId, clientId, audiences, authorityHost, keys, issueToken, federatedIdentityCredentials };
           return sendJson(response, 200, await handleTokenRequest(form, request.headers.authorization, context), NOT_CACHEABLE);
         }
         if (request.method !== 'GET') return sendJson(response, 405, { error: 'method_not_allowed', error_description: 'Use GET.' }, { Allow: 'GET' });
@@ -139,6 +145,10 @@ export async function startIdentityProvider(options: IdentityProviderOptions) {
       managedIdentity: options.managedIdentities && { IDENTITY_ENDPOINT: `${authorityHost}${MANAGED_IDENTITY_PATH}`, IDENTITY_HEADER: identityHeader },
       /** The managed identity tokens issued: to which identity, for which resource. */
       managedIdentityTokens,
+      /** Lets the API trust another issuer's tokens as its client assertion, as `az ad app federated-credential create` does. */
+      addFederatedIdentityCredential(credential: FederatedIdentityCredential) {
+        federatedIdentityCredentials.push(credential);
+      },
       issueToken,
       async close() {
         await close(server);

@@ -4,7 +4,7 @@
  * is given is always used, so the same stack can run against real Azure resources and a real tenant.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -12,13 +12,23 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { appRootAbove } from '../shared/app-root.js';
+import { ON_BEHALF_OF_CREDENTIALS } from '../shared/config.js';
 import { SETTINGS } from '../shared/settings.js';
 import { startAzuriteQueue } from './azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
-import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import { LOCAL_APP_IDENTITY_CLIENT_ID, LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import type { HostReady } from './functions-host.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
-import { DEFAULT_LOCAL_USERNAME, GRAPH_RESOURCE, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from './identity-provider.js';
+import { v2Issuer } from './entra-token.js';
+import {
+  DEFAULT_LOCAL_USERNAME,
+  GRAPH_RESOURCE,
+  servicePrincipalObjectId,
+  startIdentityProvider,
+  TOKEN_EXCHANGE_AUDIENCES,
+  writeIdentityProviderInfo,
+  type IdentityProvider,
+} from './identity-provider.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 // The database setting the app and its change feed trigger share, as the settings name it.
@@ -60,10 +70,14 @@ export async function startStack(options: StackOptions) {
     let graph: GraphStandIn | undefined;
     if (embedsIdentityProvider(settings)) {
       const identityDir = dataDir ? join(dataDir, 'identity') : undefined;
+      // Without a managed identity endpoint, an identity-based setting pointed at Azure signs in as the developer.
+      const identityBased = Object.keys(settings).some((name) => name.includes('__') && given(settings, name));
+      const assertsWithIdentity = !identityBased && !ON_BEHALF_OF_CREDENTIALS.some((name) => given(settings, name));
       identityProvider = await startIdentityProvider({
         port: options.identityProviderPort,
         tenants: LOCAL_TENANTS,
         clientId: LOCAL_CLIENT_ID,
+        ...(assertsWithIdentity ? { managedIdentities: { systemAssigned: randomUUID(), userAssigned: [LOCAL_APP_IDENTITY_CLIENT_ID] } } : {}),
         // The audiences the API is told to accept are App ID URIs of its registration, which Entra issues tokens for.
         appIdUris: given(settings, 'AUTH_AUDIENCES')?.split(/\s*,\s*/) ?? [],
         tls,
@@ -81,8 +95,20 @@ export async function startStack(options: StackOptions) {
       if (identityDir) {
         await writeIdentityProviderInfo(identityDir, { authorityHost, tenants: LOCAL_TENANTS, clientId: LOCAL_CLIENT_ID, caCertPath: tls.certPath });
       }
-      // The local identity provider takes any secret; On-Behalf-Of needs one to send.
-      if (!given(settings, 'AUTH_CLIENT_CERTIFICATE_PATH')) hostEnvironment.AUTH_CLIENT_SECRET ??= 'local-development-secret';
+      // On-Behalf-Of signs in as in Azure: the app's identity's token is its client assertion, which the API's
+      // federated identity credential trusts.
+      if (assertsWithIdentity) {
+        identityProvider.addFederatedIdentityCredential({
+          name: 'local-function-app',
+          issuer: v2Issuer(authorityHost, LOCAL_HOME_TENANT_ID),
+          subject: servicePrincipalObjectId(LOCAL_HOME_TENANT_ID, LOCAL_APP_IDENTITY_CLIENT_ID),
+          audiences: [TOKEN_EXCHANGE_AUDIENCES[0]!],
+        });
+        Object.assign(hostEnvironment, identityProvider.managedIdentity, { AUTH_MANAGED_IDENTITY_CLIENT_ID: LOCAL_APP_IDENTITY_CLIENT_ID });
+      } else if (!ON_BEHALF_OF_CREDENTIALS.some((name) => given(settings, name))) {
+        // The local identity provider takes any secret.
+        hostEnvironment.AUTH_CLIENT_SECRET = 'local-development-secret';
+      }
       // Microsoft Graph can only be played locally for tokens of the local identity provider.
       if (!given(settings, 'GRAPH_BASE_URL')) {
         // Each local tenant's directory: the default token user and a few dozen colleagues.

@@ -85,16 +85,23 @@ function readAuthSettings(env: NodeJS.ProcessEnv): AuthSettings {
   };
 }
 
-/** The confidential client's credential for On-Behalf-Of: a client secret or a certificate file. */
-export type OnBehalfOfCredential = { secret: string } | { certificatePath: string };
+/**
+ * The confidential client's credential for On-Behalf-Of: a client secret, a certificate file, or a managed identity
+ * whose token is the client assertion (a federated identity credential of the app registration trusts it).
+ */
+export type OnBehalfOfCredential = { secret: string } | { certificatePath: string } | { managedIdentityClientId: string };
+
+/** On-Behalf-Of's credential settings, of which one is given. */
+export const ON_BEHALF_OF_CREDENTIALS = ['AUTH_CLIENT_SECRET', 'AUTH_CLIENT_CERTIFICATE_PATH', 'AUTH_MANAGED_IDENTITY_CLIENT_ID'] as const;
 
 function readOnBehalfOfCredential(env: NodeJS.ProcessEnv): OnBehalfOfCredential {
-  const secret = env.AUTH_CLIENT_SECRET?.trim();
-  const certificatePath = env.AUTH_CLIENT_CERTIFICATE_PATH?.trim();
-  if (secret && certificatePath) throw new ConfigurationError(['set AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH, not both']);
+  const [secret, certificatePath, managedIdentityClientId] = ON_BEHALF_OF_CREDENTIALS.map((name) => env[name]?.trim());
+  const given = ON_BEHALF_OF_CREDENTIALS.filter((name) => env[name]?.trim());
+  if (given.length > 1) throw new ConfigurationError([`set one of ${ON_BEHALF_OF_CREDENTIALS.join(', ')}, not ${given.join(' and ')}`]);
   if (secret) return { secret };
   if (certificatePath) return { certificatePath };
-  throw new ConfigurationError(['AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH is not set (needed for On-Behalf-Of)']);
+  if (managedIdentityClientId) return { managedIdentityClientId };
+  throw new ConfigurationError([`${ON_BEHALF_OF_CREDENTIALS.join(', ')}: none is set (On-Behalf-Of needs one)`]);
 }
 
 export interface GraphSettings {

@@ -1,16 +1,18 @@
 /**
  * Every setting the app and its local stack read, once: `npm run settings` writes
- * local.settings.example.json and the table of docs/configuration.md from this list, the code takes
- * its defaults from it, and `npm test` fails when either file is not what the list would write, or
- * when a binding names a setting the list does not have. Adding a setting is one entry here.
+ * local.settings.example.json, the table of docs/configuration.md and the app settings and queues of
+ * infra/generated.json (which the Bicep of infra/ loads) from this list, the code takes its defaults
+ * from it, and `npm test` fails when any of them is not what the list would write, or when a binding
+ * names a setting the list does not have. Adding a setting is one entry here.
  */
 
 export interface Setting {
   /**
-   * In the Function App's app settings: required (it cannot serve without), optional, never (the local
-   * stack's own), or retired (a name the app no longer reads: given, it is a configuration error naming `replacedBy`).
+   * In the Function App's app settings: required (it cannot serve without; infra/ sets it), optional, platform (Azure
+   * sets it elsewhere and refuses it as an app setting, while `func start` needs it), never (the local stack's own),
+   * or retired (a name the app no longer reads: given, it is a configuration error naming `replacedBy`).
    */
-  azure: 'required' | 'optional' | 'never' | 'retired';
+  azure: 'required' | 'optional' | 'platform' | 'never' | 'retired';
   /** The value used when the setting is not given. */
   default?: string;
   /** One line of Markdown for the table of docs/configuration.md. */
@@ -21,6 +23,8 @@ export interface Setting {
   hostField?: 'CORS' | 'CORSCredentials';
   /** A retired setting's replacement, as its configuration error and the table say it. */
   replacedBy?: string;
+  /** Names a storage queue the app sends to and a trigger reads: deployment creates it, and its `-poison` queue. */
+  queue?: true;
 }
 
 // The contract's database settings, which the one connection setting of the change feed trigger's binding replaced.
@@ -28,7 +32,11 @@ const INSTEAD_OF_COSMOS_ENDPOINT_AND_KEY =
   'COSMOS_CONNECTION as AccountEndpoint=…;AccountKey=…; (or, for a managed identity, COSMOS_CONNECTION__accountEndpoint)';
 
 export const SETTINGS = {
-  FUNCTIONS_WORKER_RUNTIME: { azure: 'required', default: 'node', description: 'the Functions language worker' },
+  FUNCTIONS_WORKER_RUNTIME: {
+    azure: 'platform',
+    default: 'node',
+    description: "the Functions language worker, which `func start` needs; in Azure, the Flex Consumption app's `functionAppConfig.runtime` (infra/)",
+  },
   AzureWebJobsStorage: {
     azure: 'required',
     description: 'the storage account of the queues: a connection string, or identity-based `AzureWebJobsStorage__queueServiceUri` instead',
@@ -50,7 +58,14 @@ export const SETTINGS = {
   AUTH_AUTHORITY_HOST: { azure: 'optional', default: 'https://login.microsoftonline.com', description: 'the identity provider (sovereign clouds, others)' },
   AUTH_DEFAULT_ROLE: { azure: 'optional', description: 'the role given to a user token without roles (default none: 403)' },
   AUTH_CLIENT_SECRET: { azure: 'optional', description: 'the client secret On-Behalf-Of signs in with, for `GET /api/users?source=directory`' },
-  AUTH_CLIENT_CERTIFICATE_PATH: { azure: 'optional', description: 'instead of the secret (not both): a PEM file with the private key and certificate' },
+  AUTH_CLIENT_CERTIFICATE_PATH: { azure: 'optional', description: 'instead of the secret (one of the three): a PEM file with the private key and certificate' },
+  AUTH_MANAGED_IDENTITY_CLIENT_ID: {
+    azure: 'optional',
+    description:
+      "instead of a secret or a certificate, and in Azure the default (infra/ sets it): the client id of the app's user-assigned managed identity, " +
+      'whose token for `api://AzureADTokenExchange` On-Behalf-Of presents as its client assertion; the app registration trusts that identity ' +
+      'through a federated identity credential ([app-registration.md](app-registration.md))',
+  },
   GRAPH_BASE_URL: {
     azure: 'optional',
     default: 'https://graph.microsoft.com',
@@ -97,10 +112,16 @@ export const SETTINGS = {
     replacedBy: INSTEAD_OF_COSMOS_ENDPOINT_AND_KEY,
   },
   CURSOR_SIGNING_KEY: { azure: 'required', description: 'at least 32 random bytes, base64 (`openssl rand -base64 32`): signs paging cursors (below)' },
-  RAG_QUEUE_NAME: { azure: 'required', default: 'rag-index-jobs', description: "the RAG jobs' queue; the worker's trigger binding reads `%RAG_QUEUE_NAME%`" },
+  RAG_QUEUE_NAME: {
+    azure: 'required',
+    default: 'rag-index-jobs',
+    queue: true,
+    description: "the RAG jobs' queue; the worker's trigger binding reads `%RAG_QUEUE_NAME%`",
+  },
   WEBHOOKS_QUEUE_NAME: {
     azure: 'required',
     default: 'webhook-deliveries',
+    queue: true,
     description: "the webhook deliveries' queue; the `webhooks-deliver` trigger binding reads `%WEBHOOKS_QUEUE_NAME%`",
   },
   WEBHOOKS_SWEEP_SCHEDULE: {

@@ -26,6 +26,8 @@ export interface StackInfo {
   graphBaseUrl: string;
   /** The key the host signs paging cursors with. */
   cursorSigningKey: string;
+  /** App Service's managed identity endpoint (IDENTITY_ENDPOINT, IDENTITY_HEADER) the host's On-Behalf-Of asks its assertion of. */
+  managedIdentity: Record<'IDENTITY_ENDPOINT' | 'IDENTITY_HEADER', string>;
   hostLogFile: string;
 }
 
@@ -68,6 +70,7 @@ export async function setup(project: TestProject): Promise<void> {
     storageConnectionString: stack.storageConnectionString!,
     graphBaseUrl: stack.graph!.baseUrl,
     cursorSigningKey: stack.cursorSigningKey,
+    managedIdentity: identityProvider!.managedIdentity!,
     hostLogFile,
   });
 }

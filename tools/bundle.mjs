@@ -1,7 +1,8 @@
 // The function app as Azure and `func start` run it: one ESM bundle per function file (package.json's
 // `main` points at them), with shared code in common chunks and the modules only some functions
 // need (msal-node, the storage queue client, the identity library) in chunks of their own, loaded
-// on first use. `@azure/functions-core` stays external: the Functions host supplies it.
+// on first use. `@azure/functions-core` stays external: the Functions host supplies it. Into dist/app,
+// or the folder given (`npm run package` bundles afresh into the deployment package).
 import { build } from 'esbuild';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath, URL } from 'node:url';
@@ -13,7 +14,7 @@ const functionFiles = readdirSync(`${root}functions`)
 
 await build({
   entryPoints: functionFiles,
-  outdir: `${root}dist/app`,
+  outdir: process.argv[2] ?? `${root}dist/app`,
   outbase: root,
   bundle: true,
   splitting: true,

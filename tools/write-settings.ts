@@ -1,16 +1,20 @@
 /**
  * `npm run settings`: writes local.settings.example.json and the settings table of
- * docs/configuration.md from the one list of settings, shared/settings.ts. `--check` writes nothing
- * and fails when either file is not what the list would write.
+ * docs/configuration.md from the one list of settings, shared/settings.ts, and infra/generated.json,
+ * what the Bicep of infra/ takes from the code: the containers of shared/data/containers.ts, the
+ * queues and the app settings that Azure requires and that have a value to start from. `--check`
+ * writes nothing and fails when a file is not what the code would write.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { appRootAbove } from '../shared/app-root.js';
+import { CONTAINERS } from '../shared/data/containers.js';
 import { SETTINGS, type Setting } from '../shared/settings.js';
 
 const root = appRootAbove(import.meta.url);
 const EXAMPLE_FILE = join(root, 'local.settings.example.json');
 const DOC_FILE = join(root, 'docs', 'configuration.md');
+const INFRA_FILE = join(root, 'infra', 'generated.json');
 const TABLE_START = '<!-- The table is written by `npm run settings` from shared/settings.ts: change the list, not the table. -->';
 const TABLE_END = '<!-- End of the settings table. -->';
 
@@ -25,7 +29,7 @@ function exampleLocalSettings(): string {
   const values = Object.fromEntries(
     settings
       .filter(([, setting]) => !setting.environmentOnly && !setting.hostField && setting.azure !== 'retired')
-      .map(([name, setting]) => [name, setting.azure === 'required' ? (setting.default ?? '') : '']),
+      .map(([name, setting]) => [name, setting.azure === 'required' || setting.azure === 'platform' ? (setting.default ?? '') : '']),
   );
   const host = {
     LocalHttpPort: Number(SETTINGS.PORT.default),
@@ -34,6 +38,19 @@ function exampleLocalSettings(): string {
     CORSCredentials: (SETTINGS.CORS_SUPPORT_CREDENTIALS.default as string) === 'true',
   };
   return `${JSON.stringify({ IsEncrypted: false, Values: values, Host: host }, null, 2)}\n`;
+}
+
+/** What infra/ deploys from the code: `loadJsonContent('generated.json')` in its Bicep. */
+function infrastructure(): string {
+  const withValues = settings.filter(([, setting]) => setting.azure === 'required' && setting.default !== undefined);
+  const queues = settings.filter(([, setting]) => setting.queue).flatMap(([, setting]) => [setting.default!, `${setting.default!}-poison`]);
+  const generated = {
+    $comment: 'Written by `npm run settings` from shared/settings.ts and shared/data/containers.ts: change those, not this file.',
+    containers: Object.values(CONTAINERS),
+    queues,
+    appSettings: Object.fromEntries(withValues.map(([name, setting]) => [name, setting.default])),
+  };
+  return `${JSON.stringify(generated, null, 2)}\n`;
 }
 
 function whereLocally(setting: Setting): string {
@@ -62,15 +79,16 @@ const writtenDoc = await readFile(DOC_FILE, 'utf8');
 const wanted = [
   [EXAMPLE_FILE, await readFile(EXAMPLE_FILE, 'utf8').catch(() => ''), exampleLocalSettings()],
   [DOC_FILE, writtenDoc, withTable(writtenDoc)],
+  [INFRA_FILE, await readFile(INFRA_FILE, 'utf8').catch(() => ''), infrastructure()],
 ] as const;
 
 if (process.argv.includes('--check')) {
   const stale = wanted.filter(([, written, current]) => written !== current).map(([file]) => file);
   if (stale.length) {
-    console.error(`Not what shared/settings.ts lists: ${stale.join(', ')}. Run \`npm run settings\` and commit the result.`);
+    console.error(`Not what the code would write: ${stale.join(', ')}. Run \`npm run settings\` and commit the result.`);
     process.exitCode = 1;
   }
 } else {
   for (const [file, , current] of wanted) await writeFile(file, current);
-  console.log(`Wrote ${wanted.map(([file]) => file).join(' and ')}`);
+  console.log(`Wrote ${wanted.map(([file]) => file).join(', ')}`);
 }

@@ -48,7 +48,7 @@ export function accessTokenClaims(options: TokenOptions, context: { authorityHos
   let subject: JWTPayload;
   if (options.kind === 'app') {
     // The oid of an app-only token is the object id of the client's service principal in the tenant.
-    const oid = options.oid ?? deterministicUuid('service-principal', tenantId, clientAppId.toLowerCase());
+    const oid = options.oid ?? servicePrincipalObjectId(tenantId, clientAppId);
     subject = { ...client, ...(version === 1 ? { idp: v1Issuer(tenantId) } : {}), idtyp: 'app', oid, sub: oid };
   } else {
     const username = options.username ?? DEFAULT_LOCAL_USERNAME;
@@ -78,6 +78,11 @@ export function accessTokenClaims(options: TokenOptions, context: { authorityHos
     ...subject,
     ...options.extraClaims,
   };
+}
+
+/** The object id of an app's service principal (or a managed identity's) in a tenant, as its app-only tokens carry it. */
+export function servicePrincipalObjectId(tenantId: string, clientId: string): string {
+  return deterministicUuid('service-principal', tenantId.toLowerCase(), clientId.toLowerCase());
 }
 
 /** The object id the provider gives a user name in a tenant, unless a token request names another. */

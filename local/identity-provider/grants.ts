@@ -12,7 +12,7 @@ export async function handleTokenRequest(form: URLSearchParams, authorizationHea
   if (!['client_credentials', 'password', ON_BEHALF_OF_GRANT_TYPE].includes(grantType)) {
     throw new EntraError('unsupported_grant_type', 70003, `The app requested an unsupported grant type '${grantType}'.`);
   }
-  const client = authenticateClient(form, authorizationHeader, context);
+  const client = await authenticateClient(form, authorizationHeader, context);
   const extension = localExtension(form);
   if (grantType === ON_BEHALF_OF_GRANT_TYPE) return onBehalfOf(form, client, extension.expiresInSeconds, context);
   const app = grantType === 'client_credentials';

@@ -12,6 +12,12 @@ import type { TokenOptions } from './claims.js';
 export type ManagedIdentities = { systemAssigned: string; userAssigned: string[] };
 
 export const MANAGED_IDENTITY_PATH = '/msi/token';
+/**
+ * The audiences of tokens Entra takes as federated client assertions (public cloud, US Government, China); their
+ * resource asks for v2 tokens, so a managed identity's token for one has the v2 issuer, which its federated identity
+ * credential names.
+ */
+export const TOKEN_EXCHANGE_AUDIENCES = ['api://AzureADTokenExchange', 'api://AzureADTokenExchangeUSGov', 'api://AzureADTokenExchangeChina'];
 // Azure's managed identity tokens last a day.
 const LIFETIME_SECONDS = 24 * 60 * 60;
 
@@ -29,7 +35,8 @@ export async function serveManagedIdentityToken(
   if (!resource) return fail(400, 'The resource parameter is required.');
   if (![systemAssigned, ...userAssigned].includes(clientId.toLowerCase())) return fail(400, 'Unable to load the proper Managed Identity.');
   const claims = { tenantId: context.tenantId, kind: 'app', clientAppId: clientId.toLowerCase(), clientAuthentication: '2', audience: resource } as const;
-  const accessToken = await context.issueToken({ ...claims, expiresInSeconds: LIFETIME_SECONDS });
+  const version = TOKEN_EXCHANGE_AUDIENCES.includes(resource) ? 2 : 1;
+  const accessToken = await context.issueToken({ ...claims, version, expiresInSeconds: LIFETIME_SECONDS });
   const expiresOn = String(decodeJwt(accessToken).exp);
   sendJson(response, 200, { access_token: accessToken, expires_on: expiresOn, resource, token_type: 'Bearer', client_id: claims.clientAppId });
   return { clientId: claims.clientAppId, resource };

@@ -3,7 +3,7 @@
  * or private_key_jwt), the scope parameter as the one resource it names, and the LOCAL DEVELOPMENT EXTENSION
  * fields. The grants that answer it are in grants.ts and on-behalf-of.ts.
  */
-import type { JWTVerifyGetKey } from 'jose';
+import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { GUID } from '../defaults.js';
 import { decodedJwt, v2Issuer } from '../entra-token.js';
 import { DEFAULT_TOKEN_LIFETIME_SECONDS, type TokenOptions } from './claims.js';
@@ -22,7 +22,21 @@ export interface TokenEndpointContext {
   authorityHost: string;
   /** The provider's published keys, which verify the assertions On-Behalf-Of takes. */
   keys: JWTVerifyGetKey;
+  /** The API's federated identity credentials: the tokens it may present instead of a secret or a certificate. */
+  federatedIdentityCredentials: FederatedIdentityCredential[];
   issueToken(options: TokenOptions): Promise<string>;
+}
+
+/**
+ * What Entra's federated identity credential of an app registration (`az ad app federated-credential create`) says:
+ * a token with this issuer, subject and one of these audiences is the app's client assertion. For a managed
+ * identity: issuer `<authority>/<tenant>/v2.0`, subject its object id, audience `api://AzureADTokenExchange`.
+ */
+export interface FederatedIdentityCredential {
+  name: string;
+  issuer: string;
+  subject: string;
+  audiences: string[];
 }
 
 /** The client of a token request, and how it authenticated (appidacr): 0 not at all (a public client), 1 a secret, 2 a certificate. */
@@ -98,7 +112,7 @@ export function localExtension(form: URLSearchParams) {
  * The client, from the Authorization header (client_secret_basic) or the form (client_secret_post, private_key_jwt),
  * and its credential checked: any non-empty secret does, or a client assertion.
  */
-export function authenticateClient(form: URLSearchParams, authorizationHeader: string | undefined, context: TokenEndpointContext): TokenClient {
+export async function authenticateClient(form: URLSearchParams, authorizationHeader: string | undefined, context: TokenEndpointContext): Promise<TokenClient> {
   const basic = /^Basic\s+(.+)$/i.exec(authorizationHeader ?? '');
   const [, user, password = ''] = /^([^:]+):(.*)$/s.exec(basic ? Buffer.from(basic[1]!, 'base64').toString('utf8') : '') ?? [];
   const id = user ? formDecode(user) : requiredParameter(form, 'client_id');
@@ -110,7 +124,7 @@ export function authenticateClient(form: URLSearchParams, authorizationHeader: s
   if (!assertion) {
     throw new EntraError('invalid_client', 7000218, "The request body must contain the following parameter: 'client_assertion' or 'client_secret'.");
   }
-  checkClientAssertion(id, form.get('client_assertion_type'), assertion, context);
+  await checkClientAssertion(id, form.get('client_assertion_type'), assertion, context);
   return { id, authentication: '2' };
 }
 
@@ -123,11 +137,16 @@ function formDecode(value: string): string {
   }
 }
 
-/** A certificate credential (RFC 7523) as Entra wants it, except the signature: no certificate is registered here. */
-function checkClientAssertion(clientId: string, type: string | null, assertion: string, context: TokenEndpointContext): void {
+/**
+ * A client assertion (RFC 7523) as Entra wants it: a token of an issuer the client's federated identity credentials
+ * name (an https URL), or else a certificate credential, checked except for the signature (no certificate is
+ * registered here).
+ */
+async function checkClientAssertion(clientId: string, type: string | null, assertion: string, context: TokenEndpointContext): Promise<void> {
   const guide = 'Review the documentation at https://learn.microsoft.com/entra/identity-platform/certificate-credentials.';
   if (type !== CLIENT_ASSERTION_TYPE) throw malformedRequest(`The 'client_assertion_type' parameter must be '${CLIENT_ASSERTION_TYPE}'.`);
   const { header, claims } = decodedJwt(assertion, () => new EntraError('invalid_client', 50027, 'JWT token is invalid or malformed.'));
+  if (typeof claims.iss === 'string' && claims.iss.startsWith('https://')) return checkFederatedAssertion(clientId, assertion, claims, context);
   const thumbprint = header.x5t ?? header['x5t#S256'];
   if ((header.alg !== 'RS256' && header.alg !== 'PS256') || typeof thumbprint !== 'string') {
     const reason = `[Reason - The key was not found., Thumbprint of key used by client: '${typeof thumbprint === 'string' ? thumbprint : ''}']`;
@@ -144,5 +163,29 @@ function checkClientAssertion(clientId: string, type: string | null, assertion: 
   const now = Math.floor(Date.now() / 1000);
   if (typeof claims.exp !== 'number' || claims.exp <= now || (claims.nbf ?? 0) > now + CLIENT_ASSERTION_CLOCK_SKEW_SECONDS) {
     throw new EntraError('invalid_client', 700024, outsideLifetime('Client assertion', claims.exp));
+  }
+}
+
+/**
+ * A federated client assertion, as Entra checks one: a credential of the client with the token's issuer, then one
+ * with its subject and audience too, then the token itself, which this provider issued (a managed identity's).
+ */
+async function checkFederatedAssertion(clientId: string, assertion: string, claims: JWTPayload, context: TokenEndpointContext): Promise<void> {
+  const guide = 'Please check your federated identity credential Subject, Audience and Issuer against the presented assertion.';
+  const credentials = clientId.toLowerCase() === context.clientId ? context.federatedIdentityCredentials : [];
+  const ofIssuer = credentials.filter((credential) => credential.issuer === claims.iss);
+  if (!ofIssuer.length) {
+    throw new EntraError('invalid_client', 700211, `No matching federated identity record found for presented assertion issuer '${claims.iss}'. ${guide}`);
+  }
+  const audience = typeof claims.aud === 'string' ? claims.aud : '';
+  if (!ofIssuer.some((credential) => credential.subject === claims.sub && credential.audiences.includes(audience))) {
+    const presented = `Assertion Issuer: '${claims.iss}'. Assertion Subject: '${claims.sub}'. Assertion Audience: '${audience}'.`;
+    throw new EntraError('invalid_client', 70021, `No matching federated identity record found for presented assertion. ${presented} ${guide}`);
+  }
+  try {
+    await jwtVerify(assertion, context.keys, { algorithms: ['RS256'], clockTolerance: CLIENT_ASSERTION_CLOCK_SKEW_SECONDS });
+  } catch (error) {
+    if (error instanceof errors.JWTExpired) throw new EntraError('invalid_client', 700024, outsideLifetime('Client assertion', claims.exp));
+    throw new EntraError('invalid_client', 700027, 'Client assertion failed signature validation.');
   }
 }

@@ -22,7 +22,14 @@ import { generate as generateCertificate } from 'selfsigned';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../defaults.js';
-import { readIdentityProviderInfo, startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider, type TokenOptions } from '../identity-provider.js';
+import {
+  readIdentityProviderInfo,
+  servicePrincipalObjectId,
+  startIdentityProvider,
+  writeIdentityProviderInfo,
+  type IdentityProvider,
+  type TokenOptions,
+} from '../identity-provider.js';
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';
@@ -727,6 +734,82 @@ describe('local identity provider', () => {
       // Every case but the cached one reached the provider.
       expect(provider.counts.onBehalfOf).toBe(onBehalfOfBefore + cases.length - 1);
     }, 30_000);
+  });
+});
+
+describe("On-Behalf-Of with a managed identity's token as the client assertion (a federated identity credential)", () => {
+  const APP_IDENTITY = '7d1e3c5a-2b4f-4a6e-8c9d-0e1f2a3b4c5d';
+  const OTHER_IDENTITY = '8e2f4d6b-3c5a-4b7f-9dae-1f2a3b4c5d6e';
+  const EXCHANGE = 'api://AzureADTokenExchange';
+  let provider: IdentityProvider;
+  let trustedIssuer: string;
+
+  beforeAll(async () => {
+    const managedIdentities = { systemAssigned: '9f3a5e7c-4d6b-4c8a-8ebf-2a3b4c5d6e7f', userAssigned: [APP_IDENTITY, OTHER_IDENTITY] };
+    provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID], clientId: LOCAL_CLIENT_ID, managedIdentities });
+    trustedIssuer = `${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/v2.0`;
+    // As `az ad app federated-credential create` on the API's registration, with the identity's object id as subject.
+    const subject = servicePrincipalObjectId(LOCAL_HOME_TENANT_ID, APP_IDENTITY);
+    provider.addFederatedIdentityCredential({ name: 'function-app', issuer: trustedIssuer, subject, audiences: [EXCHANGE] });
+  }, 30_000);
+  afterAll(() => provider?.close());
+
+  /** A token of a managed identity from App Service's endpoint, as `@azure/identity` asks for one. */
+  async function managedIdentityToken(clientId: string, resource = EXCHANGE): Promise<string> {
+    const { IDENTITY_ENDPOINT, IDENTITY_HEADER } = provider.managedIdentity!;
+    const query = new URLSearchParams({ resource, 'api-version': '2019-08-01', client_id: clientId });
+    const answer = await requestJson(`${IDENTITY_ENDPOINT}?${query.toString()}`, provider.caCertPem, undefined, { 'X-IDENTITY-HEADER': IDENTITY_HEADER });
+    expect(answer.status).toBe(200);
+    return answer.body.access_token as string;
+  }
+  /** A token the provider signs for the app's identity, with one claim changed. */
+  const identityToken = (options: Partial<TokenOptions>) =>
+    provider.issueToken({
+      tenantId: LOCAL_HOME_TENANT_ID,
+      kind: 'app',
+      clientAppId: APP_IDENTITY,
+      clientAuthentication: '2',
+      version: 2,
+      audience: EXCHANGE,
+      ...options,
+    });
+  const onBehalfOf = async (clientAssertion: string) =>
+    requestJson(`${provider.authorityHost}/${LOCAL_HOME_TENANT_ID}/oauth2/v2.0/token`, provider.caCertPem, {
+      grant_type: ON_BEHALF_OF_GRANT_TYPE,
+      client_id: LOCAL_CLIENT_ID,
+      client_assertion_type: CLIENT_ASSERTION_TYPE,
+      client_assertion: clientAssertion,
+      assertion: await provider.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', username: 'ada@contoso.test' }),
+      requested_token_use: 'on_behalf_of',
+      scope: 'https://graph.microsoft.com/User.Read.All',
+    });
+
+  it('gives the identity a v2 token for the exchange audience, whose issuer and subject the credential names', async () => {
+    expect(decodeJwt(await managedIdentityToken(APP_IDENTITY))).toMatchObject({
+      iss: trustedIssuer,
+      aud: EXCHANGE,
+      sub: servicePrincipalObjectId(LOCAL_HOME_TENANT_ID, APP_IDENTITY),
+      azp: APP_IDENTITY,
+      ver: '2.0',
+    });
+  });
+
+  it("takes the trusted identity's token as the client's credential, as a certificate's (appidacr 2)", async () => {
+    const answer = await onBehalfOf(await managedIdentityToken(APP_IDENTITY));
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(decodeJwt(answer.body.access_token as string)).toMatchObject({ aud: 'https://graph.microsoft.com', appid: LOCAL_CLIENT_ID, appidacr: '2' });
+  });
+
+  it.each([
+    ['another audience', async () => identityToken({ audience: 'api://AzureADTokenExchangeUSGov' }), 70021],
+    ["the identity's token for another resource (v1: another issuer too)", async () => managedIdentityToken(APP_IDENTITY, 'https://storage.azure.com'), 700211],
+    ['the v1 issuer', async () => identityToken({ version: 1 }), 700211],
+    ["another tenant's issuer", async () => identityToken({ tenantId: LOCAL_OTHER_TENANT_ID }), 700211],
+    ['another identity (subject)', async () => managedIdentityToken(OTHER_IDENTITY), 70021],
+    ['a signature of another key', async () => signedByAnotherKey(decodeJwt(await managedIdentityToken(APP_IDENTITY))), 700027],
+    ['an expired token', async () => identityToken({ expiresInSeconds: -600 }), 700024],
+  ])('refuses an assertion with %s', async (_case, assertion, code) => {
+    expectEntraError(await onBehalfOf(await assertion()), 401, 'invalid_client', code);
   });
 });
 

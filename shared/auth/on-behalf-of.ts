@@ -2,8 +2,9 @@ import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ConfidentialClientApplication, Configuration } from '@azure/msal-node';
 import { BoundedMap } from '../bounded-map.js';
-import { authSettings, onBehalfOfCredential } from '../config.js';
+import { authSettings, onBehalfOfCredential, type OnBehalfOfCredential } from '../config.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
+import { connectionCredential } from '../identity-credential.js';
 import { lazily } from '../lazy.js';
 import type { Principal } from './principal.js';
 
@@ -25,6 +26,28 @@ function certificateCredential(path: string) {
   };
 }
 
+/** The audience of a token that Entra takes as a federated client assertion (a federated identity credential's). */
+export const TOKEN_EXCHANGE_SCOPE = 'api://AzureADTokenExchange/.default';
+
+/**
+ * The managed identity's token for the token exchange audience, as the client assertion: msal-node asks for one
+ * for each token request, and the identity library keeps the token until it nears its expiry.
+ */
+async function managedIdentityAssertion(clientId: string): Promise<() => Promise<string>> {
+  const identity = await connectionCredential({ managedIdentity: true, clientId });
+  return async () => {
+    const token = await identity.getToken(TOKEN_EXCHANGE_SCOPE);
+    if (!token) throw new DependencyUnavailableError('identityProvider');
+    return token.token;
+  };
+}
+
+async function clientCredential(credential: OnBehalfOfCredential): Promise<Partial<Configuration['auth']>> {
+  if ('secret' in credential) return { clientSecret: credential.secret };
+  if ('certificatePath' in credential) return { clientCertificate: certificateCredential(credential.certificatePath) };
+  return { clientAssertion: await managedIdentityAssertion(credential.managedIdentityClientId) };
+}
+
 /** One confidential client per process; msal-node loads only when a request first needs it. */
 const confidentialClient = lazily(async (): Promise<ConfidentialClientApplication> => {
   const { authorityHost, clientId, homeTenantId } = authSettings();
@@ -36,7 +59,7 @@ const confidentialClient = lazily(async (): Promise<ConfidentialClientApplicatio
       authority: `${authorityHost}/${homeTenantId}`,
       // Trusted as configured, so sovereign clouds and other identity providers work the same way.
       knownAuthorities: [new URL(authorityHost).host],
-      ...('secret' in credential ? { clientSecret: credential.secret } : { clientCertificate: certificateCredential(credential.certificatePath) }),
+      ...(await clientCredential(credential)),
     },
   };
   return new ConfidentialClientApplication(configuration);

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROLES } from '../../shared/roles.js';
 
@@ -43,10 +43,29 @@ describe('the app registration manifest (docs/app-registration.manifest.json)', 
     expect(manifest.requiredResourceAccess).toEqual([{ resourceAppId: MICROSOFT_GRAPH, resourceAccess: [{ id: USER_READ_ALL_DELEGATED, type: 'Scope' }] }]);
   });
 
-  it('has the role ids that the guide grants to calling apps', async () => {
+  it('has the roles that the guide grants to calling apps, which it looks up by value in the manifest', async () => {
     const guide = await readFile(new URL('../../docs/app-registration.md', import.meta.url), 'utf8');
-    const granted = [...guide.matchAll(/([0-9a-f-]{36})=Role/g)].map((match) => match[1]);
+    const granted = [...guide.matchAll(/select\(\.value == "([^"]+)"\) \| \.id/g)].map((match) => match[1]);
     expect(granted.length).toBeGreaterThan(0);
-    expect(manifest.appRoles.map((role: any) => role.id)).toEqual(expect.arrayContaining(granted));
+    expect(manifest.appRoles.map((role: any) => role.value)).toEqual(expect.arrayContaining(granted));
+    // A role is named by its value, never by a bare id the reader cannot check.
+    expect(guide).not.toMatch(/[0-9a-f]{8}-[0-9a-f-]{27}=Role/);
+  });
+
+  it('cites files and sections that exist', async () => {
+    const guide = await readFile(new URL('../../docs/app-registration.md', import.meta.url), 'utf8');
+    const files = [...guide.matchAll(/`((?:shared|test|docs|infra|local|functions|tools)\/[\w./-]+\.\w+)`/g)].map((match) => match[1]!);
+    expect(files.length).toBeGreaterThan(0);
+    for (const file of files) await expect(access(new URL(`../../${file}`, import.meta.url)), file).resolves.toBeUndefined();
+    for (const [, document, anchor] of guide.matchAll(/\]\(([\w-]+\.md)#([\w-]+)\)/g)) {
+      const target = await readFile(new URL(`../../docs/${document}`, import.meta.url), 'utf8');
+      const headings = [...target.matchAll(/^#+ (.+)$/gm)].map((match) =>
+        match[1]!
+          .toLowerCase()
+          .replace(/[^\w\s-]/g, '')
+          .replace(/\s+/g, '-'),
+      );
+      expect(headings, `${document}#${anchor}`).toContain(anchor);
+    }
   });
 });

@@ -122,6 +122,12 @@ describe('settings pasted with spaces around, or left blank', () => {
       blank: ['AUTH_CLIENT_SECRET'],
     },
     { reader: 'On-Behalf-Of (a secret)', read: readOnBehalfOfCredential, set: { AUTH_CLIENT_SECRET: 's3cret' }, blank: ['AUTH_CLIENT_CERTIFICATE_PATH'] },
+    {
+      reader: 'On-Behalf-Of (a managed identity)',
+      read: readOnBehalfOfCredential,
+      set: { AUTH_MANAGED_IDENTITY_CLIENT_ID: 'c3' },
+      blank: ['AUTH_CLIENT_SECRET', 'AUTH_CLIENT_CERTIFICATE_PATH'],
+    },
   ])('$reader: read as without the spaces; a blank one is one not set', ({ read, set, blank }) => {
     expect(read({ ...padded(set), ...leftBlank(blank) })).toEqual(read(set));
   });
@@ -134,13 +140,18 @@ describe('settings pasted with spaces around, or left blank', () => {
 });
 
 describe("On-Behalf-Of's client credential", () => {
-  it('is a secret or a certificate file, one of them: both or neither is a configuration error', () => {
+  it("is a secret, a certificate file or a managed identity's assertion, one of them: two or none is a configuration error", () => {
     expect(readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: 's3cret' })).toEqual({ secret: 's3cret' });
     expect(readOnBehalfOfCredential({ AUTH_CLIENT_CERTIFICATE_PATH: '/keys/obo.pem' })).toEqual({ certificatePath: '/keys/obo.pem' });
+    expect(readOnBehalfOfCredential({ AUTH_MANAGED_IDENTITY_CLIENT_ID: 'c3' })).toEqual({ managedIdentityClientId: 'c3' });
+    const all = 'AUTH_CLIENT_SECRET, AUTH_CLIENT_CERTIFICATE_PATH, AUTH_MANAGED_IDENTITY_CLIENT_ID';
     expect(problemsOf(() => readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: 's3cret', AUTH_CLIENT_CERTIFICATE_PATH: '/keys/obo.pem' }))).toEqual([
-      'set AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH, not both',
+      `set one of ${all}, not AUTH_CLIENT_SECRET and AUTH_CLIENT_CERTIFICATE_PATH`,
     ]);
-    expect(problemsOf(() => readOnBehalfOfCredential({}))).toEqual(['AUTH_CLIENT_SECRET or AUTH_CLIENT_CERTIFICATE_PATH is not set (needed for On-Behalf-Of)']);
+    expect(problemsOf(() => readOnBehalfOfCredential({ AUTH_CLIENT_SECRET: 's3cret', AUTH_MANAGED_IDENTITY_CLIENT_ID: 'c3' }))).toEqual([
+      `set one of ${all}, not AUTH_CLIENT_SECRET and AUTH_MANAGED_IDENTITY_CLIENT_ID`,
+    ]);
+    expect(problemsOf(() => readOnBehalfOfCredential({}))).toEqual([`${all}: none is set (On-Behalf-Of needs one)`]);
   });
 });
 

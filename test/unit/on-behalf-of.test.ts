@@ -13,6 +13,7 @@ import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { openIdConfiguration } from '../../local/identity-provider.js';
 import type { Principal } from '../../shared/auth/principal.js';
+import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/config.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
@@ -75,8 +76,7 @@ beforeEach(() => {
 /** The module under test, loaded afresh with these settings (settings and the client are made once per process). */
 async function onBehalfOfWith(credential: Record<string, string> = { AUTH_CLIENT_SECRET: 'client-secret' }, authorityHost = server.url) {
   vi.resetModules();
-  delete process.env.AUTH_CLIENT_SECRET;
-  delete process.env.AUTH_CLIENT_CERTIFICATE_PATH;
+  for (const name of ON_BEHALF_OF_CREDENTIALS) delete process.env[name];
   Object.assign(process.env, { AUTH_TENANT_ID: TENANT, AUTH_CLIENT_ID: CLIENT_ID, AUTH_AUTHORITY_HOST: authorityHost, ...credential });
   return (await import('../../shared/auth/on-behalf-of.js')).onBehalfOf;
 }
