@@ -192,6 +192,7 @@ export function csharpTypes(document: OpenApiDocument): CSharpFiles {
     const required = new Set(schema.required ?? []);
     const isRequest = [...requestSchemas].some((request) => csName(request) === name);
     const lines: string[] = [];
+    const compared: { member: string; type: string }[] = [];
     for (const [property, propertySchema] of Object.entries(schema.properties ?? {})) {
       const member = pascal(property);
       if (member === name) throw new Error(`${name}.${property}: C# cannot name a property as its type; add ${name} to RENAMED in tools/csharp-types.ts`);
@@ -205,12 +206,14 @@ export function csharpTypes(document: OpenApiDocument): CSharpFiles {
           `[JsonConverter(typeof(OptionalConverter<${type.name}${type.struct ? '?' : ''}>))]`,
         );
         declaration = `public Optional<${type.name}?> ${member} { get; init; }`;
+        compared.push({ member, type: `Optional<${type.name}?>` });
       } else {
         declaration = `public ${mandatory ? 'required ' : ''}${spell(type, type.nullable || !mandatory)} ${member} { get; init; }`;
+        compared.push({ member, type: spell(type, type.nullable || !mandatory) });
       }
       lines.push(`${summary(propertySchema.description, '    ')}${attributes.map((attribute) => `    ${attribute}\n`).join('')}    ${declaration}`);
     }
-    records.push(`${summary(schema.description, '')}public sealed partial record ${name}\n{\n${lines.join('\n\n')}\n}`);
+    records.push(`${summary(schema.description, '')}public sealed partial record ${name}\n{\n${lines.join('\n\n')}${equality(name, compared)}\n}`);
     return name;
   }
 
@@ -316,6 +319,24 @@ public partial class LmsJsonContext : JsonSerializerContext
 </Project>
 `;
   return { source, versionProps };
+}
+
+/**
+ * A record's own equality when it holds a list or raw JSON, which a record compares by reference:
+ * two projects read from the same answer are equal, members and all.
+ */
+function equality(name: string, members: { member: string; type: string }[]): string {
+  const structural = (type: string) => type.startsWith('IReadOnlyList<') || type.startsWith('JsonElement');
+  if (!members.some(({ type }) => structural(type))) return '';
+  const terms = members.map(({ member, type }) =>
+    structural(type) ? `Values.Equal(${member}, other.${member})` : `EqualityComparer<${type}>.Default.Equals(${member}, other.${member})`,
+  );
+  const hashed = members.filter(({ type }) => !structural(type)).map(({ member }) => member);
+  return (
+    `\n\n    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>\n` +
+    `    public bool Equals(${name}? other) =>\n        other is not null\n        && ${terms.join('\n        && ')};\n\n` +
+    `    /// <inheritdoc />\n    public override int GetHashCode() => Values.Hash(${hashed.join(', ')});`
+  );
 }
 
 function camel(member: string): string {

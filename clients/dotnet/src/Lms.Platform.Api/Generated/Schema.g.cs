@@ -51,6 +51,20 @@ public sealed partial record ApiError
     /// <summary>The 409 of <c>POST /api/rag/index</c> (<c>ragJobActive</c>): the tenant's active RAG job</summary>
     [JsonPropertyName("activeJobId")]
     public string? ActiveJobId { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(ApiError? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Error, other.Error)
+        && EqualityComparer<string>.Default.Equals(Message, other.Message)
+        && EqualityComparer<int>.Default.Equals(Status, other.Status)
+        && EqualityComparer<string?>.Default.Equals(RequestId, other.RequestId)
+        && Values.Equal(Details, other.Details)
+        && EqualityComparer<string?>.Default.Equals(Claims, other.Claims)
+        && EqualityComparer<string?>.Default.Equals(ActiveJobId, other.ActiveJobId);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Error, Message, Status, RequestId, Claims, ActiveJobId);
 }
 
 public sealed partial record Event
@@ -68,6 +82,17 @@ public sealed partial record Event
     /// <summary>The <c>webhook-id</c> every delivery of this event carries: the key to de-duplicate on</summary>
     [JsonPropertyName("id")]
     public required string Id { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(Event? other) =>
+        other is not null
+        && EqualityComparer<EventType>.Default.Equals(Type, other.Type)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(Timestamp, other.Timestamp)
+        && Values.Equal(Data, other.Data)
+        && EqualityComparer<string>.Default.Equals(Id, other.Id);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Type, Timestamp, Id);
 }
 
 public sealed partial record OpenApiDocumentInfo
@@ -89,6 +114,16 @@ public sealed partial record OpenApiDocument
 
     [JsonPropertyName("paths")]
     public required JsonElement Paths { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(OpenApiDocument? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Openapi, other.Openapi)
+        && EqualityComparer<OpenApiDocumentInfo>.Default.Equals(Info, other.Info)
+        && Values.Equal(Paths, other.Paths);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Openapi, Info);
 }
 
 public sealed partial record Webhook
@@ -119,6 +154,21 @@ public sealed partial record Webhook
     /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
     [JsonPropertyName("updatedAt")]
     public required DateTimeOffset UpdatedAt { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(Webhook? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string>.Default.Equals(Url, other.Url)
+        && Values.Equal(Events, other.Events)
+        && EqualityComparer<string>.Default.Equals(Description, other.Description)
+        && EqualityComparer<bool>.Default.Equals(Active, other.Active)
+        && EqualityComparer<string?>.Default.Equals(DisabledReason, other.DisabledReason)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(CreatedAt, other.CreatedAt)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(UpdatedAt, other.UpdatedAt);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Id, Url, Description, Active, DisabledReason, CreatedAt, UpdatedAt);
 }
 
 public sealed partial record PingEvent
@@ -166,6 +216,22 @@ public sealed partial record Project
     /// <summary>The creator's Entra object id (oid)</summary>
     [JsonPropertyName("createdBy")]
     public required string CreatedBy { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(Project? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string>.Default.Equals(Name, other.Name)
+        && EqualityComparer<string>.Default.Equals(Description, other.Description)
+        && EqualityComparer<ProjectStatus>.Default.Equals(Status, other.Status)
+        && EqualityComparer<string>.Default.Equals(Owner, other.Owner)
+        && Values.Equal(Members, other.Members)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(CreatedAt, other.CreatedAt)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(UpdatedAt, other.UpdatedAt)
+        && EqualityComparer<string>.Default.Equals(CreatedBy, other.CreatedBy);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Id, Name, Description, Status, Owner, CreatedAt, UpdatedAt, CreatedBy);
 }
 
 public sealed partial record ProjectDeletedEventData
@@ -285,6 +351,25 @@ public sealed partial record RagJob
 
     [JsonPropertyName("error")]
     public required string? Error { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(RagJob? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(JobId, other.JobId)
+        && EqualityComparer<RagJobStatus>.Default.Equals(Status, other.Status)
+        && EqualityComparer<RagJobMode>.Default.Equals(Mode, other.Mode)
+        && Values.Equal(ProjectIds, other.ProjectIds)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(RequestedAt, other.RequestedAt)
+        && EqualityComparer<string>.Default.Equals(RequestedBy, other.RequestedBy)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(StartedAt, other.StartedAt)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(CompletedAt, other.CompletedAt)
+        && EqualityComparer<RagJobProgress?>.Default.Equals(Progress, other.Progress)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(CancelRequestedAt, other.CancelRequestedAt)
+        && EqualityComparer<RagJobCounts?>.Default.Equals(Counts, other.Counts)
+        && EqualityComparer<string?>.Default.Equals(Error, other.Error);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(JobId, Status, Mode, RequestedAt, RequestedBy, StartedAt, CompletedAt, Progress, CancelRequestedAt, Counts, Error);
 }
 
 public sealed partial record RagJobEvent
@@ -399,6 +484,19 @@ public sealed partial record User
     /// <summary>Refreshed at most every 15 minutes (null for directory users)</summary>
     [JsonPropertyName("lastSeenAt")]
     public required DateTimeOffset? LastSeenAt { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(User? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string?>.Default.Equals(Email, other.Email)
+        && EqualityComparer<string?>.Default.Equals(DisplayName, other.DisplayName)
+        && Values.Equal(Roles, other.Roles)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(CreatedAt, other.CreatedAt)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(LastSeenAt, other.LastSeenAt);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Id, Email, DisplayName, CreatedAt, LastSeenAt);
 }
 
 public sealed partial record WebhookDelivery
@@ -465,6 +563,22 @@ public sealed partial record WebhookWithSecret
     /// <summary><c>whsec_</c> and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).</summary>
     [JsonPropertyName("secret")]
     public required string Secret { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(WebhookWithSecret? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string>.Default.Equals(Url, other.Url)
+        && Values.Equal(Events, other.Events)
+        && EqualityComparer<string>.Default.Equals(Description, other.Description)
+        && EqualityComparer<bool>.Default.Equals(Active, other.Active)
+        && EqualityComparer<string?>.Default.Equals(DisabledReason, other.DisabledReason)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(CreatedAt, other.CreatedAt)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(UpdatedAt, other.UpdatedAt)
+        && EqualityComparer<string>.Default.Equals(Secret, other.Secret);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Id, Url, Description, Active, DisabledReason, CreatedAt, UpdatedAt, Secret);
 }
 
 public sealed partial record CreateProjectRequest
@@ -480,6 +594,17 @@ public sealed partial record CreateProjectRequest
 
     [JsonPropertyName("members")]
     public IReadOnlyList<string>? Members { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(CreateProjectRequest? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Name, other.Name)
+        && EqualityComparer<string?>.Default.Equals(Description, other.Description)
+        && EqualityComparer<string?>.Default.Equals(Owner, other.Owner)
+        && Values.Equal(Members, other.Members);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Name, Description, Owner);
 }
 
 public sealed partial record CreateTaskRequest
@@ -520,6 +645,16 @@ public sealed partial record CreateWebhookRequest
 
     [JsonPropertyName("description")]
     public string? Description { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(CreateWebhookRequest? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Url, other.Url)
+        && Values.Equal(Events, other.Events)
+        && EqualityComparer<string?>.Default.Equals(Description, other.Description);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Url, Description);
 }
 
 public sealed partial record StartRagIndexRequest
@@ -529,6 +664,15 @@ public sealed partial record StartRagIndexRequest
 
     [JsonPropertyName("projectIds")]
     public IReadOnlyList<string>? ProjectIds { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(StartRagIndexRequest? other) =>
+        other is not null
+        && EqualityComparer<RagJobMode?>.Default.Equals(Mode, other.Mode)
+        && Values.Equal(ProjectIds, other.ProjectIds);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Mode);
 }
 
 public sealed partial record UpdateProjectRequest
@@ -547,6 +691,18 @@ public sealed partial record UpdateProjectRequest
 
     [JsonPropertyName("status")]
     public ProjectStatus? Status { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(UpdateProjectRequest? other) =>
+        other is not null
+        && EqualityComparer<string?>.Default.Equals(Name, other.Name)
+        && EqualityComparer<string?>.Default.Equals(Description, other.Description)
+        && EqualityComparer<string?>.Default.Equals(Owner, other.Owner)
+        && Values.Equal(Members, other.Members)
+        && EqualityComparer<ProjectStatus?>.Default.Equals(Status, other.Status);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Name, Description, Owner, Status);
 }
 
 public sealed partial record UpdateTaskRequest
@@ -587,6 +743,17 @@ public sealed partial record UpdateWebhookRequest
 
     [JsonPropertyName("active")]
     public bool? Active { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(UpdateWebhookRequest? other) =>
+        other is not null
+        && EqualityComparer<string?>.Default.Equals(Url, other.Url)
+        && Values.Equal(Events, other.Events)
+        && EqualityComparer<string?>.Default.Equals(Description, other.Description)
+        && EqualityComparer<bool?>.Default.Equals(Active, other.Active);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Url, Description, Active);
 }
 
 /// <summary>
