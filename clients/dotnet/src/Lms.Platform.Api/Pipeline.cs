@@ -108,7 +108,7 @@ internal sealed class Pipeline : IDisposable
 
     private async Task<Answer> SendWithRetriesAsync(string method, Uri url, byte[]? body, List<KeyValuePair<string, string>> headers, bool repeatable, CancellationToken cancellationToken)
     {
-        var request = $"{method} {url.AbsolutePath}";
+        var request = $"{method} {url.GetLeftPart(UriPartial.Path)}";
         for (var attempt = 0; ; attempt++)
         {
             cancellationToken.ThrowIfCancellationRequested();
