@@ -5,11 +5,26 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { retiredSettingsGiven } from '../shared/settings.js';
+import { retiredSettingsGiven, SETTINGS } from '../shared/settings.js';
 import { corsSettingsFromLocalSettings } from './cors.js';
 import { localDataDir } from './defaults.js';
 import { ensurePortFree, portSetting, StartError, stopOnStartError } from './ports.js';
 import { appRoot, embedsIdentityProvider, startStack } from './stack.js';
+
+/** The settings given a value other than their default, each as NAME=value with the value quoted for a POSIX shell. */
+function movedSettings(values: Partial<Record<'PORT' | 'LOCAL_IDP_PORT' | 'LOCAL_DATA_DIR', string>>): [string, string][] {
+  const quoted = (value: string) => (/^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`);
+  return (Object.entries(values) as [keyof typeof values, string | undefined][])
+    .filter(([name, value]) => value && value !== SETTINGS[name].default)
+    .map(([name, value]) => [name, `${name}=${quoted(value!)}`]);
+}
+
+/** The `NAME=value ` prefix of the settings among `names` (all when not given). */
+const withSettings = (moved: [string, string][], names?: string[]) =>
+  moved
+    .filter(([name]) => !names || names.includes(name))
+    .map(([, setting]) => `${setting} `)
+    .join('');
 
 async function localSettings(root: string): Promise<Record<string, string>> {
   try {
@@ -48,7 +63,10 @@ console.log(`\nFunctions:\n${functions.map(({ name, what }) => `  ${name.padEnd(
 console.log(`\nEmbedded parts: ${stack.embedded.join('; ') || 'none (every setting is given)'}`);
 console.log(`\nThe API is at ${stack.apiBaseUrl}`);
 if (stack.environment.CORS_ALLOWED_ORIGINS) console.log(`Browsers may call it from: ${stack.environment.CORS_ALLOWED_ORIGINS}`);
-if (stack.identityProvider) console.log('Get a token:  TOKEN=$(npm run -s token -- --role LMS.Admin)');
+// Printed commands work as printed in a new terminal: each carries the settings it needs that are not the defaults.
+const moved = movedSettings({ PORT: String(stack.port), LOCAL_IDP_PORT: process.env.LOCAL_IDP_PORT, LOCAL_DATA_DIR: process.env.LOCAL_DATA_DIR });
+if (stack.identityProvider) console.log(`Get a token:  TOKEN=$(${withSettings(moved, ['LOCAL_DATA_DIR'])}npm run -s token -- --role LMS.Admin)`);
+if (moved.length) console.log(`Its settings, for the commands of the README in other terminals:  export ${withSettings(moved).trim()}`);
 console.log('Press Ctrl+C to stop.\n');
 
 // Serves until Ctrl+C or SIGTERM; a signal repeated while it stops changes nothing.
