@@ -14,9 +14,17 @@ export const DEFAULT_API_PORT = Number(SETTINGS.PORT.default);
  * The folder `npm start` and `npm run token` keep their data in (ignored by git): LOCAL_DATA_DIR if set,
  * so that a second stack, or a test, can run on data of its own; otherwise `.local`. Relative to `root`.
  */
-export function localDataDir(root: string): string {
-  return resolve(root, process.env.LOCAL_DATA_DIR || SETTINGS.LOCAL_DATA_DIR.default);
+export function localDataDir(root: string, environment: Record<string, string | undefined> = process.env): string {
+  return resolve(root, environment.LOCAL_DATA_DIR || SETTINGS.LOCAL_DATA_DIR.default);
 }
+
+/** A setting's value, or undefined when it is not given (empty counts as not given). */
+export const given = (settings: Record<string, string | undefined>, name: string): string | undefined => settings[name]?.trim() || undefined;
+
+const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
+
+/** The local identity provider stands in for Entra ID only when no auth setting is given. */
+export const embedsIdentityProvider = (settings: Record<string, string | undefined>): boolean => !AUTH_SETTINGS.some((name) => given(settings, name));
 
 /** A GUID as Entra ID writes them: lower-case hex in 8-4-4-4-12 groups. */
 export const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

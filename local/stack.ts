@@ -16,7 +16,7 @@ import { ON_BEHALF_OF_CREDENTIALS } from '../shared/config.js';
 import { SETTINGS } from '../shared/settings.js';
 import { startAzuriteQueue } from './azurite.js';
 import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
-import { LOCAL_APP_IDENTITY_CLIENT_ID, LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
+import { embedsIdentityProvider, given, LOCAL_APP_IDENTITY_CLIENT_ID, LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
 import type { HostReady } from './functions-host.js';
 import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
 import { v2Issuer } from './entra-token.js';
@@ -29,11 +29,11 @@ import {
   writeIdentityProviderInfo,
   type IdentityProvider,
 } from './identity-provider.js';
+import { claimDataFolder } from './ports.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 // The database setting the app and its change feed trigger share, as the settings name it.
 const COSMOS_CONNECTION = 'COSMOS_CONNECTION' satisfies keyof typeof SETTINGS;
-const AUTH_SETTINGS = ['AUTH_TENANT_ID', 'AUTH_CLIENT_ID', 'AUTH_AUTHORITY_HOST', 'AUTH_ALLOWED_TENANTS'];
 const LOCAL_TENANTS = [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID];
 
 export interface StackOptions {
@@ -50,11 +50,6 @@ export interface StackOptions {
 /** The folder holding the app's package.json, whether this runs from source or from dist/. */
 export const appRoot = (): string => appRootAbove(import.meta.url);
 
-const given = (settings: StackOptions['settings'], name: string): string | undefined => settings[name]?.trim() || undefined;
-
-/** The local identity provider stands in for Entra ID only when no auth setting is given. */
-export const embedsIdentityProvider = (settings: StackOptions['settings']): boolean => !AUTH_SETTINGS.some((name) => given(settings, name));
-
 export async function startStack(options: StackOptions) {
   const { settings, dataDir, hostOutput } = options;
   const hostEnvironment = Object.fromEntries(Object.entries(settings).filter(([, value]) => value?.trim())) as Record<string, string>;
@@ -66,6 +61,8 @@ export async function startStack(options: StackOptions) {
   const tls = await loadOrCreateTlsCertificate(tlsDir);
 
   try {
+    // A data folder is one stack's: two would write the same database and queues.
+    if (dataDir) started.push({ close: await claimDataFolder(dataDir, { apiPort: options.apiPort, identityProviderPort: options.identityProviderPort }) });
     let identityProvider: IdentityProvider | undefined;
     let graph: GraphStandIn | undefined;
     if (embedsIdentityProvider(settings)) {
@@ -123,11 +120,13 @@ export async function startStack(options: StackOptions) {
     }
 
     let cosmos: CosmosEmulator | undefined;
+    // The database npm start uses unless told another, the embedded one's or a given account's.
+    const database = given(settings, 'COSMOS_DATABASE') ?? SETTINGS.COSMOS_DATABASE.default;
+    hostEnvironment.COSMOS_DATABASE = database;
     if (!given(settings, COSMOS_CONNECTION) && !given(settings, `${COSMOS_CONNECTION}__accountEndpoint`)) {
-      const database = given(settings, 'COSMOS_DATABASE') ?? SETTINGS.COSMOS_DATABASE.default;
       cosmos = await startCosmosEmulator({ port: 0, host: '127.0.0.1', database, tls, ...(dataDir ? { dataDir: join(dataDir, 'cosmos') } : {}) });
       started.push(cosmos);
-      Object.assign(hostEnvironment, { [COSMOS_CONNECTION]: cosmos.connectionString, COSMOS_DATABASE: database });
+      hostEnvironment[COSMOS_CONNECTION] = cosmos.connectionString;
       embedded.push(`Cosmos DB ${cosmos.endpoint}${cosmos.restored ? ` (${cosmos.restored} documents restored)` : ''}`);
     }
 

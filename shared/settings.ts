@@ -169,6 +169,12 @@ export const SETTINGS = {
   LOCAL_IDP_PORT: { azure: 'never', environmentOnly: true, default: '7072', description: "the local identity provider's port (`npm start`)" },
   LOCAL_DATA_DIR: { azure: 'never', environmentOnly: true, default: '.local', description: "the local stack's data folder (`npm start`, `npm run token`)" },
   SAMPLE_PORT: { azure: 'never', environmentOnly: true, default: '3000', description: "the task-pane sample's port (`npm run sample`)" },
+  WEBHOOKS_LISTEN_PORT: {
+    azure: 'never',
+    environmentOnly: true,
+    default: '7073',
+    description: "the port of `npm run webhooks:listen`'s receiver (its `--port` wins)",
+  },
 } as const satisfies Record<string, Setting>;
 
 /** A configuration error for each retired setting that is given (empty counts as not given), naming what replaces it. */

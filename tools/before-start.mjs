@@ -1,11 +1,15 @@
-// `npm start` runs this before it builds: when the API's port is taken, most likely by an `npm start`
-// of this checkout, it stops with one line naming PORT, rather than rebuild dist/ under the stack
-// running from it. Without a build there is no stack of this checkout to disturb (start.js checks again).
-import { existsSync } from 'node:fs';
-import { URL } from 'node:url';
+// `npm start` runs this first. It checks what a user may have set wrong (local/start-options.ts: local.settings.json,
+// the ports and data folder another stack may hold, a database that does not answer) from the sources, so that a
+// mistake is one message at once, before any build; then it builds, unless dist/ is what the sources build
+// (tools/built-from.ts), so that a second start takes seconds. start.js checks again before it starts.
+import { spawnSync } from 'node:child_process';
+import { importSources, root } from './load-source.mjs';
 
-const ports = new URL('../dist/local/ports.js', import.meta.url);
-if (existsSync(ports)) {
-  const { stopIfApiPortTaken } = await import(ports.href);
-  await stopIfApiPortTaken();
+const [{ startOptions, stopOnStartError }, { distIsCurrent }] = await importSources('local/start-options.ts', 'tools/built-from.ts');
+await startOptions(root).catch(stopOnStartError);
+if (await distIsCurrent(root)) {
+  console.log('dist/ is built from these sources: no build.');
+} else {
+  const { status } = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
+  process.exitCode = status ?? 1;
 }

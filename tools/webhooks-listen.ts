@@ -8,24 +8,47 @@ import { Webhook } from 'standardwebhooks';
 import { appRootAbove } from '../shared/app-root.js';
 import { DEFAULT_API_PORT } from '../local/defaults.js';
 import { localIdentityDataDir, readIdentityProviderInfo } from '../local/identity-provider.js';
+import { SETTINGS } from '../shared/settings.js';
 import { DEFAULT_TOKEN_REQUEST, requestAccessToken } from './token.js';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from './webhook-receiver.js';
 
 /** A failure the user can fix from its message alone. */
 class ListenError extends Error {}
 
-function options() {
+const DEFAULT_PORT = SETTINGS.WEBHOOKS_LISTEN_PORT.default;
+const defaultApi = () => `http://localhost:${process.env.PORT || DEFAULT_API_PORT}/api`;
+
+const USAGE = `Usage: npm run -s webhooks:listen [-- options]
+
+Subscribes a receiver on this machine to every event of the API that \`npm start\` runs, prints each
+delivery as it arrives with its signature verified, and unsubscribes on Ctrl+C.
+
+Options:
+  --port <port>   The receiver's port (default: WEBHOOKS_LISTEN_PORT, or ${DEFAULT_PORT})
+  --api <url>     The API's base URL (default: http://localhost:\${PORT:-${DEFAULT_API_PORT}}/api)
+  -h, --help      Show this help
+
+It reads these settings from the environment:
+  PORT                   the API's port, as \`npm start\` was given it (default ${DEFAULT_API_PORT})
+  WEBHOOKS_LISTEN_PORT   the receiver's port (default ${DEFAULT_PORT})
+  TOKEN                  an LMS.Admin token of the API; without it, one from the local identity
+                         provider of the stack whose data is in LOCAL_DATA_DIR (default ${SETTINGS.LOCAL_DATA_DIR.default})
+`;
+
+function options(): { help: true } | { help: false; port: number; api: string } {
   let values;
   try {
     ({ values } = parseArgs({
-      options: { port: { type: 'string', default: '7073' }, api: { type: 'string', default: `http://localhost:${process.env.PORT || DEFAULT_API_PORT}/api` } },
+      options: { port: { type: 'string' }, api: { type: 'string', default: defaultApi() }, help: { type: 'boolean', short: 'h' } },
     }));
   } catch (error) {
-    throw new ListenError(`${(error as Error).message} (options: --port <receiver port>, --api <API base URL>)`);
+    throw new ListenError(`${(error as Error).message}\nRun with --help for the options.`);
   }
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ListenError(`--port must be a port number (0 to 65535), not "${values.port}".`);
-  return { port, api: values.api.replace(/\/$/, '') };
+  if (values.help) return { help: true };
+  const [given, name] = values.port !== undefined ? [values.port, '--port'] : [process.env.WEBHOOKS_LISTEN_PORT || DEFAULT_PORT, 'WEBHOOKS_LISTEN_PORT'];
+  const port = Number(given);
+  if (!/^\d+$/.test(given) || port > 65535) throw new ListenError(`${name} must be a port number (0 to 65535), not "${given}".`);
+  return { help: false, port, api: values.api.replace(/\/$/, '') };
 }
 
 /** $TOKEN when exported, otherwise an LMS.Admin token of the local identity provider. */
@@ -44,7 +67,11 @@ async function listen(port: number, onDelivery: (delivery: ReceivedDelivery) => 
     return await startWebhookReceiver({ port, onDelivery });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
-    throw new ListenError(`Port ${port} is in use: choose another with --port, e.g. npm run -s webhooks:listen -- --port ${port + 10}`);
+    const other = port + 10 <= 65535 ? port + 10 : port - 10;
+    throw new ListenError(
+      `Port ${port}, the receiver's, is in use (another webhooks:listen?): set WEBHOOKS_LISTEN_PORT (or --port) to a free port, ` +
+        `e.g. WEBHOOKS_LISTEN_PORT=${other} npm run -s webhooks:listen`,
+    );
   }
 }
 
@@ -58,7 +85,12 @@ async function callApi(api: string, path: string, init: RequestInit): Promise<Re
 }
 
 async function main(): Promise<void> {
-  const { port, api } = options();
+  const command = options();
+  if (command.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const { port, api } = command;
   const headers = { authorization: `Bearer ${await adminToken()}`, 'content-type': 'application/json' };
   // Listening first: a port that is taken then leaves no subscription behind. A delivery that comes before the
   // subscription's answer cannot be verified yet.

@@ -10,6 +10,10 @@ const client = lazily(async (): Promise<CosmosClient> => {
   const options: CosmosClientOptions = {
     connectionPolicy: {
       requestTimeout: 10_000,
+      // The account is in one region (a serverless one cannot be in more), so there is no other endpoint to
+      // discover; with discovery on, the client retries an endpoint it cannot reach once a second for 120 s,
+      // and every request hangs that long. Off, the caller gets its 503 with Retry-After at once.
+      enableEndpointDiscovery: false,
       // Throttling (429) is retried for a bounded time, then reported to the caller as 503.
       retryOptions: { maxRetryAttemptCount: 5, fixedRetryIntervalInMilliseconds: 0, maxWaitTimeInSeconds: 5 },
     },
