@@ -14,8 +14,11 @@ const RECORD = join('dist', '.built-from.json');
 const SOURCE_FOLDERS = ['functions', 'shared', 'local', 'bench', 'tools', 'client', 'patches'];
 const SOURCE_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'host.json', 'openapi.json', join('node_modules', '.package-lock.json')];
 const OUTPUT_FOLDERS = ['dist', join('client', 'dist')];
-// Never read by the build: packages (the lock stands for them), outputs, and the local stack's tests (tsconfig.json leaves them out).
-const NOT_SOURCES = new Set(['node_modules', 'dist', join('local', 'test')]);
+// Written by other commands than the build: the compiled Bicep and its snapshots (`npm run infra`), azd's package (`npm run package`).
+const NOT_OUTPUTS = new Set([join('dist', 'infra'), join('dist', 'package')]);
+// Never read by the build: packages (the lock stands for them), outputs, the local stack's tests (tsconfig.json leaves
+// them out), and the Bicep CLI's restore.
+const NOT_SOURCES = new Set(['node_modules', 'dist', join('local', 'test'), join('tools', 'bicep', 'obj'), join('tools', 'bicep', 'bin')]);
 
 interface Record {
   sources: string;
@@ -54,7 +57,7 @@ export async function sourcesFingerprint(root: string): Promise<string> {
 
 /** One hash of what the build wrote: each output file's path, size and modification time (the record aside). */
 async function outputsStamp(root: string): Promise<string> {
-  const files = (await Promise.all(OUTPUT_FOLDERS.map((folder) => filesUnder(root, folder)))).flat().filter((file) => file !== RECORD);
+  const files = (await Promise.all(OUTPUT_FOLDERS.map((folder) => filesUnder(root, folder, NOT_OUTPUTS)))).flat().filter((file) => file !== RECORD);
   const hash = createHash('sha256');
   for (const file of files) {
     const { size, mtimeMs } = await stat(join(root, file));

@@ -49,6 +49,14 @@ describe('what dist/ was built from', () => {
     expect(await distIsCurrent(root)).toBe(true);
   });
 
+  it('stays current when other commands write beside it: the compiled Bicep, the Bicep CLI restored, azd’s package', async () => {
+    await build();
+    await write('dist/infra/main.json', '{}');
+    await write('tools/bicep/obj/project.assets.json', '{}');
+    await write('dist/package/host.json', '{}');
+    expect(await distIsCurrent(root)).toBe(true);
+  });
+
   it.each([
     ['a source', 'shared/settings.ts'],
     ["the local stack's source", 'local/start.ts'],
