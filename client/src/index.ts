@@ -188,8 +188,8 @@ export interface LmsClientOptions {
   maxRetryDelayMs?: number;
   /** Told of each retry before its wait: log it as you log (`(retry) => logger.warn(retry)`). */
   onRetry?: (retry: RetryEvent) => void;
-  /** Another fetch (a proxy, a test double); globalThis.fetch by default. */
-  fetch?: (request: Request) => Promise<Response>;
+  /** Another fetch (a proxy, a test double), called as fetch is: `(request, { redirect, signal })`; globalThis.fetch by default. */
+  fetch?: (request: Request, init: RequestInit) => Promise<Response>;
 }
 
 export interface RagJobWaitOptions {
@@ -227,7 +227,7 @@ const NOT_CONNECTED = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT']);
 const RAG_JOB_ENDED = new Set<RagJob['status']>(['Succeeded', 'Failed', 'Cancelled']);
 
 interface TransportOptions {
-  send: (request: Request) => Promise<Response>;
+  send: (request: Request, init: RequestInit) => Promise<Response>;
   origin: string;
   timeoutMs: number;
   maxRetries: number;
@@ -257,8 +257,7 @@ function transport({ send, origin, timeoutMs, maxRetries, maxRetryDelayMs, onRet
       const backoff = Math.min(maxRetryDelayMs, 500 * 2 ** attempt) * (0.5 + Math.random() / 2);
       let response: Response;
       try {
-        const signal = AbortSignal.any([request.signal, AbortSignal.timeout(timeoutMs)]);
-        response = await send(new Request(request.clone(), { redirect: 'manual', signal }));
+        response = await send(request.clone(), { redirect: 'manual', signal: attemptSignal(request.signal, timeoutMs) });
       } catch (error) {
         if (attempt >= maxRetries || request.signal.aborted || !(repeatable || notConnected(error))) throw error;
         await retryBefore(attempt + 1, backoff, { error });
@@ -272,6 +271,22 @@ function transport({ send, origin, timeoutMs, maxRetries, maxRetryDelayMs, onRet
       await retryBefore(attempt + 1, delay, { status: response.status });
     }
   };
+}
+
+/**
+ * A signal that aborts when the call's does, or with a TimeoutError after `timeoutMs`. Its controller is held by
+ * the timer, and it goes to fetch in `init`, not on a copied Request: undici loses a copied Request's signal, and a
+ * timeout signal nothing holds, to garbage collection (nodejs/undici#4068), and the attempt would then never end.
+ */
+function attemptSignal(callSignal: AbortSignal, timeoutMs: number): AbortSignal {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`No answer within ${timeoutMs} ms.`, 'TimeoutError')), timeoutMs);
+  // Bounds the answer's body too, which is read after fetch returns; the timer keeps no process alive.
+  (timer as { unref?: () => void }).unref?.();
+  const follow = () => controller.abort(callSignal.reason);
+  if (callSignal.aborted) follow();
+  else callSignal.addEventListener('abort', follow, { once: true, signal: controller.signal });
+  return controller.signal;
 }
 
 function notConnected(error: unknown): boolean {
@@ -335,7 +350,7 @@ export function createLmsClient({
   fetch,
 }: LmsClientOptions): LmsClient {
   const origin = originOf(baseUrl);
-  const send = fetch ?? ((request: Request) => globalThis.fetch(request));
+  const send = fetch ?? ((request: Request, init: RequestInit) => globalThis.fetch(request, init));
   const client = createClient<paths>({
     baseUrl,
     ...(headers ? { headers } : {}),

@@ -4,6 +4,8 @@
  * have acted. A second host records whatever reaches it: the token must never.
  */
 import { createLmsClient, LmsApiError, UnsafeLinkError, type RetryEvent } from '@lms-platform/api-client';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { anotherHost, between, page, type Step } from './client-servers.js';
 
@@ -99,6 +101,20 @@ describe('the client package bounds its waits and repeats only what was not done
     const api = await between(() => 'hang');
     const rotation = client(api.baseUrl, { timeoutMs: 300 }).POST('/webhooks/{webhookId}/rotate-secret', { params: { path: { webhookId: 'whk-1' } } });
     await expect(rotation).rejects.toMatchObject({ name: 'TimeoutError' });
+    expect(api.seen).toHaveLength(1);
+  });
+
+  it('gives up after timeoutMs even when garbage is collected while it waits (undici drops signals nothing holds)', async () => {
+    setFlagsFromString('--expose-gc');
+    const collectGarbage = runInNewContext('gc') as () => void;
+    const api = await between(() => 'hang');
+    const collecting = setInterval(collectGarbage, 50);
+    try {
+      const rotation = client(api.baseUrl, { timeoutMs: 1_000 }).POST('/webhooks/{webhookId}/rotate-secret', { params: { path: { webhookId: 'whk-1' } } });
+      await expect(rotation).rejects.toMatchObject({ name: 'TimeoutError' });
+    } finally {
+      clearInterval(collecting);
+    }
     expect(api.seen).toHaveLength(1);
   });
 
