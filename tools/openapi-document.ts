@@ -63,7 +63,12 @@ const RESPONSE_HEADERS: Record<string, Json> = {
     schema: { type: 'string' },
   },
   Location: { description: 'Path of the resource created (or of the job started).', required: true, schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; absent on the last page.', schema: { type: 'string' } },
+  Link: {
+    description:
+      'RFC 8288 link to the next page, `</api/…?…&cursor=…>; rel="next"`: a path on the API\'s own host, to resolve against the URL ' +
+      'requested (never an absolute URL); absent on the last page.',
+    schema: { type: 'string' },
+  },
   IdempotentReplayed: {
     description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.',
     schema: { type: 'string', enum: ['true'] },
@@ -402,7 +407,8 @@ A body whose fields are all optional may be left out (no content, \`Content-Leng
 An operation without a request body takes none: a body sent to it all the same is read as any body (JSON, or a 415) and must be \`{}\`:
 each field in it is unknown (400).
 
-**Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
+**Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: </api/…?…&cursor=…>; rel="next"\` header points at the next page,
+as a path on the API's own host (resolve it against the URL requested). No URL the API answers with is built from the request's \`Host\`.
 
 **Changes.** Single resources carry an \`ETag\`: the resource's version, the same a read of it answers (after a create, an action or a
 rotation too). \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).

@@ -1279,7 +1279,7 @@ export interface components {
         ETag: string;
         /** @description Path of the resource created (or of the job started). */
         Location: string;
-        /** @description RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; absent on the last page. */
+        /** @description RFC 8288 link to the next page, `</api/…?…&cursor=…>; rel="next"`: a path on the API's own host, to resolve against the URL requested (never an absolute URL); absent on the last page. */
         Link: string;
         /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
         IdempotentReplayed: "true";

@@ -92,6 +92,15 @@ export async function respond(
   }
 }
 
+/**
+ * The request's path without empty segments (so without a trailing slash), from which the URLs an answer
+ * names are built: only a path, never the request's host, and never one starting `//`, which a client
+ * would read as another host.
+ */
+export function canonicalPath(url: URL): string {
+  return `/${url.pathname.split('/').filter(Boolean).join('/')}`;
+}
+
 /** A handler that needs no token, carrying its definition as endpoint() handlers carry theirs. */
 export function publicOperation(definition: OperationDefinition, handler: HttpHandler): DescribedHandler {
   return Object.assign(handler, { definition });
@@ -166,7 +175,7 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
 }
 
 /** The successful answer the definition declares, made from what the handler answered. */
-function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, path: string): HttpResponseInit {
+function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, url: URL, path: string): HttpResponseInit {
   const { status, headers: declared = [] } = definition.success;
   const { page, created } = outcome;
   const body = page ? page.items : created ? created.resource : outcome.body;
@@ -180,7 +189,7 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
     headers.ETag = tag;
   }
   if (declared.includes('Location')) headers.Location = created ? `${path}/${created.resource.id}` : outcome.location!;
-  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, page?.nextCursor));
+  if (declared.includes('Link')) Object.assign(headers, nextPageLink(url, path, page?.nextCursor));
   if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
   if (created ? created.replayed : outcome.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
@@ -229,7 +238,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const read = parseOrThrow(bodySchema, await readJsonObject(request, bodyOptions), language);
       const body = (definition.body ? read : undefined) as Output<BS>;
-      const path = `/${url.pathname.split('/').filter(Boolean).join('/')}`;
+      const path = canonicalPath(url);
       const outcome = await definition.handle({
         principal,
         query,
@@ -240,7 +249,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
         language,
         path,
       });
-      return answer(definition, outcome, request, path);
+      return answer(definition, outcome, request, url, path);
     });
   return Object.assign(handler, { definition });
 }

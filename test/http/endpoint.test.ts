@@ -68,6 +68,8 @@ async function call(
   init: {
     method?: string;
     path?: string;
+    /** The whole URL the host passes, when a test needs another host or a path not under /api. */
+    url?: string;
     /** The query record as Azure's host passes it; without one the library reads the URL's query string. */
     query?: Record<string, string>;
     headers?: Record<string, string>;
@@ -79,7 +81,7 @@ async function call(
   const token = await identityProvider.issueToken({ tenantId: HOME_TENANT, kind: 'app', roles: init.roles ?? ['LMS.Admin'] });
   const request = new HttpRequest({
     method: init.method ?? 'GET',
-    url: `http://localhost/api${init.path ?? '/items'}`,
+    url: init.url ?? `http://localhost/api${init.path ?? '/items'}`,
     headers: { authorization: `Bearer ${token}`, ...(init.body ? { 'content-type': 'application/json' } : {}), ...init.headers },
     params: init.params ?? {},
     ...(init.query ? { query: init.query } : {}),
@@ -498,7 +500,7 @@ describe('endpoint()', () => {
     const list = echo({ success: { status: 200, page: item } }, () => ({ page: { items, nextCursor: 'next-page' } }));
     const page = await call(list.handler);
     expect(page.jsonBody).toEqual(items);
-    expect(page.headers.Link).toBe('<http://localhost/api/items?cursor=next-page>; rel="next"');
+    expect(page.headers.Link).toBe('</api/items?cursor=next-page>; rel="next"');
     const last = echo({ success: { status: 200, page: item } }, () => ({ page: { items: [], nextCursor: undefined } }));
     expect((await call(last.handler)).headers.Link).toBeUndefined();
     // The API description reads the definition the handler carries: an array of the items, with Link.
@@ -506,6 +508,19 @@ describe('endpoint()', () => {
     expect(success.headers).toEqual(['Link']);
     expect(success.body).toBeInstanceOf(z.ZodArray);
     expect((success.body as z.ZodArray).element).toBe(item);
+  });
+
+  it("builds Link from the request's path and query alone: never its host, never a path that starts with //", async () => {
+    const list = echo(
+      { success: { status: 200, page: item }, query: z.strictObject({ q: z.string(), limit: z.string(), cursor: z.string().optional() }) },
+      () => ({
+        page: { items: [], nextCursor: 'next-page' },
+      }),
+    );
+    for (const url of ['http://evil.example/api/items?q=a%20b&limit=2&cursor=old', 'https://evil.example:8443//api//items/?q=a%20b&limit=2&cursor=old']) {
+      const page = sent(await call(list.handler, { url }));
+      expect(page.headers.get('link'), url).toBe('</api/items?q=a+b&limit=2&cursor=next-page>; rel="next"');
+    }
   });
 
   it('sends a 204 without a body, and so without a Content-Type', async () => {
@@ -533,14 +548,14 @@ describe('endpoint()', () => {
     const answer = await call(handler);
     expect(answer.headers.Deprecation).toBe(`@${Date.parse('2026-11-01T00:00:00Z') / 1000}`);
     expect(answer.headers.Sunset).toBe('Mon, 01 Nov 2027 00:00:00 GMT');
-    expect(answer.headers.Link).toBe('<http://localhost/api/items?cursor=c>; rel="next", <https://example.test/v2>; rel="deprecation"');
+    expect(answer.headers.Link).toBe('</api/items?cursor=c>; rel="next", <https://example.test/v2>; rel="deprecation"');
   });
 
   it('sends no deprecation link where the deprecation names none: only the next page, or no Link at all', async () => {
     const deprecated = { since: '2026-11-01T00:00:00Z', sunset: '2027-11-01T00:00:00Z' };
     const list = echo({ success: { status: 200, page: item }, deprecated }, () => ({ page: { items: [], nextCursor: 'c' } }));
     const page = sent(await call(list.handler));
-    expect(page.headers.get('link')).toBe('<http://localhost/api/items?cursor=c>; rel="next"');
+    expect(page.headers.get('link')).toBe('</api/items?cursor=c>; rel="next"');
     expect(page.headers.get('deprecation')).toBe(`@${Date.parse(deprecated.since) / 1000}`);
     const single = sent(await call(echo({ deprecated }, () => ({ body: { id: 'ITM-1', name: 'x' } })).handler));
     expect([...single.headers.keys()]).not.toContain('link');
