@@ -65,6 +65,10 @@ const catalog = {
     en: () => 'Must be a date and time in ISO 8601 with a time zone (such as 2026-11-21T09:30:00Z).',
     ja: () => 'タイムゾーン付きの ISO 8601 形式の日時（例: 2026-11-21T09:30:00Z）である必要があります。',
   },
+  timeOutOfRange: {
+    en: () => 'Must be a time from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, once turned into UTC.',
+    ja: () => '0000-01-01T00:00:00Z から 9999-12-31T23:59:59.999Z まで（UTC に換算して）の日時である必要があります。',
+  },
   invalidForm: {
     en: () => 'Is not in the form this value takes: see the API description.',
     ja: () => 'この値に必要な形式ではありません。API の説明を確認してください。',

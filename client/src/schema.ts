@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).
+         * @description The tenant's events of the last 7 days, each as its webhook body with its `id` (the deliveries' `webhook-id`), newest first, or oldest first with `sort=timestamp`: what a receiver that was down catches up with, from a little before the last event it saw (`since`), following `Link` to the end and de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).
          *
          *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
          */
@@ -1310,8 +1310,10 @@ export interface operations {
         parameters: {
             query?: {
                 type?: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed";
-                /** @description Only events at or after this time (ISO 8601, with a time zone) */
+                /** @description Only events at or after this time (ISO 8601 with a time zone, from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z) */
                 since?: string;
+                /** @description `-timestamp`: newest first; `timestamp`: oldest first, the order to catch up in after downtime */
+                sort?: "timestamp" | "-timestamp";
                 limit?: number;
                 cursor?: string;
             };

@@ -119,6 +119,26 @@ describe('what an invalid query value is told, in words and never as a regular e
     ]);
   });
 
+  it('a time or a date beyond what sorts as text: after the year 9999 or before 0000, in UTC, it is refused, not read as every event', async () => {
+    const outOfRange = 'Must be a time from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, once turned into UTC.';
+    for (const since of ['9999-12-31T23:00:00-05:00', '0000-01-01T00:00:00+01:00']) {
+      expect(await detailsOf(`/events?since=${encodeURIComponent(since)}`), since).toEqual([{ path: 'query.since', message: outOfRange }]);
+    }
+    expect(await detailsOf(`/events?since=${encodeURIComponent('9999-12-31T23:00:00-05:00')}`, 'ja')).toEqual([
+      { path: 'query.since', message: '0000-01-01T00:00:00Z から 9999-12-31T23:59:59.999Z まで（UTC に換算して）の日時である必要があります。' },
+    ]);
+    // The last time there is: nothing is that late.
+    const latest = await api('GET', `/events?since=${encodeURIComponent('9999-12-31T23:59:59.999+00:00')}`, { token: await admin() });
+    expect(latest.status).toBe(200);
+    expect(latest.body).toEqual([]);
+    expect((await api('GET', '/events?since=0000-01-01T00:00:00Z&limit=1', { token: await admin() })).status).toBe(200);
+    for (const dueBefore of ['10000-01-01', '+010000-01-01', '-000001-01-01']) {
+      expect(await detailsOf(`/tasks?dueBefore=${encodeURIComponent(dueBefore)}`), dueBefore).toEqual([
+        { path: 'query.dueBefore', message: 'Must be a date that exists, written YYYY-MM-DD (such as 2027-01-15).' },
+      ]);
+    }
+  });
+
   it('a body field of the same kinds: the project id of a task, its due date', async () => {
     const response = await api('POST', '/tasks', { token: await admin(), body: { projectId: 'project one', title: 'Due', dueDate: '2027-13-01' } });
     expect(response.status).toBe(400);
