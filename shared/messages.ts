@@ -110,8 +110,8 @@ const catalog = {
     ja: () => '正しい Unicode テキストである必要があります。',
   },
   invalidIdempotencyKey: {
-    en: () => 'The Idempotency-Key header must be 1 to 255 visible ASCII characters.',
-    ja: () => 'Idempotency-Key ヘッダーは 1～255 文字の表示可能な ASCII 文字である必要があります。',
+    en: () => 'The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.',
+    ja: () => 'Idempotency-Key ヘッダーは 1 回だけ、カンマ以外の表示可能な ASCII 文字 1～255 文字で送信する必要があります。',
   },
   idempotencyKeyReused: {
     en: () => 'This Idempotency-Key was already used with a different request.',

@@ -9,6 +9,7 @@ import { PERMISSIONS, ROLES, type Permission } from '../shared/roles.js';
 import { TOKEN_REFUSAL_REASONS } from '../shared/auth/token-validator.js';
 import { ApiError, STATUS_NAMES } from '../shared/errors.js';
 import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
+import { IDEMPOTENCY_KEY } from '../shared/http/endpoint.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
 import { translate, type MessageKey } from '../shared/messages.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
@@ -132,9 +133,9 @@ const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: 
       in: 'header',
       description:
         'Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer ' +
-        'and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII ' +
-        'characters.',
-      schema: { type: 'string', minLength: 1, maxLength: 255 },
+        'and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII ' +
+        "characters other than a comma (Azure's host joins a repeated header's values with one).",
+      schema: { type: 'string', pattern: IDEMPOTENCY_KEY.source },
       example: '8d0c7a52-onboarding',
     },
   },

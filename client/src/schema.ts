@@ -1231,7 +1231,7 @@ export interface components {
          */
         IfNoneMatch: string;
         /**
-         * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+         * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
          * @example 8d0c7a52-onboarding
          */
         IdempotencyKey: string;
@@ -1881,7 +1881,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -1942,7 +1942,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              *     - Give "owner": the token carries no e-mail address that the API accepts.
              *     - A project has at most {limit} members, including its owner.
              */
@@ -2901,7 +2901,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2961,7 +2961,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              */
             400: {
                 headers: {
@@ -4154,7 +4154,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4215,7 +4215,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              */
             400: {
                 headers: {
@@ -5121,7 +5121,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5183,7 +5183,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              *     - The webhook URL is not an absolute URL.
              *     - The webhook URL must not hold a user name or password.
              *     - The webhook URL must use https.

@@ -26,8 +26,12 @@ type Params<P> = { readonly [Name in keyof P]: string };
 const NO_QUERY_PARAMETERS = z.strictObject({});
 /** The body of an operation declared without one: none, or `{}`; any field is an unknown field. */
 const NO_BODY = z.strictObject({});
-// The Idempotency-Key draft's key: visible ASCII, of a sensible length.
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/**
+ * The Idempotency-Key draft's key: visible ASCII, of a sensible length, without a comma. Azure's host
+ * joins a repeated header's values with one, so the comma is how a key sent twice shows: `a,b` would
+ * otherwise be taken as a third key.
+ */
+export const IDEMPOTENCY_KEY = /^[\x21-\x2b\x2d-\x7e]{1,255}$/;
 
 /** What a handler gets: the caller and the request's parts, validated, as plain values. Headers stay here. */
 export interface EndpointInput<P, Q, B> {

@@ -390,6 +390,20 @@ describe('endpoint()', () => {
     expect(received[1]!.idempotency).toBeUndefined();
   });
 
+  it("refuses a key with a comma: Azure's host joins a repeated Idempotency-Key with one, so two keys never pass as a third", async () => {
+    const { handler, received } = echo({ honours: ['Idempotency-Key'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    for (const joined of ['key-1,key-1', 'key-1,key-2', 'key-1, key-2', ',key-1']) {
+      const answer = await call(handler, { headers: { 'idempotency-key': joined } });
+      expect(answer.status, joined).toBe(400);
+      expect(answer.jsonBody, joined).toMatchObject({
+        message: 'The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.',
+      });
+    }
+    expect(received).toEqual([]);
+    await call(handler, { headers: { 'idempotency-key': 'order-7;retry=2' } });
+    expect(received[0]!.idempotency).toEqual({ key: 'order-7;retry=2', scope: 'items-echo' });
+  });
+
   it("sends every single resource's ETag, whatever the operation honours and whatever its status, and describes it so", async () => {
     const tag = async (handler: ReturnType<typeof echo>['handler'], method = 'GET') => (await call(handler, { method })).headers.ETag;
     const expected = entityTag({ id: 'ITM-1', name: 'x' });

@@ -1,8 +1,9 @@
 /**
- * A `Host` the caller chose, or a request target naming another host, against the shared stack: no
- * URL the API hands back (`Link`, `Location`, the reference page's links) may name that host, since a
- * client that follows it would send its token there. Every header and body of every answer is looked
- * at, not only the headers that hold URLs today.
+ * Headers a caller chose, against the shared stack. A `Host` (or a request target) naming another
+ * host: no URL the API hands back (`Link`, `Location`, the reference page's links) may name it, since
+ * a client that follows it would send its token there; every header and body of every answer is looked
+ * at, not only the headers that hold URLs today. A header sent twice that the API takes once: Azure's
+ * host joins the values with a comma, and the joined value must not pass as one.
  */
 import { describe, expect } from 'vitest';
 import { hostileTest } from '../support/hostile-cases.js';
@@ -86,6 +87,48 @@ describe('URLs the API hands back are never built from what the caller controls'
     },
     90_000,
   );
+});
+
+describe('a header the API takes once, sent twice', () => {
+  hostileTest('two Idempotency-Key headers are a 400 that creates nothing, whether the keys are the same or not', async (cases) => {
+    const admin = await token({ roles: ['LMS.Admin'] });
+    const owner = uniqueEmail('two-keys');
+    for (const keys of [
+      ['same-key', 'same-key'],
+      [`first-${owner}`, `second-${owner}`],
+    ]) {
+      cases.add();
+      const answer = await send(stack.apiBaseUrl, 'POST', '/projects', { token: admin, body: { name: 'Twice', owner }, headers: { 'idempotency-key': keys } });
+      expect(answer.status, answer.text).toBe(400);
+      expect(answer.body.message).toContain('Idempotency-Key');
+    }
+    const listed = await send(stack.apiBaseUrl, 'GET', `/projects?owner=${encodeURIComponent(owner)}`, { token: admin });
+    expect(listed.body).toEqual([]);
+  });
+
+  hostileTest('two Content-Type headers are no JSON type: a 415, even when both say application/json', async (cases) => {
+    const admin = await token({ roles: ['LMS.Admin'] });
+    cases.add();
+    const answer = await send(stack.apiBaseUrl, 'POST', '/projects', {
+      token: admin,
+      body: JSON.stringify({ name: 'Typed twice', owner: uniqueEmail('two-types') }),
+      headers: { 'content-type': ['application/json', 'application/json'] },
+    });
+    expect(answer.status, answer.text).toBe(415);
+  });
+
+  hostileTest('two If-Match headers are one list of tags, as RFC 9110 reads a repeated list header', async (cases) => {
+    const admin = await token({ roles: ['LMS.Admin'] });
+    const created = await send(stack.apiBaseUrl, 'POST', '/projects', { token: admin, body: { name: 'Listed twice', owner: uniqueEmail('two-tags') } });
+    const current = created.headers.etag as string;
+    cases.add();
+    const changed = await send(stack.apiBaseUrl, 'PUT', `/projects/${created.body.id}`, {
+      token: admin,
+      body: { description: 'Matched' },
+      headers: { 'if-match': ['"an-old-version"', current] },
+    });
+    expect(changed.status, changed.text).toBe(200);
+  });
 });
 
 logsAreClean('no log of its own', () => []);
