@@ -1,12 +1,12 @@
 import { app } from '@azure/functions';
 import { listEvents } from '../shared/data/events-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { event, listEventsQuery } from '../shared/schemas/events.js';
+import { eventListItem, listEventsQuery } from '../shared/schemas/events.js';
 
 export const eventsList = endpoint({
   permission: 'events:read',
   query: listEventsQuery,
-  success: { status: 200, page: event },
+  success: { status: 200, page: eventListItem },
   docs: {
     summary: 'List events',
     description:

@@ -1,12 +1,12 @@
 import { app } from '@azure/functions';
 import { listWebhooks } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { listWebhooksQuery, webhook } from '../shared/schemas/webhooks.js';
+import { listWebhooksQuery, webhookListItem } from '../shared/schemas/webhooks.js';
 
 export const webhooksList = endpoint({
   permission: 'webhooks:manage',
   query: listWebhooksQuery,
-  success: { status: 200, page: webhook },
+  success: { status: 200, page: webhookListItem },
   docs: { summary: 'List webhook subscriptions', description: 'Newest first. Secrets are never shown here.' },
   async handle({ principal, query }) {
     return { page: await listWebhooks(principal, query) };

@@ -412,7 +412,8 @@ each field in it is unknown (400).
 as a path on the API's own host (resolve it against the URL requested). No URL the API answers with is built from the request's \`Host\`.
 
 **Changes.** Single resources carry an \`ETag\`: the resource's version, the same a read of it answers (after a create, an action or a
-rotation too). \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).
+rotation too); a list's items carry the same tag as \`etag\`, where the resource has a read of its own. \`PUT\` and \`DELETE\` honour
+\`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).
 Creates honour \`Idempotency-Key\`.`;
 }
 

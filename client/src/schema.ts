@@ -913,6 +913,22 @@ export interface components {
             /** @description The `webhook-id` every delivery of this event carries: the key to de-duplicate on */
             id: string;
         };
+        EventListItem: {
+            /** @enum {string} */
+            type: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping";
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            timestamp: string;
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description The `webhook-id` every delivery of this event carries: the key to de-duplicate on */
+            id: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
+        };
         OpenApiDocument: {
             openapi: string;
             info: {
@@ -992,6 +1008,30 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["Project"];
         };
+        ProjectListItem: {
+            id: string;
+            name: string;
+            description: string;
+            /** @enum {string} */
+            status: "Planning" | "Active" | "OnHold" | "Completed" | "Archived";
+            /** Format: email */
+            owner: string;
+            members: string[];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description The creator's Entra object id (oid) */
+            createdBy: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
+        };
         RagJob: {
             /** Format: uuid */
             jobId: string;
@@ -1046,6 +1086,50 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["RagJob"];
+        };
+        RagJobListItem: {
+            /** Format: uuid */
+            jobId: string;
+            /** @enum {string} */
+            status: "Queued" | "Running" | "Succeeded" | "Failed" | "Cancelled";
+            /** @enum {string} */
+            mode: "incremental" | "full";
+            projectIds: string[] | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            requestedAt: string;
+            /** @description The requester's Entra object id (oid) */
+            requestedBy: string;
+            startedAt: string | null;
+            completedAt: string | null;
+            /** @description While Running: how far the job has come; afterwards, how it ended */
+            progress: {
+                /** @description Projects and tasks found in scope so far */
+                sources: number;
+                /** @description Batches planned so far (at most 500 sources each) */
+                batches: number;
+                /** @description Batches that have ended */
+                batchesDone: number;
+            } | null;
+            /** @description When a cancel was asked for; the job is Cancelled once the batches under way end */
+            cancelRequestedAt: string | null;
+            counts: {
+                /** @description Projects and tasks the tenant's whole index holds after the job, whatever its scope */
+                sources: number;
+                /** @description Chunks the tenant's whole index holds after the job, whatever its scope */
+                chunks: number;
+                /** @description Chunks written by the job, in its scope */
+                written: number;
+                /** @description Chunks of its scope left as they were */
+                unchanged: number;
+                /** @description Chunks removed because their source is gone */
+                deleted: number;
+            } | null;
+            error: string | null;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
         };
         StartRagIndexRequest: {
             /**
@@ -1107,6 +1191,32 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["Task"];
+        };
+        TaskListItem: {
+            id: string;
+            projectId: string;
+            title: string;
+            description: string;
+            /** @enum {string} */
+            status: "Todo" | "InProgress" | "Blocked" | "Done";
+            /** @enum {string} */
+            priority: "Low" | "Medium" | "High" | "Urgent";
+            assignee: string | null;
+            dueDate: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description The creator's Entra object id (oid) */
+            createdBy: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
         };
         UpdateProjectRequest: {
             name?: string;
@@ -1180,6 +1290,27 @@ export interface components {
              * @description ISO 8601 UTC timestamp with milliseconds
              */
             createdAt: string;
+        };
+        WebhookListItem: {
+            id: string;
+            url: string;
+            events: ("project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping")[];
+            description: string;
+            active: boolean;
+            /** @description Why the API turned the subscription off, while `active` is false because of it */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
         };
         WebhookWithSecret: {
             id: string;
@@ -1350,11 +1481,12 @@ export interface operations {
                      *           "createdAt": "2026-11-21T09:30:00.000Z",
                      *           "updatedAt": "2026-11-21T09:30:00.000Z",
                      *           "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
-                     *         }
+                     *         },
+                     *         "etag": "\"dIrNcQTmuRMAH_58hK6yYpAWVma\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["EventListItem"][];
                 };
             };
             /**
@@ -1735,11 +1867,12 @@ export interface operations {
                      *         ],
                      *         "createdAt": "2026-11-21T09:30:00.000Z",
                      *         "updatedAt": "2026-11-21T09:30:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *         "etag": "\"Im2qSSa-RoOm-MrMEJ0fxEsx9RB\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Project"][];
+                    "application/json": components["schemas"]["ProjectListItem"][];
                 };
             };
             /**
@@ -2755,11 +2888,12 @@ export interface operations {
                      *         "dueDate": "2027-01-15",
                      *         "createdAt": "2026-11-21T09:35:00.000Z",
                      *         "updatedAt": "2026-11-21T09:35:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *         "etag": "\"3SeHqrzQLX2A5kTu0U-KQtaN_iX\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Task"][];
+                    "application/json": components["schemas"]["TaskListItem"][];
                 };
             };
             /**
@@ -4401,11 +4535,12 @@ export interface operations {
                      *         "progress": null,
                      *         "cancelRequestedAt": null,
                      *         "counts": null,
-                     *         "error": null
+                     *         "error": null,
+                     *         "etag": "\"yBK-Z6vXoUNIGfVPjPZCmTShfDP\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["RagJob"][];
+                    "application/json": components["schemas"]["RagJobListItem"][];
                 };
             };
             /**
@@ -4975,11 +5110,12 @@ export interface operations {
                      *         "active": true,
                      *         "disabledReason": null,
                      *         "createdAt": "2026-11-21T11:00:00.000Z",
-                     *         "updatedAt": "2026-11-21T11:00:00.000Z"
+                     *         "updatedAt": "2026-11-21T11:00:00.000Z",
+                     *         "etag": "\"O-PK5COG8xBO_KsgYhJINyr7m-n\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Webhook"][];
+                    "application/json": components["schemas"]["WebhookListItem"][];
                 };
             };
             /**

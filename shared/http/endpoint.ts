@@ -7,7 +7,7 @@ import type { Idempotency } from '../data/idempotency.js';
 import type { Page } from '../data/paging.js';
 import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
-import { versionedPart, type ExpectedVersion } from '../domain/versions.js';
+import { carriesETag, versionedPart, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import { translate } from '../messages.js';
 import { parseOrThrow } from '../validation.js';
@@ -178,11 +178,18 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
   };
 }
 
+/** A page's items as sent: each with its `etag` where the page's item schema says so (listedWithETag). */
+function pageItems(definition: OperationDefinition, items: unknown[]): unknown[] {
+  const { body } = definition.success;
+  if (!(body instanceof z.ZodArray) || !carriesETag(body.element as z.ZodType)) return items;
+  return items.map((item) => ({ ...(item as object), etag: entityTag(item) }));
+}
+
 /** The successful answer the definition declares, made from what the handler answered. */
 function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, url: URL, path: string): HttpResponseInit {
   const { status, headers: declared = [] } = definition.success;
   const { page, created } = outcome;
-  const body = page ? page.items : created ? created.resource : outcome.body;
+  const body = page ? pageItems(definition, page.items) : created ? created.resource : outcome.body;
   const headers: Record<string, string> = {};
   if (declared.includes('ETag')) {
     // The resource's version, as a read of it tags it: a body that shows more than the resource (a secret) names the resource's.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listedWithETag } from '../domain/versions.js';
 import { patterned } from '../validation.js';
 import { pagingParameters, sortParameter, timeParameter, timestamp, type PathParameter } from './common.js';
 
@@ -36,6 +37,9 @@ export const event = eventPayload.extend({
   id: eventId.describe('The `webhook-id` every delivery of this event carries: the key to de-duplicate on'),
 });
 export type Event = z.infer<typeof event>;
+
+/** An event as a list shows it: with `etag`, the ETag a read of it answers. */
+export const eventListItem = listedWithETag(event);
 
 export const listEventsQuery = z.strictObject({
   type: z.enum(CHANGE_EVENT_TYPES).optional(),

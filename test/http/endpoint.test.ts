@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { badRequest } from '../../shared/errors.js';
-import { resourceAndMore } from '../../shared/domain/versions.js';
+import { listedWithETag, resourceAndMore } from '../../shared/domain/versions.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
 import { entityTag } from '../../shared/http/etag.js';
 import type { OperationDefinition } from '../../shared/http/operation.js';
@@ -422,6 +422,27 @@ describe('endpoint()', () => {
     const deleted = echo({ honours: ['If-Match'], success: { status: 204 } }, () => ({}));
     expect((await call(deleted.handler, { method: 'DELETE' })).headers.ETag).toBeUndefined();
     expect(deleted.handler.definition.success.headers).toBeUndefined();
+  });
+
+  it('gives each item of a page whose items are listedWithETag its etag: the ETag a read of the item answers, in the body, and describes it so', async () => {
+    const listed = listedWithETag(item);
+    const items = [
+      { id: 'ITM-1', name: 'x' },
+      { id: 'ITM-2', name: 'y' },
+    ];
+    const list = echo({ success: { status: 200, page: listed } }, () => ({ page: { items, nextCursor: undefined } }));
+    const page = await call(list.handler);
+    const read = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-2', name: 'y' } }));
+    const readTag = (await call(read.handler)).headers.ETag;
+    expect(page.jsonBody).toEqual([
+      { id: 'ITM-1', name: 'x', etag: entityTag({ id: 'ITM-1', name: 'x' }) },
+      { id: 'ITM-2', name: 'y', etag: readTag },
+    ]);
+    expect((list.handler.definition.success.body as z.ZodArray).element).toBe(listed);
+    expect(listed.shape.etag).toBeDefined();
+    // A page of items without a read of their own stays as the handler gave it.
+    const plain = echo({ success: { status: 200, page: item } }, () => ({ page: { items, nextCursor: undefined } }));
+    expect((await call(plain.handler)).jsonBody).toEqual(items);
   });
 
   it("tags a body that shows more than its resource (a secret shown once) with the resource's version, as a read of it tags it", async () => {

@@ -15,6 +15,7 @@ import {
   unwrap,
   verifyWebhook,
   WebhookVerificationError,
+  type components,
   type CreatePath,
   type ListPath,
   type Project,
@@ -66,7 +67,7 @@ describe('the client package (@lms-platform/api-client)', () => {
     expect(project).toMatchObject({ name: 'Typed client', status: 'Active', owner });
 
     const listed = unwrap(await lms.GET('/projects', { params: { query: { owner } } }));
-    expect(listed).toEqual([project]);
+    expect(listed).toEqual([{ ...project, etag: created.response.headers.get('etag') }]);
 
     const path = { projectId: project.id };
     const read = await lms.GET('/projects/{projectId}', { params: { path } });
@@ -92,8 +93,8 @@ describe('the client package (@lms-platform/api-client)', () => {
     expect(pages.map((page) => page.map((project) => project.name))).toEqual([['Paged 1', 'Paged 2'], ['Paged 3', 'Paged 4'], ['Paged 5']]);
 
     const all = await lms.all('/projects', { params: { query } });
-    expectTypeOf(all).toEqualTypeOf<Project[]>();
-    expect(all).toEqual(made);
+    expectTypeOf(all).toEqualTypeOf<components['schemas']['ProjectListItem'][]>();
+    expect(all).toEqual(made.map((project) => ({ ...project, etag: expect.any(String) })));
   });
 
   it('offers paging for the paths that answer lists, and only those', () => {
