@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { z } from 'zod';
 import { canonicalPath, publicOperation, respond } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { PAGE_CONTENT_SECURITY_POLICY, referencePage } from '../shared/openapi/reference-page.js';
 
 export const docsGet = publicOperation(
@@ -21,4 +22,4 @@ export const docsGet = publicOperation(
     ),
 );
 
-app.http('docs-get', { methods: ['GET'], route: 'docs', authLevel: 'anonymous', handler: docsGet });
+app.http('docs-get', { methods: ['GET'], route: apiRoute('docs'), authLevel: 'anonymous', handler: docsGet });

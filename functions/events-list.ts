@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { listEvents } from '../shared/data/events-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { eventListItem, listEventsQuery } from '../shared/schemas/events.js';
 
 export const eventsList = endpoint({
@@ -20,4 +21,4 @@ export const eventsList = endpoint({
   },
 });
 
-app.http('events-list', { methods: ['GET'], route: 'events', authLevel: 'anonymous', handler: eventsList });
+app.http('events-list', { methods: ['GET'], route: apiRoute('events'), authLevel: 'anonymous', handler: eventsList });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { listProjects } from '../shared/data/projects-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { listProjectsQuery, projectListItem } from '../shared/schemas/projects.js';
 
 export const projectsList = endpoint({
@@ -16,4 +17,4 @@ export const projectsList = endpoint({
   },
 });
 
-app.http('projects-list', { methods: ['GET'], route: 'projects', authLevel: 'anonymous', handler: projectsList });
+app.http('projects-list', { methods: ['GET'], route: apiRoute('projects'), authLevel: 'anonymous', handler: projectsList });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { listJobs } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { listRagJobsQuery, ragJobListItem } from '../shared/schemas/rag.js';
 
 export const ragJobsList = endpoint({
@@ -13,4 +14,4 @@ export const ragJobsList = endpoint({
   },
 });
 
-app.http('rag-jobs-list', { methods: ['GET'], route: 'rag/jobs', authLevel: 'anonymous', handler: ragJobsList });
+app.http('rag-jobs-list', { methods: ['GET'], route: apiRoute('rag/jobs'), authLevel: 'anonymous', handler: ragJobsList });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { listWebhooks } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { listWebhooksQuery, webhookListItem } from '../shared/schemas/webhooks.js';
 
 export const webhooksList = endpoint({
@@ -13,4 +14,4 @@ export const webhooksList = endpoint({
   },
 });
 
-app.http('webhooks-list', { methods: ['GET'], route: 'webhooks', authLevel: 'anonymous', handler: webhooksList });
+app.http('webhooks-list', { methods: ['GET'], route: apiRoute('webhooks'), authLevel: 'anonymous', handler: webhooksList });

@@ -169,6 +169,16 @@ const catalog = {
     en: (p) => `No operation matches ${p.method} ${p.path}.`,
     ja: (p) => `${p.method} ${p.path} に一致する操作はありません。`,
   },
+  outsideApi: {
+    en: (p) =>
+      `No operation matches ${p.method} ${p.path}: the API's paths begin with ${p.base}, as in ${p.base}/projects, and its reference page is ${p.base}/docs.`,
+    ja: (p) =>
+      `${p.method} ${p.path} に一致する操作はありません。API のパスは ${p.base} で始まります（例: ${p.base}/projects）。リファレンスページは ${p.base}/docs です。`,
+  },
+  methodNotAllowed: {
+    en: (p) => `${p.path} does not take ${p.method}: it takes ${p.allowed}.`,
+    ja: (p) => `${p.path} は ${p.method} を受け付けません。受け付けるメソッド: ${p.allowed}。`,
+  },
   projectNotFound: {
     en: (p) => `Project ${p.id} does not exist.`,
     ja: (p) => `プロジェクト ${p.id} は存在しません。`,

@@ -10,6 +10,7 @@ import { TOKEN_REFUSAL_REASONS } from '../shared/auth/token-validator.js';
 import { ApiError, STATUS_NAMES } from '../shared/errors.js';
 import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
 import { IDEMPOTENCY_KEY } from '../shared/http/endpoint.js';
+import { API_BASE_PATH } from '../shared/http/routes.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
 import { translate, type MessageKey } from '../shared/messages.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
@@ -401,6 +402,8 @@ ${rolesTable()}
 
 **Errors** are JSON objects \`{ error, message, status, requestId }\`, plus \`details: [{ path, message }]\` for validation errors; some carry more
 (\`claims\`, \`activeJobId\`). Messages are in Japanese when \`Accept-Language\` prefers \`ja\`. Unknown query parameters and unknown body fields are a 400.
+A method that a path of this document does not list is a 405 whose \`Allow\` names those it does; a path it does not have is a 404, and a path
+outside \`/api\` a 404 saying where the API is.
 
 **Requests.** Give each query parameter once, with one value: a repeated parameter, or a comma list in one that takes a single value,
 is a 400 (in \`q\` a comma is text). Send a body with \`Content-Length\`: Azure's Functions host hands a chunked body to the API empty, so one is a 411.
@@ -480,11 +483,20 @@ function webhooks(components: Components): { webhooks: Json; parameters: Json; r
   return { webhooks: Object.fromEntries(entries), parameters, requestBodies, responses };
 }
 
+/** An operation's registration with its route below the API's base path, as the document's paths are written (below its server URL). */
+function belowApiBase(registration: HttpRegistration): HttpRegistration {
+  const base = `${API_BASE_PATH}/`;
+  if (!registration.route.startsWith(base))
+    throw new Error(`The function ${registration.name} registers ${registration.route}: make its route with apiRoute()`);
+  return { ...registration, route: registration.route.slice(base.length) };
+}
+
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {
   const components = new Components();
   const tagIndex = (route: string) => TAGS.findIndex((tag) => tag.name === tagOf(route).name);
   const operations = registrations
     .filter((registration) => !isCatchAll(registration.route))
+    .map(belowApiBase)
     .flatMap((registration) => registration.methods.map((method) => ({ registration, method: method.toUpperCase() })))
     .sort(
       (a, b) =>
@@ -500,7 +512,7 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
   return {
     openapi: '3.1.0',
     info: { title: 'LMS Platform API', version: options.version, description: overview() },
-    servers: [{ url: `/${options.routePrefix}`, description: 'The deployment that serves this document' }],
+    servers: [{ url: `/${[options.routePrefix, API_BASE_PATH].filter(Boolean).join('/')}`, description: 'The deployment that serves this document' }],
     tags: TAGS.map(({ name, description }) => ({ name, description })),
     security: [{ entra: [USER_SCOPE] }, { bearer: [] }],
     paths,

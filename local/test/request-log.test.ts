@@ -27,10 +27,12 @@ describe("the local host's request log", () => {
     expect(await sharedHostLog()).not.toContain('private-search-text');
   });
 
-  it('logs what no function answers too, without a request id', async () => {
-    const path = `/outside-the-api-${Math.random().toString(36).slice(2, 10)}`;
-    const response = await fetch(new URL(path, stack.apiBaseUrl));
+  it('logs what no function answers too (a method no function lists), without a request id', async () => {
+    const path = `/api/unanswered-${Math.random().toString(36).slice(2, 10)}`;
+    const response = await fetch(new URL(path, stack.apiBaseUrl), { method: 'PROPFIND' });
     expect(response.status).toBe(404);
-    await expect.poll(sharedHostLog, { timeout: 10_000, interval: 100 }).toMatch(new RegExp(`^\\[[^\\]]+\\] GET ${path} 404 \\d+ ms \\(request -\\)$`, 'm'));
+    await expect
+      .poll(sharedHostLog, { timeout: 10_000, interval: 100 })
+      .toMatch(new RegExp(`^\\[[^\\]]+\\] PROPFIND ${path} 404 \\d+ ms \\(request -\\)$`, 'm'));
   });
 });

@@ -172,9 +172,7 @@ describe('errors in Japanese', () => {
 describe('unknown routes and methods', () => {
   it.each([
     ['GET', '/nothing-here'],
-    ['PATCH', '/projects/PRJ-1001'],
-    ['POST', '/projects/PRJ-1001'],
-    ['DELETE', '/projects'],
+    ['GET', '/projects/PRJ-1001/nothing'],
     // The API's root, with and without the slash: Azure's catch-all `{*path}` matches an empty rest too.
     ['GET', ''],
     ['POST', '/'],
@@ -184,6 +182,35 @@ describe('unknown routes and methods', () => {
     expectErrorShape(response.body, 404, 'Not Found');
     expect(response.headers.get('cache-control')).toBe('no-store');
   });
+
+  it.each([
+    ['PATCH', '/projects/PRJ-1001', 'GET, PUT, DELETE'],
+    ['POST', '/projects/PRJ-1001', 'GET, PUT, DELETE'],
+    ['DELETE', '/projects', 'GET, POST'],
+    ['HEAD', '/projects', 'GET, POST'],
+    ['PUT', '/rag/index', 'POST'],
+    ['patch', '/PROJECTS/prj-1001/', 'GET, PUT, DELETE'],
+  ])('%s /api%s, a path the API has, is a 405 whose Allow lists the methods it takes', async (method, path, allowed) => {
+    const response = await api(method.toUpperCase(), path);
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe(allowed);
+    if (method !== 'HEAD') {
+      expectErrorShape(response.body, 405, 'Method Not Allowed');
+      expect(response.body.message).toContain(allowed);
+    }
+  });
+
+  it.each(['/projects', '/projects/PRJ-1001', '/', '/apiary', '/openapi.json'])(
+    'GET %s, outside /api, is a 404 saying that the API lives under /api',
+    async (path) => {
+      const response = await fetch(`${new URL(stack.apiBaseUrl).origin}${path}`);
+      expect(response.status).toBe(404);
+      const body = (await response.json()) as { message: string };
+      expectErrorShape(body, 404, 'Not Found');
+      expect(body.message).toBe(`No operation matches GET ${path}: the API's paths begin with /api, as in /api/projects, and its reference page is /api/docs.`);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+    },
+  );
 
   it("answers a method no function lists with the host's empty 404, CONNECT too (a plain Node server drops it unanswered)", async () => {
     for (const method of ['TRACE', 'PROPFIND', 'CONNECT']) {
