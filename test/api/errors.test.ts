@@ -212,6 +212,15 @@ describe('unknown routes and methods', () => {
     },
   );
 
+  it.each(['/admin/host/status', '/runtime/webhooks/eventgrid', '/Admin'])(
+    "answers %s, a route the Functions host keeps for itself, with the host's empty 404, never the app's",
+    async (path) => {
+      const response = await fetch(`${new URL(stack.apiBaseUrl).origin}${path}`);
+      expect(response.status).toBe(404);
+      expect(await response.text()).toBe('');
+    },
+  );
+
   it("answers a method no function lists with the host's empty 404, CONNECT too (a plain Node server drops it unanswered)", async () => {
     for (const method of ['TRACE', 'PROPFIND', 'CONNECT']) {
       const socket = connect(Number(new URL(stack.apiBaseUrl).port), '127.0.0.1').setEncoding('utf8');
