@@ -1,5 +1,6 @@
 import { app } from '@azure/functions';
 import { pathParameters, publicOperation, respond } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import type { OperationDefinition } from '../shared/http/operation.js';
 import { pageFile, PAGE_FILE_TYPES, pageFileParameter } from '../shared/openapi/reference-page.js';
 
@@ -23,4 +24,4 @@ export const docsFilesGet = publicOperation(definition, (request, context) =>
   }),
 );
 
-app.http('docs-files-get', { methods: ['GET'], route: 'docs/{file}', authLevel: 'anonymous', handler: docsFilesGet });
+app.http('docs-files-get', { methods: ['GET'], route: apiRoute('docs/{file}'), authLevel: 'anonymous', handler: docsFilesGet });

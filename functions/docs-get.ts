@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { z } from 'zod';
-import { publicOperation, respond } from '../shared/http/endpoint.js';
+import { canonicalPath, publicOperation, respond } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { PAGE_CONTENT_SECURITY_POLICY, referencePage } from '../shared/openapi/reference-page.js';
 
 export const docsGet = publicOperation(
@@ -15,10 +16,10 @@ export const docsGet = publicOperation(
     respond(request, context, () =>
       Promise.resolve({
         status: 200,
-        body: referencePage(new URL(request.url).pathname),
+        body: referencePage(canonicalPath(new URL(request.url))),
         headers: { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': PAGE_CONTENT_SECURITY_POLICY },
       }),
     ),
 );
 
-app.http('docs-get', { methods: ['GET'], route: 'docs', authLevel: 'anonymous', handler: docsGet });
+app.http('docs-get', { methods: ['GET'], route: apiRoute('docs'), authLevel: 'anonymous', handler: docsGet });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { getEvent } from '../shared/data/events-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { event, eventIdParameter } from '../shared/schemas/events.js';
 
 export const eventsGet = endpoint({
@@ -18,4 +19,4 @@ export const eventsGet = endpoint({
   },
 });
 
-app.http('events-get', { methods: ['GET'], route: 'events/{eventId}', authLevel: 'anonymous', handler: eventsGet });
+app.http('events-get', { methods: ['GET'], route: apiRoute('events/{eventId}'), authLevel: 'anonymous', handler: eventsGet });

@@ -1,16 +1,9 @@
-import { readFile } from 'node:fs/promises';
 import { app } from '@azure/functions';
 import { publicOperation, respond } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { notModifiedOr } from '../shared/http/responses.js';
-import { lazily } from '../shared/lazy.js';
 import { openApiDocument } from '../shared/openapi/components.js';
-import { documentFile } from '../shared/openapi/document-file.js';
-
-/**
- * The document `npm run openapi` wrote from the registrations of every function file: in Azure a
- * function cannot see the others' registrations, so the document is built before deployment.
- */
-const loadDocument = lazily(async () => JSON.parse(await readFile(documentFile(), 'utf8')) as unknown);
+import { servedDocument } from '../shared/openapi/document-file.js';
 
 export const openapiGet = publicOperation(
   {
@@ -18,7 +11,7 @@ export const openapiGet = publicOperation(
     honours: ['If-None-Match'],
     docs: { summary: 'This API description', description: 'The OpenAPI 3.1 document of the API. It holds no data, so it needs no token.' },
   },
-  (request, context) => respond(request, context, async () => notModifiedOr(request, await loadDocument())),
+  (request, context) => respond(request, context, async () => notModifiedOr(request, await servedDocument())),
 );
 
-app.http('openapi-get', { methods: ['GET'], route: 'openapi.json', authLevel: 'anonymous', handler: openapiGet });
+app.http('openapi-get', { methods: ['GET'], route: apiRoute('openapi.json'), authLevel: 'anonymous', handler: openapiGet });

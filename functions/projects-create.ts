@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { createProject } from '../shared/data/projects-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { createProjectBody, project } from '../shared/schemas/projects.js';
 
 export const projectsCreate = endpoint({
@@ -20,4 +21,4 @@ export const projectsCreate = endpoint({
   },
 });
 
-app.http('projects-create', { methods: ['POST'], route: 'projects', authLevel: 'anonymous', handler: projectsCreate });
+app.http('projects-create', { methods: ['POST'], route: apiRoute('projects'), authLevel: 'anonymous', handler: projectsCreate });

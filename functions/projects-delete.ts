@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { deleteProject } from '../shared/data/projects-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { projectIdParameter } from '../shared/schemas/projects.js';
 
 export const projectsDelete = endpoint({
@@ -15,4 +16,4 @@ export const projectsDelete = endpoint({
   },
 });
 
-app.http('projects-delete', { methods: ['DELETE'], route: 'projects/{projectId}', authLevel: 'anonymous', handler: projectsDelete });
+app.http('projects-delete', { methods: ['DELETE'], route: apiRoute('projects/{projectId}'), authLevel: 'anonymous', handler: projectsDelete });

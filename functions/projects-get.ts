@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { getProject } from '../shared/data/projects-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { project, projectIdParameter } from '../shared/schemas/projects.js';
 
 export const projectsGet = endpoint({
@@ -14,4 +15,4 @@ export const projectsGet = endpoint({
   },
 });
 
-app.http('projects-get', { methods: ['GET'], route: 'projects/{projectId}', authLevel: 'anonymous', handler: projectsGet });
+app.http('projects-get', { methods: ['GET'], route: apiRoute('projects/{projectId}'), authLevel: 'anonymous', handler: projectsGet });

@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { updateProject } from '../shared/data/projects-repository.js';
 import { STATUS_MOVES } from '../shared/domain/projects.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { project, projectIdParameter, updateProjectBody } from '../shared/schemas/projects.js';
 
 const statusMoves = Object.entries(STATUS_MOVES)
@@ -29,4 +30,4 @@ export const projectsUpdate = endpoint({
   },
 });
 
-app.http('projects-update', { methods: ['PUT'], route: 'projects/{projectId}', authLevel: 'anonymous', handler: projectsUpdate });
+app.http('projects-update', { methods: ['PUT'], route: apiRoute('projects/{projectId}'), authLevel: 'anonymous', handler: projectsUpdate });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { createJob } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { ragJob, startRagIndexBody } from '../shared/schemas/rag.js';
 
 export const ragIndexStart = endpoint({
@@ -25,4 +26,4 @@ export const ragIndexStart = endpoint({
   },
 });
 
-app.http('rag-index-start', { methods: ['POST'], route: 'rag/index', authLevel: 'anonymous', handler: ragIndexStart });
+app.http('rag-index-start', { methods: ['POST'], route: apiRoute('rag/index'), authLevel: 'anonymous', handler: ragIndexStart });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { requestCancel } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { jobIdParameter, ragJob } from '../shared/schemas/rag.js';
 
 export const ragJobsCancel = endpoint({
@@ -19,4 +20,4 @@ export const ragJobsCancel = endpoint({
   },
 });
 
-app.http('rag-jobs-cancel', { methods: ['POST'], route: 'rag/jobs/{jobId}/cancel', authLevel: 'anonymous', handler: ragJobsCancel });
+app.http('rag-jobs-cancel', { methods: ['POST'], route: apiRoute('rag/jobs/{jobId}/cancel'), authLevel: 'anonymous', handler: ragJobsCancel });

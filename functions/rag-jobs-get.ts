@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { getJob } from '../shared/data/rag-jobs-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { jobIdParameter, ragJob } from '../shared/schemas/rag.js';
 
 export const ragJobsGet = endpoint({
@@ -17,4 +18,4 @@ export const ragJobsGet = endpoint({
   },
 });
 
-app.http('rag-jobs-get', { methods: ['GET'], route: 'rag/jobs/{jobId}', authLevel: 'anonymous', handler: ragJobsGet });
+app.http('rag-jobs-get', { methods: ['GET'], route: apiRoute('rag/jobs/{jobId}'), authLevel: 'anonymous', handler: ragJobsGet });

@@ -1,17 +1,18 @@
 import { app } from '@azure/functions';
-import { ApiError } from '../shared/errors.js';
 import { respond } from '../shared/http/endpoint.js';
+import { unmatchedRoute } from '../shared/http/routes.js';
 import type { HttpHandler } from '@azure/functions';
 
 /**
- * Anything no other function matches (an unknown path, or a method a path does not have) gets the
- * contract's 404 body instead of the host's empty one. Routing prefers every literal or parameter
- * route over this catch-all.
+ * Anything no other function matches, on any path (host.json's routePrefix is empty): a method a path of
+ * the API does not take is a 405 with `Allow`, a path outside `/api` a 404 saying where the API is, any
+ * other an unknown route's 404, each in the contract's shape instead of the host's empty 404. Routing
+ * prefers every literal or parameter route over this catch-all.
  */
 export const routesFallback: HttpHandler = (request, context) =>
-  respond(request, context, () =>
-    Promise.reject(new ApiError(404, 'routeNotFound', { method: request.method, path: new URL(request.url).pathname.slice(0, 200) })),
-  );
+  respond(request, context, async () => {
+    throw await unmatchedRoute(request.method, new URL(request.url));
+  });
 
 app.http('routes-fallback', {
   methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'],

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { createTask } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { createTaskBody, task } from '../shared/schemas/tasks.js';
 
 export const tasksCreate = endpoint({
@@ -18,4 +19,4 @@ export const tasksCreate = endpoint({
   },
 });
 
-app.http('tasks-create', { methods: ['POST'], route: 'tasks', authLevel: 'anonymous', handler: tasksCreate });
+app.http('tasks-create', { methods: ['POST'], route: apiRoute('tasks'), authLevel: 'anonymous', handler: tasksCreate });

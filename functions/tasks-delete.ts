@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { deleteTask } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { taskIdParameter } from '../shared/schemas/tasks.js';
 
 export const tasksDelete = endpoint({
@@ -15,4 +16,4 @@ export const tasksDelete = endpoint({
   },
 });
 
-app.http('tasks-delete', { methods: ['DELETE'], route: 'tasks/{taskId}', authLevel: 'anonymous', handler: tasksDelete });
+app.http('tasks-delete', { methods: ['DELETE'], route: apiRoute('tasks/{taskId}'), authLevel: 'anonymous', handler: tasksDelete });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { getTask } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { task, taskIdParameter } from '../shared/schemas/tasks.js';
 
 export const tasksGet = endpoint({
@@ -14,4 +15,4 @@ export const tasksGet = endpoint({
   },
 });
 
-app.http('tasks-get', { methods: ['GET'], route: 'tasks/{taskId}', authLevel: 'anonymous', handler: tasksGet });
+app.http('tasks-get', { methods: ['GET'], route: apiRoute('tasks/{taskId}'), authLevel: 'anonymous', handler: tasksGet });

@@ -1,12 +1,13 @@
 import { app } from '@azure/functions';
 import { listTasks } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
-import { listTasksQuery, task } from '../shared/schemas/tasks.js';
+import { apiRoute } from '../shared/http/routes.js';
+import { listTasksQuery, taskListItem } from '../shared/schemas/tasks.js';
 
 export const tasksList = endpoint({
   permission: 'tasks:read',
   query: listTasksQuery,
-  success: { status: 200, page: task },
+  success: { status: 200, page: taskListItem },
   docs: {
     summary: 'List tasks',
     description:
@@ -18,4 +19,4 @@ export const tasksList = endpoint({
   },
 });
 
-app.http('tasks-list', { methods: ['GET'], route: 'tasks', authLevel: 'anonymous', handler: tasksList });
+app.http('tasks-list', { methods: ['GET'], route: apiRoute('tasks'), authLevel: 'anonymous', handler: tasksList });

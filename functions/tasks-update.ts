@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { updateTask } from '../shared/data/tasks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { task, taskIdParameter, updateTaskBody } from '../shared/schemas/tasks.js';
 
 export const tasksUpdate = endpoint({
@@ -22,4 +23,4 @@ export const tasksUpdate = endpoint({
   },
 });
 
-app.http('tasks-update', { methods: ['PUT'], route: 'tasks/{taskId}', authLevel: 'anonymous', handler: tasksUpdate });
+app.http('tasks-update', { methods: ['PUT'], route: apiRoute('tasks/{taskId}'), authLevel: 'anonymous', handler: tasksUpdate });

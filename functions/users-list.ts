@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { listRecordedUsers } from '../shared/data/users-repository.js';
 import { listDirectoryUsers } from '../shared/graph/directory-users.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { listUsersQuery, user } from '../shared/schemas/users.js';
 
 export const usersList = endpoint({
@@ -29,4 +30,4 @@ export const usersList = endpoint({
   },
 });
 
-app.http('users-list', { methods: ['GET'], route: 'users', authLevel: 'anonymous', handler: usersList });
+app.http('users-list', { methods: ['GET'], route: apiRoute('users'), authLevel: 'anonymous', handler: usersList });

@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { getCurrentUser } from '../shared/data/users-repository.js';
 import { ApiError } from '../shared/errors.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { user } from '../shared/schemas/users.js';
 
 export const usersMe = endpoint({
@@ -19,4 +20,4 @@ export const usersMe = endpoint({
   },
 });
 
-app.http('users-me', { methods: ['GET'], route: 'users/me', authLevel: 'anonymous', handler: usersMe });
+app.http('users-me', { methods: ['GET'], route: apiRoute('users/me'), authLevel: 'anonymous', handler: usersMe });

@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { listDeliveries } from '../shared/data/deliveries-repository.js';
 import { getWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { delivery, listDeliveriesQuery, webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhookDeliveriesList = endpoint({
@@ -19,4 +20,9 @@ export const webhookDeliveriesList = endpoint({
   },
 });
 
-app.http('webhook-deliveries-list', { methods: ['GET'], route: 'webhooks/{webhookId}/deliveries', authLevel: 'anonymous', handler: webhookDeliveriesList });
+app.http('webhook-deliveries-list', {
+  methods: ['GET'],
+  route: apiRoute('webhooks/{webhookId}/deliveries'),
+  authLevel: 'anonymous',
+  handler: webhookDeliveriesList,
+});

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { deliveryResource, retryDelivery } from '../shared/data/deliveries-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { delivery, deliveryIdParameter, webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhookDeliveriesRetry = endpoint({
@@ -21,7 +22,7 @@ export const webhookDeliveriesRetry = endpoint({
 
 app.http('webhook-deliveries-retry', {
   methods: ['POST'],
-  route: 'webhooks/{webhookId}/deliveries/{deliveryId}/retry',
+  route: apiRoute('webhooks/{webhookId}/deliveries/{deliveryId}/retry'),
   authLevel: 'anonymous',
   handler: webhookDeliveriesRetry,
 });

@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { webhookSettings } from '../shared/config.js';
 import { createWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { CHANGE_EVENT_TYPES } from '../shared/schemas/events.js';
 import { createWebhookBody, webhookWithSecret } from '../shared/schemas/webhooks.js';
 import { checkWebhookUrl, URL_RULES } from '../shared/webhooks/url-rules.js';
@@ -27,4 +28,4 @@ export const webhooksCreate = endpoint({
   },
 });
 
-app.http('webhooks-create', { methods: ['POST'], route: 'webhooks', authLevel: 'anonymous', handler: webhooksCreate });
+app.http('webhooks-create', { methods: ['POST'], route: apiRoute('webhooks'), authLevel: 'anonymous', handler: webhooksCreate });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { deleteWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhooksDelete = endpoint({
@@ -15,4 +16,4 @@ export const webhooksDelete = endpoint({
   },
 });
 
-app.http('webhooks-delete', { methods: ['DELETE'], route: 'webhooks/{webhookId}', authLevel: 'anonymous', handler: webhooksDelete });
+app.http('webhooks-delete', { methods: ['DELETE'], route: apiRoute('webhooks/{webhookId}'), authLevel: 'anonymous', handler: webhooksDelete });

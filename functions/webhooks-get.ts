@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { getWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { webhook, webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhooksGet = endpoint({
@@ -17,4 +18,4 @@ export const webhooksGet = endpoint({
   },
 });
 
-app.http('webhooks-get', { methods: ['GET'], route: 'webhooks/{webhookId}', authLevel: 'anonymous', handler: webhooksGet });
+app.http('webhooks-get', { methods: ['GET'], route: apiRoute('webhooks/{webhookId}'), authLevel: 'anonymous', handler: webhooksGet });

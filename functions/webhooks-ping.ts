@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { deliveryResource, ping } from '../shared/data/deliveries-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { delivery, webhookIdParameter } from '../shared/schemas/webhooks.js';
 
 export const webhooksPing = endpoint({
@@ -17,4 +18,4 @@ export const webhooksPing = endpoint({
   },
 });
 
-app.http('webhooks-ping', { methods: ['POST'], route: 'webhooks/{webhookId}/ping', authLevel: 'anonymous', handler: webhooksPing });
+app.http('webhooks-ping', { methods: ['POST'], route: apiRoute('webhooks/{webhookId}/ping'), authLevel: 'anonymous', handler: webhooksPing });

@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { rotateSecret } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { webhookIdParameter, webhookWithSecret } from '../shared/schemas/webhooks.js';
 import { newSecret } from '../shared/webhooks/signing.js';
 
@@ -20,4 +21,9 @@ export const webhooksRotateSecret = endpoint({
   },
 });
 
-app.http('webhooks-rotate-secret', { methods: ['POST'], route: 'webhooks/{webhookId}/rotate-secret', authLevel: 'anonymous', handler: webhooksRotateSecret });
+app.http('webhooks-rotate-secret', {
+  methods: ['POST'],
+  route: apiRoute('webhooks/{webhookId}/rotate-secret'),
+  authLevel: 'anonymous',
+  handler: webhooksRotateSecret,
+});

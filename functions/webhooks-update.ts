@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { webhookSettings } from '../shared/config.js';
 import { updateWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { apiRoute } from '../shared/http/routes.js';
 import { updateWebhookBody, webhook, webhookIdParameter } from '../shared/schemas/webhooks.js';
 import { checkWebhookUrl, URL_RULES } from '../shared/webhooks/url-rules.js';
 
@@ -24,4 +25,4 @@ export const webhooksUpdate = endpoint({
   },
 });
 
-app.http('webhooks-update', { methods: ['PUT'], route: 'webhooks/{webhookId}', authLevel: 'anonymous', handler: webhooksUpdate });
+app.http('webhooks-update', { methods: ['PUT'], route: apiRoute('webhooks/{webhookId}'), authLevel: 'anonymous', handler: webhooksUpdate });

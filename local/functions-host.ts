@@ -23,6 +23,8 @@ const WHOLE_BODY_LIMIT = 64 * 1024;
 // How long a stopping host waits for the invocations under way: queue messages come back after that, and a lease's page is read again.
 const STOP_GRACE_MS = 10_000;
 const OVERRIDE_PREFIX = 'AzureFunctionsJobHost__';
+// The paths Azure's host answers itself, before any function (its reserved route guard).
+const RESERVED_ROUTE = /^\/(?:admin|runtime)(?:\/|$)/i;
 
 function log(functionName: string, level: string, message: string): void {
   const line = `[${new Date().toISOString()}] ${functionName}: ${message}`;
@@ -112,6 +114,8 @@ async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', base);
   logRequest(req, res, url.pathname);
   if (handledByCors(cors, req, res)) return;
+  // The host keeps /admin and /runtime for its own APIs: no function's route takes them, a catch-all included.
+  if (RESERVED_ROUTE.test(url.pathname)) return void res.writeHead(404).end();
   const found = router.find(req.method ?? 'GET', url.pathname);
   if (!found) return void res.writeHead(404).end();
   const { name, handler, trigger } = found.route.target;

@@ -6,6 +6,7 @@ export const STATUS_NAMES: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
+  405: 'Method Not Allowed',
   409: 'Conflict',
   411: 'Length Required',
   412: 'Precondition Failed',

@@ -65,6 +65,10 @@ const catalog = {
     en: () => 'Must be a date and time in ISO 8601 with a time zone (such as 2026-11-21T09:30:00Z).',
     ja: () => 'タイムゾーン付きの ISO 8601 形式の日時（例: 2026-11-21T09:30:00Z）である必要があります。',
   },
+  timeOutOfRange: {
+    en: () => 'Must be a time from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, once turned into UTC.',
+    ja: () => '0000-01-01T00:00:00Z から 9999-12-31T23:59:59.999Z まで（UTC に換算して）の日時である必要があります。',
+  },
   invalidForm: {
     en: () => 'Is not in the form this value takes: see the API description.',
     ja: () => 'この値に必要な形式ではありません。API の説明を確認してください。',
@@ -106,8 +110,8 @@ const catalog = {
     ja: () => '正しい Unicode テキストである必要があります。',
   },
   invalidIdempotencyKey: {
-    en: () => 'The Idempotency-Key header must be 1 to 255 visible ASCII characters.',
-    ja: () => 'Idempotency-Key ヘッダーは 1～255 文字の表示可能な ASCII 文字である必要があります。',
+    en: () => 'The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.',
+    ja: () => 'Idempotency-Key ヘッダーは 1 回だけ、カンマ以外の表示可能な ASCII 文字 1～255 文字で送信する必要があります。',
   },
   idempotencyKeyReused: {
     en: () => 'This Idempotency-Key was already used with a different request.',
@@ -164,6 +168,16 @@ const catalog = {
   routeNotFound: {
     en: (p) => `No operation matches ${p.method} ${p.path}.`,
     ja: (p) => `${p.method} ${p.path} に一致する操作はありません。`,
+  },
+  outsideApi: {
+    en: (p) =>
+      `No operation matches ${p.method} ${p.path}: the API's paths begin with ${p.base}, as in ${p.base}/projects, and its reference page is ${p.base}/docs.`,
+    ja: (p) =>
+      `${p.method} ${p.path} に一致する操作はありません。API のパスは ${p.base} で始まります（例: ${p.base}/projects）。リファレンスページは ${p.base}/docs です。`,
+  },
+  methodNotAllowed: {
+    en: (p) => `${p.path} does not take ${p.method}: it takes ${p.allowed}.`,
+    ja: (p) => `${p.path} は ${p.method} を受け付けません。受け付けるメソッド: ${p.allowed}。`,
   },
   projectNotFound: {
     en: (p) => `Project ${p.id} does not exist.`,

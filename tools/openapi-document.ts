@@ -9,6 +9,8 @@ import { PERMISSIONS, ROLES, type Permission } from '../shared/roles.js';
 import { TOKEN_REFUSAL_REASONS } from '../shared/auth/token-validator.js';
 import { ApiError, STATUS_NAMES } from '../shared/errors.js';
 import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
+import { IDEMPOTENCY_KEY } from '../shared/http/endpoint.js';
+import { API_BASE_PATH } from '../shared/http/routes.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
 import { translate, type MessageKey } from '../shared/messages.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
@@ -63,7 +65,12 @@ const RESPONSE_HEADERS: Record<string, Json> = {
     schema: { type: 'string' },
   },
   Location: { description: 'Path of the resource created (or of the job started).', required: true, schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; absent on the last page.', schema: { type: 'string' } },
+  Link: {
+    description:
+      'RFC 8288 link to the next page, `</api/…?…&cursor=…>; rel="next"`: a path on the API\'s own host, to resolve against the URL ' +
+      'requested (never an absolute URL); absent on the last page.',
+    schema: { type: 'string' },
+  },
   IdempotentReplayed: {
     description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.',
     schema: { type: 'string', enum: ['true'] },
@@ -127,9 +134,9 @@ const HONOURED_HEADERS: Record<HonouredHeader, { component: string; definition: 
       in: 'header',
       description:
         'Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer ' +
-        'and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII ' +
-        'characters.',
-      schema: { type: 'string', minLength: 1, maxLength: 255 },
+        'and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII ' +
+        "characters other than a comma (Azure's host joins a repeated header's values with one).",
+      schema: { type: 'string', pattern: IDEMPOTENCY_KEY.source },
       example: '8d0c7a52-onboarding',
     },
   },
@@ -395,6 +402,8 @@ ${rolesTable()}
 
 **Errors** are JSON objects \`{ error, message, status, requestId }\`, plus \`details: [{ path, message }]\` for validation errors; some carry more
 (\`claims\`, \`activeJobId\`). Messages are in Japanese when \`Accept-Language\` prefers \`ja\`. Unknown query parameters and unknown body fields are a 400.
+A method that a path of this document does not list is a 405 whose \`Allow\` names those it does; a path it does not have is a 404, and a path
+outside \`/api\` a 404 saying where the API is.
 
 **Requests.** Give each query parameter once, with one value: a repeated parameter, or a comma list in one that takes a single value,
 is a 400 (in \`q\` a comma is text). Send a body with \`Content-Length\`: Azure's Functions host hands a chunked body to the API empty, so one is a 411.
@@ -402,10 +411,12 @@ A body whose fields are all optional may be left out (no content, \`Content-Leng
 An operation without a request body takes none: a body sent to it all the same is read as any body (JSON, or a 415) and must be \`{}\`:
 each field in it is unknown (400).
 
-**Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: <…>; rel="next"\` header points at the next page.
+**Lists** are JSON arrays, paged with \`limit\` and an opaque \`cursor\`; a \`Link: </api/…?…&cursor=…>; rel="next"\` header points at the next page,
+as a path on the API's own host (resolve it against the URL requested). No URL the API answers with is built from the request's \`Host\`.
 
 **Changes.** Single resources carry an \`ETag\`: the resource's version, the same a read of it answers (after a create, an action or a
-rotation too). \`PUT\` and \`DELETE\` honour \`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).
+rotation too); a list's items carry the same tag as \`etag\`, where the resource has a read of its own. \`PUT\` and \`DELETE\` honour
+\`If-Match\` (412 when it no longer matches) and reads honour \`If-None-Match\` (304).
 Creates honour \`Idempotency-Key\`.`;
 }
 
@@ -472,11 +483,20 @@ function webhooks(components: Components): { webhooks: Json; parameters: Json; r
   return { webhooks: Object.fromEntries(entries), parameters, requestBodies, responses };
 }
 
+/** An operation's registration with its route below the API's base path, as the document's paths are written (below its server URL). */
+function belowApiBase(registration: HttpRegistration): HttpRegistration {
+  const base = `${API_BASE_PATH}/`;
+  if (!registration.route.startsWith(base))
+    throw new Error(`The function ${registration.name} registers ${registration.route}: make its route with apiRoute()`);
+  return { ...registration, route: registration.route.slice(base.length) };
+}
+
 export function buildOpenApiDocument(registrations: HttpRegistration[], options: { version: string; routePrefix: string }): Json {
   const components = new Components();
   const tagIndex = (route: string) => TAGS.findIndex((tag) => tag.name === tagOf(route).name);
   const operations = registrations
     .filter((registration) => !isCatchAll(registration.route))
+    .map(belowApiBase)
     .flatMap((registration) => registration.methods.map((method) => ({ registration, method: method.toUpperCase() })))
     .sort(
       (a, b) =>
@@ -492,7 +512,7 @@ export function buildOpenApiDocument(registrations: HttpRegistration[], options:
   return {
     openapi: '3.1.0',
     info: { title: 'LMS Platform API', version: options.version, description: overview() },
-    servers: [{ url: `/${options.routePrefix}`, description: 'The deployment that serves this document' }],
+    servers: [{ url: `/${[options.routePrefix, API_BASE_PATH].filter(Boolean).join('/')}`, description: 'The deployment that serves this document' }],
     tags: TAGS.map(({ name, description }) => ({ name, description })),
     security: [{ entra: [USER_SCOPE] }, { bearer: [] }],
     paths,

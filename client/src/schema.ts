@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description The tenant's events of the last 7 days, newest first, each as its webhook body with its `id` (the deliveries' `webhook-id`): what a receiver that was down catches up with, de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).
+         * @description The tenant's events of the last 7 days, each as its webhook body with its `id` (the deliveries' `webhook-id`), newest first, or oldest first with `sort=timestamp`: what a receiver that was down catches up with, from a little before the last event it saw (`since`), following `Link` to the end and de-duplicating on `id`. `type` keeps one kind of event; `since` keeps those at or after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).
          *
          *     **Roles:** LMS.Reader, LMS.Member, LMS.Manager, LMS.Admin (permission `events:read`).
          */
@@ -913,6 +913,22 @@ export interface components {
             /** @description The `webhook-id` every delivery of this event carries: the key to de-duplicate on */
             id: string;
         };
+        EventListItem: {
+            /** @enum {string} */
+            type: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping";
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            timestamp: string;
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description The `webhook-id` every delivery of this event carries: the key to de-duplicate on */
+            id: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
+        };
         OpenApiDocument: {
             openapi: string;
             info: {
@@ -992,6 +1008,30 @@ export interface components {
             timestamp: string;
             data: components["schemas"]["Project"];
         };
+        ProjectListItem: {
+            id: string;
+            name: string;
+            description: string;
+            /** @enum {string} */
+            status: "Planning" | "Active" | "OnHold" | "Completed" | "Archived";
+            /** Format: email */
+            owner: string;
+            members: string[];
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description The creator's Entra object id (oid) */
+            createdBy: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
+        };
         RagJob: {
             /** Format: uuid */
             jobId: string;
@@ -1046,6 +1086,50 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["RagJob"];
+        };
+        RagJobListItem: {
+            /** Format: uuid */
+            jobId: string;
+            /** @enum {string} */
+            status: "Queued" | "Running" | "Succeeded" | "Failed" | "Cancelled";
+            /** @enum {string} */
+            mode: "incremental" | "full";
+            projectIds: string[] | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            requestedAt: string;
+            /** @description The requester's Entra object id (oid) */
+            requestedBy: string;
+            startedAt: string | null;
+            completedAt: string | null;
+            /** @description While Running: how far the job has come; afterwards, how it ended */
+            progress: {
+                /** @description Projects and tasks found in scope so far */
+                sources: number;
+                /** @description Batches planned so far (at most 500 sources each) */
+                batches: number;
+                /** @description Batches that have ended */
+                batchesDone: number;
+            } | null;
+            /** @description When a cancel was asked for; the job is Cancelled once the batches under way end */
+            cancelRequestedAt: string | null;
+            counts: {
+                /** @description Projects and tasks the tenant's whole index holds after the job, whatever its scope */
+                sources: number;
+                /** @description Chunks the tenant's whole index holds after the job, whatever its scope */
+                chunks: number;
+                /** @description Chunks written by the job, in its scope */
+                written: number;
+                /** @description Chunks of its scope left as they were */
+                unchanged: number;
+                /** @description Chunks removed because their source is gone */
+                deleted: number;
+            } | null;
+            error: string | null;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
         };
         StartRagIndexRequest: {
             /**
@@ -1107,6 +1191,32 @@ export interface components {
              */
             timestamp: string;
             data: components["schemas"]["Task"];
+        };
+        TaskListItem: {
+            id: string;
+            projectId: string;
+            title: string;
+            description: string;
+            /** @enum {string} */
+            status: "Todo" | "InProgress" | "Blocked" | "Done";
+            /** @enum {string} */
+            priority: "Low" | "Medium" | "High" | "Urgent";
+            assignee: string | null;
+            dueDate: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description The creator's Entra object id (oid) */
+            createdBy: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
         };
         UpdateProjectRequest: {
             name?: string;
@@ -1181,6 +1291,27 @@ export interface components {
              */
             createdAt: string;
         };
+        WebhookListItem: {
+            id: string;
+            url: string;
+            events: ("project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed" | "webhook.ping")[];
+            description: string;
+            active: boolean;
+            /** @description Why the API turned the subscription off, while `active` is false because of it */
+            disabledReason: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp with milliseconds
+             */
+            updatedAt: string;
+            /** @description The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first */
+            etag: string;
+        };
         WebhookWithSecret: {
             id: string;
             url: string;
@@ -1231,7 +1362,7 @@ export interface components {
          */
         IfNoneMatch: string;
         /**
-         * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+         * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
          * @example 8d0c7a52-onboarding
          */
         IdempotencyKey: string;
@@ -1279,7 +1410,7 @@ export interface components {
         ETag: string;
         /** @description Path of the resource created (or of the job started). */
         Location: string;
-        /** @description RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; absent on the last page. */
+        /** @description RFC 8288 link to the next page, `</api/…?…&cursor=…>; rel="next"`: a path on the API's own host, to resolve against the URL requested (never an absolute URL); absent on the last page. */
         Link: string;
         /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key. */
         IdempotentReplayed: "true";
@@ -1310,8 +1441,10 @@ export interface operations {
         parameters: {
             query?: {
                 type?: "project.created" | "project.updated" | "project.deleted" | "task.created" | "task.updated" | "task.deleted" | "rag.job.succeeded" | "rag.job.failed";
-                /** @description Only events at or after this time (ISO 8601, with a time zone) */
+                /** @description Only events at or after this time (ISO 8601 with a time zone, from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z) */
                 since?: string;
+                /** @description `-timestamp`: newest first; `timestamp`: oldest first, the order to catch up in after downtime */
+                sort?: "timestamp" | "-timestamp";
                 limit?: number;
                 cursor?: string;
             };
@@ -1348,11 +1481,12 @@ export interface operations {
                      *           "createdAt": "2026-11-21T09:30:00.000Z",
                      *           "updatedAt": "2026-11-21T09:30:00.000Z",
                      *           "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
-                     *         }
+                     *         },
+                     *         "etag": "\"dIrNcQTmuRMAH_58hK6yYpAWVma\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["EventListItem"][];
                 };
             };
             /**
@@ -1733,11 +1867,12 @@ export interface operations {
                      *         ],
                      *         "createdAt": "2026-11-21T09:30:00.000Z",
                      *         "updatedAt": "2026-11-21T09:30:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *         "etag": "\"Im2qSSa-RoOm-MrMEJ0fxEsx9RB\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Project"][];
+                    "application/json": components["schemas"]["ProjectListItem"][];
                 };
             };
             /**
@@ -1879,7 +2014,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -1940,7 +2075,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              *     - Give "owner": the token carries no e-mail address that the API accepts.
              *     - A project has at most {limit} members, including its owner.
              */
@@ -2753,11 +2888,12 @@ export interface operations {
                      *         "dueDate": "2027-01-15",
                      *         "createdAt": "2026-11-21T09:35:00.000Z",
                      *         "updatedAt": "2026-11-21T09:35:00.000Z",
-                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f"
+                     *         "createdBy": "3f2b8c1d-5e6a-4b7c-8d9e-0a1b2c3d4e5f",
+                     *         "etag": "\"3SeHqrzQLX2A5kTu0U-KQtaN_iX\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Task"][];
+                    "application/json": components["schemas"]["TaskListItem"][];
                 };
             };
             /**
@@ -2899,7 +3035,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -2959,7 +3095,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              */
             400: {
                 headers: {
@@ -4152,7 +4288,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4213,7 +4349,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              */
             400: {
                 headers: {
@@ -4399,11 +4535,12 @@ export interface operations {
                      *         "progress": null,
                      *         "cancelRequestedAt": null,
                      *         "counts": null,
-                     *         "error": null
+                     *         "error": null,
+                     *         "etag": "\"yBK-Z6vXoUNIGfVPjPZCmTShfDP\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["RagJob"][];
+                    "application/json": components["schemas"]["RagJobListItem"][];
                 };
             };
             /**
@@ -4973,11 +5110,12 @@ export interface operations {
                      *         "active": true,
                      *         "disabledReason": null,
                      *         "createdAt": "2026-11-21T11:00:00.000Z",
-                     *         "updatedAt": "2026-11-21T11:00:00.000Z"
+                     *         "updatedAt": "2026-11-21T11:00:00.000Z",
+                     *         "etag": "\"O-PK5COG8xBO_KsgYhJINyr7m-n\""
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["Webhook"][];
+                    "application/json": components["schemas"]["WebhookListItem"][];
                 };
             };
             /**
@@ -5119,7 +5257,7 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. 1–255 visible ASCII characters.
+                 * @description Makes the create safe to retry: the same key from the same caller within 24 hours returns the first answer and creates nothing (`Idempotent-Replayed: true`); with another body it is a 422. Sent once, as 1–255 visible ASCII characters other than a comma (Azure's host joins a repeated header's values with one).
                  * @example 8d0c7a52-onboarding
                  */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5181,7 +5319,7 @@ export interface operations {
              *     - The request body is not valid UTF-8.
              *     - The request body must be a JSON object.
              *     - The request body ended before all of it arrived.
-             *     - The Idempotency-Key header must be 1 to 255 visible ASCII characters.
+             *     - The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.
              *     - The webhook URL is not an absolute URL.
              *     - The webhook URL must not hold a user name or password.
              *     - The webhook URL must use https.

@@ -91,8 +91,8 @@ describe('CORS in the local host, as the Function App applies its CORS setting',
 
     expect(withoutOrigin.status).toBe(200);
     expect(withoutOrigin.headers.get('access-control-allow-origin')).toBeNull();
-    // The app's catch-all answers: a 404, with the origin, as the middleware adds it to any answer.
-    expect(notPreflight.status).toBe(404);
+    // The app's catch-all answers: a 405 (the path takes GET and POST), with the origin, as the middleware adds it to any answer.
+    expect(notPreflight.status).toBe(405);
     expect(notPreflight.headers.get('access-control-allow-origin')).toBe(ADD_IN);
   });
 
@@ -128,8 +128,8 @@ describe('CORS in the local host, as the Function App applies its CORS setting',
   it('answers no CORS at all without a CORS setting, as `func start` without --cors', async () => {
     const response = await preflight(stack.apiBaseUrl, ADD_IN);
 
-    // The app's catch-all answers the OPTIONS request like any request to a path it does not have.
-    expect(response.status).toBe(404);
+    // The app's catch-all answers the OPTIONS request like any other method the path does not take.
+    expect(response.status).toBe(405);
     expect(hostCorsHeaders(response)).toEqual({});
   });
 });

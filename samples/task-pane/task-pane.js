@@ -49,8 +49,9 @@ async function showProjects(url, append) {
     item.textContent = `${project.name} (${project.id}, ${project.status})`;
     list.append(item);
   }
-  // More pages are announced by the Link header, absolute.
-  nextPage = response.headers.get('Link')?.match(/<([^>]+)>\s*;\s*rel="next"/)?.[1];
+  // More pages are announced by the Link header, a path on the API's host: resolve it against the URL asked, not this page's.
+  const next = response.headers.get('Link')?.match(/<([^>]+)>\s*;\s*rel="next"/)?.[1];
+  nextPage = next && new URL(next, response.url).href;
   element('more').hidden = !nextPage;
   element('status').textContent = `${list.children.length} projects shown.`;
 }

@@ -1,4 +1,7 @@
-/** The tenant's events of the retention window, as GET /api/events lists them (newest first) and GET /api/events/{eventId} reads one; pings left out. */
+/**
+ * The tenant's events of the retention window, as GET /api/events lists them (newest or oldest first) and
+ * GET /api/events/{eventId} reads one; pings left out.
+ */
 import type { Principal } from '../auth/principal.js';
 import { notFound } from '../errors.js';
 import { allows } from '../roles.js';
@@ -6,7 +9,7 @@ import { EVENT_TYPES, type Event, type ListEventsQuery } from '../schemas/events
 import { payloadOf, type EventDocument } from './events.js';
 import type { Page } from './paging.js';
 import { readVisible, type DocumentKind } from './tenant-data.js';
-import { listPage } from './tenant-queries.js';
+import { listPage, sortOrder } from './tenant-queries.js';
 
 // A ping is a test of one subscription, not a change to catch up on.
 const isPing = (document: EventDocument) => document.webhookId !== undefined;
@@ -37,7 +40,7 @@ export function listEvents(principal: Principal, query: ListEventsQuery): Promis
   const values = { ...query, eventType: query.type };
   return listPage(visibleTo(principal), principal.tenantId, values, {
     filters: { eventType: 'c.eventType = @eventType', since: 'c.timestamp >= @since' },
-    orderBy: 'c.timestamp DESC',
+    orderBy: sortOrder(query.sort, { timestamp: 'c.timestamp' }),
   });
 }
 

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 /**
  * The version of a resource as the API shows it, computed from what is shown: bookkeeping that
@@ -21,6 +21,30 @@ const resourcesShown = new WeakMap<z.ZodType, z.ZodObject>();
 export function resourceAndMore<B extends z.ZodObject>(resource: z.ZodObject, body: B): B {
   resourcesShown.set(body, resource);
   return body;
+}
+
+/** The schemas of list items that carry their resource's ETag. */
+const taggedItems = new WeakSet<z.ZodType>();
+
+/**
+ * A list item's schema: the resource as a read of it shows it, and `etag`, the ETag that read answers,
+ * so that a change after a list needs no read first (If-Match takes it as it is). Its version is the
+ * resource's: the etag is no part of what it tags.
+ */
+export function listedWithETag<R extends z.ZodObject>(resource: R) {
+  const item = resourceAndMore(
+    resource,
+    resource.extend({
+      etag: z.string().describe('The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first'),
+    }),
+  );
+  taggedItems.add(item);
+  return item;
+}
+
+/** Whether a page's items, of this schema, each carry their resource's ETag. */
+export function carriesETag(itemSchema: z.ZodType): boolean {
+  return taggedItems.has(itemSchema);
 }
 
 /**

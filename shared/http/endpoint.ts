@@ -7,7 +7,7 @@ import type { Idempotency } from '../data/idempotency.js';
 import type { Page } from '../data/paging.js';
 import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
-import { versionedPart, type ExpectedVersion } from '../domain/versions.js';
+import { carriesETag, versionedPart, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import { translate } from '../messages.js';
 import { parseOrThrow } from '../validation.js';
@@ -26,8 +26,12 @@ type Params<P> = { readonly [Name in keyof P]: string };
 const NO_QUERY_PARAMETERS = z.strictObject({});
 /** The body of an operation declared without one: none, or `{}`; any field is an unknown field. */
 const NO_BODY = z.strictObject({});
-// The Idempotency-Key draft's key: visible ASCII, of a sensible length.
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/**
+ * The Idempotency-Key draft's key: visible ASCII, of a sensible length, without a comma. Azure's host
+ * joins a repeated header's values with one, so the comma is how a key sent twice shows: `a,b` would
+ * otherwise be taken as a third key.
+ */
+export const IDEMPOTENCY_KEY = /^[\x21-\x2b\x2d-\x7e]{1,255}$/;
 
 /** What a handler gets: the caller and the request's parts, validated, as plain values. Headers stay here. */
 export interface EndpointInput<P, Q, B> {
@@ -90,6 +94,15 @@ export async function respond(
   } catch (error) {
     return errorResponse(error, language, context);
   }
+}
+
+/**
+ * The request's path without empty segments (so without a trailing slash), from which the URLs an answer
+ * names are built: only a path, never the request's host, and never one starting `//`, which a client
+ * would read as another host.
+ */
+export function canonicalPath(url: URL): string {
+  return `/${url.pathname.split('/').filter(Boolean).join('/')}`;
 }
 
 /** A handler that needs no token, carrying its definition as endpoint() handlers carry theirs. */
@@ -165,11 +178,18 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
   };
 }
 
+/** A page's items as sent: each with its `etag` where the page's item schema says so (listedWithETag). */
+function pageItems(definition: OperationDefinition, items: unknown[]): unknown[] {
+  const { body } = definition.success;
+  if (!(body instanceof z.ZodArray) || !carriesETag(body.element as z.ZodType)) return items;
+  return items.map((item) => ({ ...(item as object), etag: entityTag(item) }));
+}
+
 /** The successful answer the definition declares, made from what the handler answered. */
-function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, path: string): HttpResponseInit {
+function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, url: URL, path: string): HttpResponseInit {
   const { status, headers: declared = [] } = definition.success;
   const { page, created } = outcome;
-  const body = page ? page.items : created ? created.resource : outcome.body;
+  const body = page ? pageItems(definition, page.items) : created ? created.resource : outcome.body;
   const headers: Record<string, string> = {};
   if (declared.includes('ETag')) {
     // The resource's version, as a read of it tags it: a body that shows more than the resource (a secret) names the resource's.
@@ -180,7 +200,7 @@ function answer(definition: OperationDefinition, outcome: Outcome, request: Http
     headers.ETag = tag;
   }
   if (declared.includes('Location')) headers.Location = created ? `${path}/${created.resource.id}` : outcome.location!;
-  if (declared.includes('Link')) Object.assign(headers, nextPageLink(request.url, page?.nextCursor));
+  if (declared.includes('Link')) Object.assign(headers, nextPageLink(url, path, page?.nextCursor));
   if (definition.success.retryAfterSeconds !== undefined) headers['Retry-After'] = String(definition.success.retryAfterSeconds);
   if (created ? created.replayed : outcome.replayed) headers['Idempotent-Replayed'] = 'true';
   if (definition.deprecated) {
@@ -229,7 +249,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;
       const read = parseOrThrow(bodySchema, await readJsonObject(request, bodyOptions), language);
       const body = (definition.body ? read : undefined) as Output<BS>;
-      const path = `/${url.pathname.split('/').filter(Boolean).join('/')}`;
+      const path = canonicalPath(url);
       const outcome = await definition.handle({
         principal,
         query,
@@ -240,7 +260,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
         language,
         path,
       });
-      return answer(definition, outcome, request, path);
+      return answer(definition, outcome, request, url, path);
     });
   return Object.assign(handler, { definition });
 }

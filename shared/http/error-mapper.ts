@@ -26,6 +26,9 @@ const UNAVAILABLE_MESSAGES: Record<DependencyUnavailableError['dependency'], Mes
   queue: 'queueUnavailable',
 };
 
+/** The refusals whose reason an operator asks for: who may not call (401) or may not do this (403). */
+const REFUSALS = new Set([401, 403]);
+
 let configurationReported = false;
 
 function isDatabaseOutage(error: unknown, depth = 0): boolean {
@@ -49,6 +52,11 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
   if (error instanceof ApiError) {
     // A 5xx the API chose to send (a dependency failed) still deserves a line in the log.
     if (error.status >= 500) log(context, 'warn', `${error.messageKey} (request ${requestId})`, error.cause);
+    // Why a caller was refused, as its answer says it: an operator reading the log sees more than the status.
+    // The message names a reason or a permission, never what the token held.
+    if (REFUSALS.has(error.status)) {
+      context.info(`Refused with ${error.status} ${error.messageKey} (request ${requestId}): ${translate(error.messageKey, 'en', error.params)}`);
+    }
     const jsonBody = { ...body(error.status, error.messageKey, language, requestId, error.params), ...error.options.extra };
     if (error.options.details) Object.assign(jsonBody, { details: error.options.details });
     return { status: error.status, jsonBody, headers: { ...headers, ...error.options.headers } };

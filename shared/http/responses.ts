@@ -37,12 +37,17 @@ export function responseHeaders(requestId: string, options: { language?: Languag
   return headers;
 }
 
-/** RFC 8288 `Link` to the next page: the same request with the next cursor. */
-export function nextPageLink(requestUrl: string, cursor: string | undefined): Record<string, string> {
+/**
+ * RFC 8288 `Link` to the next page: the same request with the next cursor, as a reference to the path
+ * from the root (RFC 3986 4.2), which a client resolves against the URL it asked. Never an absolute URL:
+ * the request's host is what the caller, or anything on the way, wrote in `Host`, and a client sends
+ * its token where the link points.
+ */
+export function nextPageLink(requestUrl: URL, path: string, cursor: string | undefined): Record<string, string> {
   if (cursor === undefined) return {};
-  const url = new URL(requestUrl);
-  url.searchParams.set('cursor', cursor);
-  return { Link: `<${url.href}>; rel="next"` };
+  const query = new URLSearchParams(requestUrl.search);
+  query.set('cursor', cursor);
+  return { Link: `<${path}?${query.toString()}>; rel="next"` };
 }
 
 /** A read: 304 when the client's If-None-Match names the current version, else 200 with the resource and its ETag. */

@@ -1,13 +1,23 @@
 import { z } from 'zod';
+import { entityTag } from '../http/etag.js';
 import { requestedJob } from '../domain/rag-jobs.js';
 import { errorBody } from '../schemas/common.js';
 import { pingEventBody, projectDeletedEventBody, projectEventBody, ragJobEventBody, taskDeletedEventBody, taskEventBody } from '../schemas/event-payloads.js';
-import { event, type Event } from '../schemas/events.js';
-import { createProjectBody, project, updateProjectBody, type Project } from '../schemas/projects.js';
-import { jobIdParameter, ragJob, startRagIndexBody, type RagJob } from '../schemas/rag.js';
-import { createTaskBody, task, updateTaskBody, type Task } from '../schemas/tasks.js';
+import { event, eventListItem, type Event } from '../schemas/events.js';
+import { createProjectBody, project, projectListItem, updateProjectBody, type Project } from '../schemas/projects.js';
+import { jobIdParameter, ragJob, ragJobListItem, startRagIndexBody, type RagJob } from '../schemas/rag.js';
+import { createTaskBody, task, taskListItem, updateTaskBody, type Task } from '../schemas/tasks.js';
 import { user, type User } from '../schemas/users.js';
-import { createWebhookBody, delivery, updateWebhookBody, webhook, webhookWithSecret, type Delivery, type Webhook } from '../schemas/webhooks.js';
+import {
+  createWebhookBody,
+  delivery,
+  updateWebhookBody,
+  webhook,
+  webhookListItem,
+  webhookWithSecret,
+  type Delivery,
+  type Webhook,
+} from '../schemas/webhooks.js';
 
 /**
  * The names the document gives the schemas it shares (generated clients name their types after
@@ -87,6 +97,9 @@ const exampleEvent: Event = {
   data: { ...exampleProject },
 };
 
+/** A resource as a list shows it: with the ETag a read of it answers. */
+const listed = <R extends object>(resource: R) => ({ ...resource, etag: entityTag(resource) });
+
 /** The body of `GET /api/openapi.json`: an OpenAPI document, this one. */
 export const openApiDocument = z.looseObject({
   openapi: z.string(),
@@ -103,6 +116,11 @@ export const NAMED_SCHEMAS = new Map<z.ZodType, { name: string; example: unknown
   [webhookWithSecret, { name: 'WebhookWithSecret', example: { ...exampleWebhook, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' } }],
   [delivery, { name: 'WebhookDelivery', example: exampleDelivery }],
   [event, { name: 'Event', example: exampleEvent }],
+  [projectListItem, { name: 'ProjectListItem', example: listed(exampleProject) }],
+  [taskListItem, { name: 'TaskListItem', example: listed(exampleTask) }],
+  [ragJobListItem, { name: 'RagJobListItem', example: listed(exampleRagJob) }],
+  [webhookListItem, { name: 'WebhookListItem', example: listed(exampleWebhook) }],
+  [eventListItem, { name: 'EventListItem', example: listed(exampleEvent) }],
   // What receivers get (the document's webhooks): their bodies have no example, which the reference page makes from the schema.
   [projectEventBody, { name: 'ProjectEvent', example: undefined }],
   [projectDeletedEventBody, { name: 'ProjectDeletedEvent', example: undefined }],

@@ -14,6 +14,20 @@ export interface PathParameter {
 
 export const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC timestamp with milliseconds');
 
+/**
+ * A time a list filters by: ISO 8601 with a time zone, turned into UTC text, which Cosmos compares with
+ * the stored timestamps as text. Only the years 0000 to 9999 keep that text's four-digit form: a later
+ * or an earlier time would read `+010000-…` or `-000001-…` and sort before every stored time, so it is
+ * refused rather than taken to mean every event.
+ */
+export function timeParameter(description: string) {
+  return z.iso
+    .datetime({ offset: true })
+    .transform((value) => new Date(value).toISOString())
+    .pipe(patterned(/^\d{4}-/, 'timeOutOfRange'))
+    .describe(`${description} (ISO 8601 with a time zone, from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z)`);
+}
+
 /** What the API keeps on a project and on a task: when it was made and last changed, and by whom it was made. */
 export const recordStamps = {
   createdAt: timestamp,

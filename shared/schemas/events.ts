@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { listedWithETag } from '../domain/versions.js';
 import { patterned } from '../validation.js';
-import { pagingParameters, timestamp, type PathParameter } from './common.js';
+import { pagingParameters, sortParameter, timeParameter, timestamp, type PathParameter } from './common.js';
 
 /** Every event there is; `webhook.ping` only ever goes to the subscription pinged, and is not listed. */
 export const EVENT_TYPES = [
@@ -37,13 +38,15 @@ export const event = eventPayload.extend({
 });
 export type Event = z.infer<typeof event>;
 
+/** An event as a list shows it: with `etag`, the ETag a read of it answers. */
+export const eventListItem = listedWithETag(event);
+
 export const listEventsQuery = z.strictObject({
   type: z.enum(CHANGE_EVENT_TYPES).optional(),
-  since: z.iso
-    .datetime({ offset: true })
-    .describe('Only events at or after this time (ISO 8601, with a time zone)')
-    .transform((value) => new Date(value).toISOString())
-    .optional(),
+  since: timeParameter('Only events at or after this time').optional(),
+  sort: sortParameter(['timestamp'])
+    .default('-timestamp')
+    .describe('`-timestamp`: newest first; `timestamp`: oldest first, the order to catch up in after downtime'),
   ...pagingParameters,
 });
 export type ListEventsQuery = z.infer<typeof listEventsQuery>;

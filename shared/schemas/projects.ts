@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listedWithETag } from '../domain/versions.js';
 import { atLeastOneField, email, patterned, text } from '../validation.js';
 import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
 
@@ -19,6 +20,9 @@ export const project = z.object({
   ...recordStamps,
 });
 export type Project = z.infer<typeof project>;
+
+/** A project as a list shows it: with `etag`, the ETag a read of it answers. */
+export const projectListItem = listedWithETag(project);
 
 export const createProjectBody = z.strictObject({
   name: recordTitle,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listedWithETag } from '../domain/versions.js';
 import { GUID } from '../guid.js';
 import { patterned } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
@@ -55,6 +56,9 @@ export const ragJob = z.object({
   error: z.string().nullable(),
 });
 export type RagJob = z.infer<typeof ragJob>;
+
+/** A RAG job as a list shows it: with `etag`, the ETag a read of it answers. */
+export const ragJobListItem = listedWithETag(ragJob);
 
 export const listRagJobsQuery = z.strictObject({ ...pagingParameters });
 export type ListRagJobsQuery = z.infer<typeof listRagJobsQuery>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listedWithETag } from '../domain/versions.js';
 import { atLeastOneField, email, patterned } from '../validation.js';
 import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
@@ -27,6 +28,9 @@ export const task = z.object({
   ...recordStamps,
 });
 export type Task = z.infer<typeof task>;
+
+/** A task as a list shows it: with `etag`, the ETag a read of it answers. */
+export const taskListItem = listedWithETag(task);
 
 export const createTaskBody = z.strictObject({
   projectId,

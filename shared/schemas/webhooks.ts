@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { resourceAndMore } from '../domain/versions.js';
+import { listedWithETag, resourceAndMore } from '../domain/versions.js';
 import { atLeastOneField, patterned, text } from '../validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { CHANGE_EVENT_TYPES, EVENT_TYPES } from './events.js';
@@ -29,6 +29,9 @@ export const webhook = z.object({
   updatedAt: timestamp,
 });
 export type Webhook = z.infer<typeof webhook>;
+
+/** A subscription as a list shows it: with `etag`, the ETag a read of it answers. */
+export const webhookListItem = listedWithETag(webhook);
 
 /** Only the answers to a create and to a rotation show the secret, which is no part of the webhook's version: their ETag is the webhook's. */
 export const webhookWithSecret = resourceAndMore(

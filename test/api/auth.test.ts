@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { decodeJwt, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { sharedHostLog } from '../support/secrets-and-logs.js';
+import { waitFor } from '../support/wait.js';
 import { api, CLIENT_ID, HOME_TENANT, OTHER_TENANT, postForm, signToken, stack, token, uniqueEmail, userClaims, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
@@ -280,6 +282,21 @@ describe('401 Unauthorized with a Bearer invalid_token challenge', () => {
     const japanese = await api('GET', '/projects?limit=1', { token: await makeToken(), headers: { 'accept-language': 'ja' } });
     expect(japanese.body.message).toMatch(JAPANESE);
     expect(japanese.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", error_description="${reason}"`);
+  });
+
+  it("for a genuine token for another resource, leaving the reason in the host's log by request id, never the token", async () => {
+    const refused = await crafted({ aud: 'https://graph.microsoft.com' });
+    const response = await listProjects(refused);
+    expectUnauthorized(response);
+    const requestId = response.headers.get('x-request-id')!;
+    // Beside the request's line (its status), a line of the function's saying why.
+    const line = await waitFor(async () =>
+      (await sharedHostLog()).split('\n').find((logged) => logged.includes(requestId) && logged.includes('tokenWrongAudience')),
+    );
+    expect(line).toContain(`projects-list: Refused with 401 tokenWrongAudience (request ${requestId}): ${response.body.message}`);
+    const log = await sharedHostLog();
+    expect(log).not.toContain(refused);
+    expect(log).not.toContain(refused.split('.')[1]);
   });
 
   it('for a forged token, without a reason: its claims are not read before its signature is good', async () => {

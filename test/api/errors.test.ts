@@ -119,6 +119,26 @@ describe('what an invalid query value is told, in words and never as a regular e
     ]);
   });
 
+  it('a time or a date beyond what sorts as text: after the year 9999 or before 0000, in UTC, it is refused, not read as every event', async () => {
+    const outOfRange = 'Must be a time from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, once turned into UTC.';
+    for (const since of ['9999-12-31T23:00:00-05:00', '0000-01-01T00:00:00+01:00']) {
+      expect(await detailsOf(`/events?since=${encodeURIComponent(since)}`), since).toEqual([{ path: 'query.since', message: outOfRange }]);
+    }
+    expect(await detailsOf(`/events?since=${encodeURIComponent('9999-12-31T23:00:00-05:00')}`, 'ja')).toEqual([
+      { path: 'query.since', message: '0000-01-01T00:00:00Z から 9999-12-31T23:59:59.999Z まで（UTC に換算して）の日時である必要があります。' },
+    ]);
+    // The last time there is: nothing is that late.
+    const latest = await api('GET', `/events?since=${encodeURIComponent('9999-12-31T23:59:59.999+00:00')}`, { token: await admin() });
+    expect(latest.status).toBe(200);
+    expect(latest.body).toEqual([]);
+    expect((await api('GET', '/events?since=0000-01-01T00:00:00Z&limit=1', { token: await admin() })).status).toBe(200);
+    for (const dueBefore of ['10000-01-01', '+010000-01-01', '-000001-01-01']) {
+      expect(await detailsOf(`/tasks?dueBefore=${encodeURIComponent(dueBefore)}`), dueBefore).toEqual([
+        { path: 'query.dueBefore', message: 'Must be a date that exists, written YYYY-MM-DD (such as 2027-01-15).' },
+      ]);
+    }
+  });
+
   it('a body field of the same kinds: the project id of a task, its due date', async () => {
     const response = await api('POST', '/tasks', { token: await admin(), body: { projectId: 'project one', title: 'Due', dueDate: '2027-13-01' } });
     expect(response.status).toBe(400);
@@ -152,9 +172,7 @@ describe('errors in Japanese', () => {
 describe('unknown routes and methods', () => {
   it.each([
     ['GET', '/nothing-here'],
-    ['PATCH', '/projects/PRJ-1001'],
-    ['POST', '/projects/PRJ-1001'],
-    ['DELETE', '/projects'],
+    ['GET', '/projects/PRJ-1001/nothing'],
     // The API's root, with and without the slash: Azure's catch-all `{*path}` matches an empty rest too.
     ['GET', ''],
     ['POST', '/'],
@@ -164,6 +182,44 @@ describe('unknown routes and methods', () => {
     expectErrorShape(response.body, 404, 'Not Found');
     expect(response.headers.get('cache-control')).toBe('no-store');
   });
+
+  it.each([
+    ['PATCH', '/projects/PRJ-1001', 'GET, PUT, DELETE'],
+    ['POST', '/projects/PRJ-1001', 'GET, PUT, DELETE'],
+    ['DELETE', '/projects', 'GET, POST'],
+    ['HEAD', '/projects', 'GET, POST'],
+    ['PUT', '/rag/index', 'POST'],
+    ['patch', '/PROJECTS/prj-1001/', 'GET, PUT, DELETE'],
+  ])('%s /api%s, a path the API has, is a 405 whose Allow lists the methods it takes', async (method, path, allowed) => {
+    const response = await api(method.toUpperCase(), path);
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe(allowed);
+    if (method !== 'HEAD') {
+      expectErrorShape(response.body, 405, 'Method Not Allowed');
+      expect(response.body.message).toContain(allowed);
+    }
+  });
+
+  it.each(['/projects', '/projects/PRJ-1001', '/', '/apiary', '/openapi.json'])(
+    'GET %s, outside /api, is a 404 saying that the API lives under /api',
+    async (path) => {
+      const response = await fetch(`${new URL(stack.apiBaseUrl).origin}${path}`);
+      expect(response.status).toBe(404);
+      const body = (await response.json()) as { message: string };
+      expectErrorShape(body, 404, 'Not Found');
+      expect(body.message).toBe(`No operation matches GET ${path}: the API's paths begin with /api, as in /api/projects, and its reference page is /api/docs.`);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+    },
+  );
+
+  it.each(['/admin/host/status', '/runtime/webhooks/eventgrid', '/Admin'])(
+    "answers %s, a route the Functions host keeps for itself, with the host's empty 404, never the app's",
+    async (path) => {
+      const response = await fetch(`${new URL(stack.apiBaseUrl).origin}${path}`);
+      expect(response.status).toBe(404);
+      expect(await response.text()).toBe('');
+    },
+  );
 
   it("answers a method no function lists with the host's empty 404, CONNECT too (a plain Node server drops it unanswered)", async () => {
     for (const method of ['TRACE', 'PROPFIND', 'CONNECT']) {

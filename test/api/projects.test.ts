@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { api, eventsAbout, OTHER_TENANT, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
+import { api, eventsAbout, OTHER_TENANT, stack, token, uniqueEmail, type ApiResponse } from '../support/stack.js';
 
 const admin = () => token({ roles: ['LMS.Admin'] });
 
@@ -132,7 +132,8 @@ describe('GET /api/projects', () => {
       seen.push(...page.body.map((project: { id: string }) => project.id));
       pages++;
       const link: string | null = page.headers.get('link');
-      next = link ? new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]!).href.replace(/^.*\/api/, '') : undefined;
+      // Resolved against the URL asked, as RFC 8288 has it: the link is a path on the API's own host.
+      next = link ? new URL(/^<(\/api\/[^>]+)>; rel="next"$/.exec(link)![1]!, `${stack.apiBaseUrl}${next}`).href.slice(stack.apiBaseUrl.length) : undefined;
     }
     expect(pages).toBe(3);
     expect(seen).toEqual([...created].reverse());
@@ -208,7 +209,7 @@ describe('GET /api/projects', () => {
     const adminToken = await admin();
     for (let index = 0; index < 3; index++) await createProject({ owner });
     const first = await api('GET', `/projects?owner=${encodeURIComponent(owner)}&limit=1`, { token: adminToken });
-    const cursor = new URL(/^<([^>]+)>/.exec(first.headers.get('link')!)![1]!).searchParams.get('cursor')!;
+    const cursor = new URL(/^<([^>]+)>/.exec(first.headers.get('link')!)![1]!, stack.apiBaseUrl).searchParams.get('cursor')!;
     const otherQuery = await api('GET', `/projects?limit=1&cursor=${cursor}`, { token: adminToken });
     expect(otherQuery.status).toBe(400);
     const garbage = await api('GET', `/projects?owner=${encodeURIComponent(owner)}&cursor=bm90LWEtY3Vyc29y`, { token: adminToken });

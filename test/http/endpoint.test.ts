@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { badRequest } from '../../shared/errors.js';
-import { resourceAndMore } from '../../shared/domain/versions.js';
+import { listedWithETag, resourceAndMore } from '../../shared/domain/versions.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
 import { entityTag } from '../../shared/http/etag.js';
 import type { OperationDefinition } from '../../shared/http/operation.js';
@@ -68,6 +68,8 @@ async function call(
   init: {
     method?: string;
     path?: string;
+    /** The whole URL the host passes, when a test needs another host or a path not under /api. */
+    url?: string;
     /** The query record as Azure's host passes it; without one the library reads the URL's query string. */
     query?: Record<string, string>;
     headers?: Record<string, string>;
@@ -79,7 +81,7 @@ async function call(
   const token = await identityProvider.issueToken({ tenantId: HOME_TENANT, kind: 'app', roles: init.roles ?? ['LMS.Admin'] });
   const request = new HttpRequest({
     method: init.method ?? 'GET',
-    url: `http://localhost/api${init.path ?? '/items'}`,
+    url: init.url ?? `http://localhost/api${init.path ?? '/items'}`,
     headers: { authorization: `Bearer ${token}`, ...(init.body ? { 'content-type': 'application/json' } : {}), ...init.headers },
     params: init.params ?? {},
     ...(init.query ? { query: init.query } : {}),
@@ -388,6 +390,20 @@ describe('endpoint()', () => {
     expect(received[1]!.idempotency).toBeUndefined();
   });
 
+  it("refuses a key with a comma: Azure's host joins a repeated Idempotency-Key with one, so two keys never pass as a third", async () => {
+    const { handler, received } = echo({ honours: ['Idempotency-Key'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
+    for (const joined of ['key-1,key-1', 'key-1,key-2', 'key-1, key-2', ',key-1']) {
+      const answer = await call(handler, { headers: { 'idempotency-key': joined } });
+      expect(answer.status, joined).toBe(400);
+      expect(answer.jsonBody, joined).toMatchObject({
+        message: 'The Idempotency-Key header must be sent once, as 1 to 255 visible ASCII characters other than a comma.',
+      });
+    }
+    expect(received).toEqual([]);
+    await call(handler, { headers: { 'idempotency-key': 'order-7;retry=2' } });
+    expect(received[0]!.idempotency).toEqual({ key: 'order-7;retry=2', scope: 'items-echo' });
+  });
+
   it("sends every single resource's ETag, whatever the operation honours and whatever its status, and describes it so", async () => {
     const tag = async (handler: ReturnType<typeof echo>['handler'], method = 'GET') => (await call(handler, { method })).headers.ETag;
     const expected = entityTag({ id: 'ITM-1', name: 'x' });
@@ -406,6 +422,27 @@ describe('endpoint()', () => {
     const deleted = echo({ honours: ['If-Match'], success: { status: 204 } }, () => ({}));
     expect((await call(deleted.handler, { method: 'DELETE' })).headers.ETag).toBeUndefined();
     expect(deleted.handler.definition.success.headers).toBeUndefined();
+  });
+
+  it('gives each item of a page whose items are listedWithETag its etag: the ETag a read of the item answers, in the body, and describes it so', async () => {
+    const listed = listedWithETag(item);
+    const items = [
+      { id: 'ITM-1', name: 'x' },
+      { id: 'ITM-2', name: 'y' },
+    ];
+    const list = echo({ success: { status: 200, page: listed } }, () => ({ page: { items, nextCursor: undefined } }));
+    const page = await call(list.handler);
+    const read = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-2', name: 'y' } }));
+    const readTag = (await call(read.handler)).headers.ETag;
+    expect(page.jsonBody).toEqual([
+      { id: 'ITM-1', name: 'x', etag: entityTag({ id: 'ITM-1', name: 'x' }) },
+      { id: 'ITM-2', name: 'y', etag: readTag },
+    ]);
+    expect((list.handler.definition.success.body as z.ZodArray).element).toBe(listed);
+    expect(listed.shape.etag).toBeDefined();
+    // A page of items without a read of their own stays as the handler gave it.
+    const plain = echo({ success: { status: 200, page: item } }, () => ({ page: { items, nextCursor: undefined } }));
+    expect((await call(plain.handler)).jsonBody).toEqual(items);
   });
 
   it("tags a body that shows more than its resource (a secret shown once) with the resource's version, as a read of it tags it", async () => {
@@ -498,7 +535,7 @@ describe('endpoint()', () => {
     const list = echo({ success: { status: 200, page: item } }, () => ({ page: { items, nextCursor: 'next-page' } }));
     const page = await call(list.handler);
     expect(page.jsonBody).toEqual(items);
-    expect(page.headers.Link).toBe('<http://localhost/api/items?cursor=next-page>; rel="next"');
+    expect(page.headers.Link).toBe('</api/items?cursor=next-page>; rel="next"');
     const last = echo({ success: { status: 200, page: item } }, () => ({ page: { items: [], nextCursor: undefined } }));
     expect((await call(last.handler)).headers.Link).toBeUndefined();
     // The API description reads the definition the handler carries: an array of the items, with Link.
@@ -506,6 +543,19 @@ describe('endpoint()', () => {
     expect(success.headers).toEqual(['Link']);
     expect(success.body).toBeInstanceOf(z.ZodArray);
     expect((success.body as z.ZodArray).element).toBe(item);
+  });
+
+  it("builds Link from the request's path and query alone: never its host, never a path that starts with //", async () => {
+    const list = echo(
+      { success: { status: 200, page: item }, query: z.strictObject({ q: z.string(), limit: z.string(), cursor: z.string().optional() }) },
+      () => ({
+        page: { items: [], nextCursor: 'next-page' },
+      }),
+    );
+    for (const url of ['http://evil.example/api/items?q=a%20b&limit=2&cursor=old', 'https://evil.example:8443//api//items/?q=a%20b&limit=2&cursor=old']) {
+      const page = sent(await call(list.handler, { url }));
+      expect(page.headers.get('link'), url).toBe('</api/items?q=a+b&limit=2&cursor=next-page>; rel="next"');
+    }
   });
 
   it('sends a 204 without a body, and so without a Content-Type', async () => {
@@ -533,14 +583,14 @@ describe('endpoint()', () => {
     const answer = await call(handler);
     expect(answer.headers.Deprecation).toBe(`@${Date.parse('2026-11-01T00:00:00Z') / 1000}`);
     expect(answer.headers.Sunset).toBe('Mon, 01 Nov 2027 00:00:00 GMT');
-    expect(answer.headers.Link).toBe('<http://localhost/api/items?cursor=c>; rel="next", <https://example.test/v2>; rel="deprecation"');
+    expect(answer.headers.Link).toBe('</api/items?cursor=c>; rel="next", <https://example.test/v2>; rel="deprecation"');
   });
 
   it('sends no deprecation link where the deprecation names none: only the next page, or no Link at all', async () => {
     const deprecated = { since: '2026-11-01T00:00:00Z', sunset: '2027-11-01T00:00:00Z' };
     const list = echo({ success: { status: 200, page: item }, deprecated }, () => ({ page: { items: [], nextCursor: 'c' } }));
     const page = sent(await call(list.handler));
-    expect(page.headers.get('link')).toBe('<http://localhost/api/items?cursor=c>; rel="next"');
+    expect(page.headers.get('link')).toBe('</api/items?cursor=c>; rel="next"');
     expect(page.headers.get('deprecation')).toBe(`@${Date.parse(deprecated.since) / 1000}`);
     const single = sent(await call(echo({ deprecated }, () => ({ body: { id: 'ITM-1', name: 'x' } })).handler));
     expect([...single.headers.keys()]).not.toContain('link');

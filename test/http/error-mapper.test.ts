@@ -18,6 +18,22 @@ describe('the error mapper', () => {
     expect((japanese.headers as Record<string, string>)['Content-Language']).toBe('ja');
   });
 
+  it("logs why a caller was refused (401, 403) with the request id, as its answer says it, so the host's log shows more than a status", () => {
+    const { invocation, lines } = context();
+    const challenge = { 'WWW-Authenticate': 'Bearer error="invalid_token"' };
+    errorResponse(new ApiError(401, 'tokenWrongAudience', {}, { headers: challenge }), 'ja', invocation);
+    errorResponse(new ApiError(403, 'forbidden', { permission: 'projects:write' }), 'en', invocation);
+    const audience = "The access token was issued for another resource: its audience (aud) is not this API's App ID URI or client id.";
+    expect(lines).toEqual([
+      { level: 'information', text: `Refused with 401 tokenWrongAudience (request request-7): ${audience}` },
+      { level: 'information', text: expect.stringMatching(/^Refused with 403 forbidden \(request request-7\): .*projects:write/) },
+    ]);
+    // Any other refusal is the caller's to read in its answer: the log stays quiet.
+    errorResponse(new ApiError(400, 'validationFailed'), 'en', invocation);
+    errorResponse(new ApiError(404, 'projectNotFound', { id: 'PRJ-1' }), 'en', invocation);
+    expect(lines).toHaveLength(2);
+  });
+
   it('lists validation details', () => {
     const error = new ApiError(400, 'validationFailed', {}, { details: [{ path: 'name', message: 'Required' }] });
     expect(errorResponse(error, 'en', context().invocation).jsonBody).toMatchObject({ error: 'Bad Request', details: [{ path: 'name', message: 'Required' }] });

@@ -21,6 +21,7 @@ import {
   unwrap,
   verifyWebhook,
   WebhookVerificationError,
+  type components,
   type CreatePath,
   type ListPath,
   type Project,
@@ -77,7 +78,7 @@ describe('the client package (@lms-platform/api-client)', () => {
     expect(project).toMatchObject({ name: 'Typed client', status: 'Active', owner });
 
     const listed = unwrap(await lms.GET('/projects', { params: { query: { owner } } }));
-    expect(listed).toEqual([project]);
+    expect(listed).toEqual([{ ...project, etag: created.response.headers.get('etag') }]);
 
     const path = { projectId: project.id };
     const read = await lms.GET('/projects/{projectId}', { params: { path } });
@@ -103,16 +104,18 @@ describe('the client package (@lms-platform/api-client)', () => {
     expect(pages.map((page) => page.map((project) => project.name))).toEqual([['Paged 1', 'Paged 2'], ['Paged 3', 'Paged 4'], ['Paged 5']]);
 
     const all = await lms.all('/projects', { params: { query } });
-    expectTypeOf(all).toEqualTypeOf<Project[]>();
-    expect(all).toEqual(made);
+    type Listed = components['schemas']['ProjectListItem'];
+    expectTypeOf(all).toEqualTypeOf<Listed[]>();
+    const listed = made.map((project) => ({ ...project, etag: expect.any(String) }));
+    expect(all).toEqual(listed);
 
-    const one: Project[] = [];
+    const one: Listed[] = [];
     for await (const project of lms.items('/projects', { params: { query } })) {
-      expectTypeOf(project).toEqualTypeOf<Project>();
+      expectTypeOf(project).toEqualTypeOf<Listed>();
       one.push(project);
       if (one.length === 3) break;
     }
-    expect(one).toEqual(made.slice(0, 3));
+    expect(one).toEqual(listed.slice(0, 3));
   });
 
   it('offers paging for the paths that answer lists, and only those', () => {

@@ -9,9 +9,9 @@ import { buildOpenApiDocument } from '../../tools/openapi-document.js';
 import { project } from '../../shared/schemas/projects.js';
 
 function documentWith(definition: OperationDefinition): any {
-  return buildOpenApiDocument([{ name: 'legacy-projects-list', route: 'legacy/projects', methods: ['GET'], handler: { definition } }], {
+  return buildOpenApiDocument([{ name: 'legacy-projects-list', route: 'api/legacy/projects', methods: ['GET'], handler: { definition } }], {
     version: '1.0.0',
-    routePrefix: 'api',
+    routePrefix: '',
   });
 }
 

@@ -53,15 +53,28 @@ export class ApiDescription {
       .sort((a, b) => parameters(a.path) - parameters(b.path))[0];
   }
 
+  /** The methods of the operations at a path, as routing matches it (without regard to case or a trailing slash), in the document's order. */
+  methodsAt(requestPath: string): string[] {
+    const path = requestPath.split('?')[0]!.replace(/(?<=.)\/+$/, '');
+    const matches = (template: string) => new RegExp(`^${template.replaceAll('.', '\\.').replace(/\{\w+\}/g, '[^/]+')}$`, 'i').test(path);
+    return this.operations.filter((operation) => matches(operation.path)).map((operation) => operation.method);
+  }
+
   /** What is wrong with a response according to the document: nothing when it conforms. */
   problems(method: string, requestPath: string, response: ApiResponse): string[] {
     const found = this.find(method, requestPath);
-    // What no operation matches gets the catch-all's 404 in the contract's error shape.
+    // What no operation matches gets the catch-all's answer in the contract's error shape: a 405 naming the methods
+    // of a path the API has, a 404 for any other.
     if (!found) {
       const where = `${method} ${requestPath} (no operation) → ${response.status}`;
-      return response.status === 404
-        ? schemaProblems(this.resolved.components.schemas.Error, response.body).map((problem) => `${where} body ${problem}`)
-        : [`${where} is not a 404`];
+      const allowed = this.methodsAt(requestPath).join(', ');
+      const problems = [];
+      if (allowed && response.status !== 405) problems.push(`${where} is not a 405, though the path takes ${allowed}`);
+      if (allowed && response.headers.get('allow') !== allowed) problems.push(`${where} has Allow: ${response.headers.get('allow')}, not ${allowed}`);
+      if (!allowed && response.status !== 404) problems.push(`${where} is not a 404`);
+      // A HEAD's answer has no body.
+      if (method === 'HEAD') return problems;
+      return [...problems, ...schemaProblems(this.resolved.components.schemas.Error, response.body).map((problem) => `${where} body ${problem}`)];
     }
     const where = `${method} ${found.path} → ${response.status}`;
     const documented = found.operation.responses[String(response.status)] as Json | undefined;

@@ -247,7 +247,8 @@ export async function inBatches<I, R>(items: readonly I[], concurrency: number, 
 export function nextPagePath(response: HostileResponse): string | undefined {
   const link = response.headers.link;
   const href = typeof link === 'string' ? /^<([^>]+)>; rel="next"$/.exec(link)?.[1] : undefined;
-  return href ? new URL(href).href.replace(/^.*?\/api(?=\/)/, '') : undefined;
+  // A path from the root, resolved as a client resolves it.
+  return href ? new URL(href, 'http://api.invalid').href.replace(/^.*?\/api(?=\/)/, '') : undefined;
 }
 
 /** The cursor of the next page. */

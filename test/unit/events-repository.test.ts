@@ -27,7 +27,7 @@ async function storedEvent(tenantId: string, timestamp: string, type: EventType 
 /** The event as the list and GET /api/events/{eventId} show it. */
 const shown = (event: EventDocument) => ({ id: event.id, type: event.eventType, timestamp: event.timestamp, data: event.data });
 
-const query = (fields: Partial<ListEventsQuery> = {}): ListEventsQuery => ({ limit: 50, cursor: undefined, ...fields });
+const query = (fields: Partial<ListEventsQuery> = {}): ListEventsQuery => ({ sort: '-timestamp', limit: 50, cursor: undefined, ...fields });
 
 describe('eventDocument and eventWrite', () => {
   it('make an event of the tenant: a Standard Webhooks message id, its type, the time of the change, its data, kept a week', () => {
@@ -121,6 +121,23 @@ describe('listEvents', () => {
     expect((await listEvents(principal, query({ since: '2026-11-02T00:00:00.000Z' }))).items).toEqual([fourth, third, second]);
     expect((await listEvents(principal, query({ type: 'task.created', since: '2026-11-02T00:00:00.001Z' }))).items).toEqual([fourth]);
     expect((await listEvents(principal, query({ type: 'rag.job.failed' }))).items).toEqual([]);
+  });
+
+  it('lists them oldest first with sort=timestamp, from the time given, a page at a time: the order to catch up in', async () => {
+    const { principal, shownEvents } = await tenantWithEvents();
+    const [first, second, third, fourth] = shownEvents;
+    expect((await listEvents(principal, query({ sort: 'timestamp' }))).items).toEqual([first, second, third, fourth]);
+    const page = await listEvents(principal, query({ sort: 'timestamp', since: '2026-11-02T00:00:00.000Z', limit: 2 }));
+    expect(page.items).toEqual([second, third]);
+    expect(await listEvents(principal, query({ sort: 'timestamp', since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor }))).toEqual({
+      items: [fourth],
+      nextCursor: undefined,
+    });
+    // A cursor goes on in the order it was made in, and only there.
+    expect(await failureOf(listEvents(principal, query({ since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor })))).toMatchObject({
+      status: 400,
+      messageKey: 'cursorForOtherQuery',
+    });
   });
 
   it('refuses a cursor of a list with other filters', async () => {

@@ -25,6 +25,7 @@ TaskEventType = Literal["task.created", "task.updated"]
 UserRole = Literal["LMS.Reader", "LMS.Member", "LMS.Manager", "LMS.Admin"]
 WebhookDeliveryStatus = Literal["Pending", "Succeeded", "Failed"]
 CreateWebhookRequestEvent = Literal["project.created", "project.updated", "project.deleted", "task.created", "task.updated", "task.deleted", "rag.job.succeeded", "rag.job.failed"]
+EventsListSort = Literal["timestamp", "-timestamp"]
 ProjectsListSort = Literal["createdAt", "-createdAt", "name", "-name"]
 TasksListSort = Literal["createdAt", "-createdAt", "dueDate", "-dueDate", "priority", "-priority"]
 UsersListSource = Literal["recorded", "directory"]
@@ -58,6 +59,17 @@ class Event(TypedDict):
     data: dict[str, Any]
     #: The `webhook-id` every delivery of this event carries: the key to de-duplicate on
     id: str
+
+
+class EventListItem(TypedDict):
+    type: EventType
+    #: ISO 8601 UTC timestamp with milliseconds
+    timestamp: str
+    data: dict[str, Any]
+    #: The `webhook-id` every delivery of this event carries: the key to de-duplicate on
+    id: str
+    #: The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first
+    etag: str
 
 
 class OpenApiDocumentInfo(TypedDict):
@@ -116,6 +128,23 @@ class ProjectEvent(TypedDict):
     data: Project
 
 
+class ProjectListItem(TypedDict):
+    id: str
+    name: str
+    description: str
+    status: ProjectStatus
+    owner: str
+    members: list[str]
+    #: ISO 8601 UTC timestamp with milliseconds
+    createdAt: str
+    #: ISO 8601 UTC timestamp with milliseconds
+    updatedAt: str
+    #: The creator's Entra object id (oid)
+    createdBy: str
+    #: The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first
+    etag: str
+
+
 class RagJobProgress(TypedDict):
     #: Projects and tasks found in scope so far
     sources: int
@@ -165,6 +194,49 @@ class RagJobEvent(TypedDict):
     data: RagJob
 
 
+class RagJobListItemProgress(TypedDict):
+    #: Projects and tasks found in scope so far
+    sources: int
+    #: Batches planned so far (at most 500 sources each)
+    batches: int
+    #: Batches that have ended
+    batchesDone: int
+
+
+class RagJobListItemCounts(TypedDict):
+    #: Projects and tasks the tenant's whole index holds after the job, whatever its scope
+    sources: int
+    #: Chunks the tenant's whole index holds after the job, whatever its scope
+    chunks: int
+    #: Chunks written by the job, in its scope
+    written: int
+    #: Chunks of its scope left as they were
+    unchanged: int
+    #: Chunks removed because their source is gone
+    deleted: int
+
+
+class RagJobListItem(TypedDict):
+    jobId: str
+    status: RagJobStatus
+    mode: RagJobMode
+    projectIds: Optional[list[str]]
+    #: ISO 8601 UTC timestamp with milliseconds
+    requestedAt: str
+    #: The requester's Entra object id (oid)
+    requestedBy: str
+    startedAt: Optional[str]
+    completedAt: Optional[str]
+    #: While Running: how far the job has come; afterwards, how it ended
+    progress: Optional[RagJobListItemProgress]
+    #: When a cancel was asked for; the job is Cancelled once the batches under way end
+    cancelRequestedAt: Optional[str]
+    counts: Optional[RagJobListItemCounts]
+    error: Optional[str]
+    #: The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first
+    etag: str
+
+
 class Task(TypedDict):
     id: str
     projectId: str
@@ -201,6 +273,25 @@ class TaskEvent(TypedDict):
     #: When the change was made
     timestamp: str
     data: Task
+
+
+class TaskListItem(TypedDict):
+    id: str
+    projectId: str
+    title: str
+    description: str
+    status: TaskStatus
+    priority: TaskPriority
+    assignee: Optional[str]
+    dueDate: Optional[str]
+    #: ISO 8601 UTC timestamp with milliseconds
+    createdAt: str
+    #: ISO 8601 UTC timestamp with milliseconds
+    updatedAt: str
+    #: The creator's Entra object id (oid)
+    createdBy: str
+    #: The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first
+    etag: str
 
 
 class User(TypedDict):
@@ -241,6 +332,22 @@ class WebhookDelivery(TypedDict):
     nextAttemptAt: Optional[str]
     #: ISO 8601 UTC timestamp with milliseconds
     createdAt: str
+
+
+class WebhookListItem(TypedDict):
+    id: str
+    url: str
+    events: list[EventType]
+    description: str
+    active: bool
+    #: Why the API turned the subscription off, while `active` is false because of it
+    disabledReason: Optional[str]
+    #: ISO 8601 UTC timestamp with milliseconds
+    createdAt: str
+    #: ISO 8601 UTC timestamp with milliseconds
+    updatedAt: str
+    #: The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first
+    etag: str
 
 
 class WebhookWithSecret(TypedDict):
