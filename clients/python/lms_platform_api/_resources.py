@@ -15,14 +15,19 @@ from ._transport import Answer, Transport, origin
 from .schema import (
     CreateWebhookRequestEvent,
     Event,
+    EventListItem,
+    EventsListSort,
     DocsFilesGetFile,
     OpenApiDocument,
     Project,
+    ProjectListItem,
     ProjectsListSort,
     ProjectStatus,
     RagJob,
+    RagJobListItem,
     RagJobMode,
     Task,
+    TaskListItem,
     TaskPriority,
     TasksListSort,
     TaskStatus,
@@ -30,6 +35,7 @@ from .schema import (
     UserRole,
     UsersListSource,
     Webhook,
+    WebhookListItem,
     WebhookDelivery,
     WebhookWithSecret,
 )
@@ -125,7 +131,7 @@ class Projects(_Resource):
         sort: Optional[ProjectsListSort] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> Pager[Project]:
+    ) -> Pager[ProjectListItem]:
         """projectsList: the projects, filtered; `limit` is the page size, and every page is followed."""
         query = {"status": status, "owner": owner, "member": member, "q": q, "sort": sort, "limit": limit, "cursor": cursor}
         return Pager(self._transport, "projectsList", query)
@@ -182,7 +188,7 @@ class Tasks(_Resource):
         sort: Optional[TasksListSort] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> Pager[Task]:
+    ) -> Pager[TaskListItem]:
         """tasksList: the tasks, filtered; `due_before` is a date, `2027-01-15`."""
         query = {"projectId": project_id, "status": status, "assignee": assignee, "dueBefore": due_before, "sort": sort, "limit": limit, "cursor": cursor}
         return Pager(self._transport, "tasksList", query)
@@ -256,7 +262,7 @@ class Users(_Resource):
 
 
 class RagJobs(_Resource):
-    def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[RagJob]:
+    def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[RagJobListItem]:
         """ragJobsList: the tenant's index jobs, newest first."""
         return Pager(self._transport, "ragJobsList", {"limit": limit, "cursor": cursor})
 
@@ -317,7 +323,7 @@ class Webhooks(_Resource):
         super().__init__(transport)
         self.deliveries = WebhookDeliveries(transport)
 
-    def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[Webhook]:
+    def list(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Pager[WebhookListItem]:
         """webhooksList: the tenant's subscriptions."""
         return Pager(self._transport, "webhooksList", {"limit": limit, "cursor": cursor})
 
@@ -374,11 +380,13 @@ class Events(_Resource):
         *,
         type: Optional[CreateWebhookRequestEvent] = None,
         since: Union[datetime, str, None] = None,
+        sort: Optional[EventsListSort] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> Pager[Event]:
-        """eventsList: the tenant's events of the last 7 days, newest first; `type` one event type, `since` a time (an aware datetime or ISO 8601)."""
-        return Pager(self._transport, "eventsList", {"type": type, "since": _iso_time(since), "limit": limit, "cursor": cursor})
+    ) -> Pager[EventListItem]:
+        """eventsList: the tenant's events of the last 7 days, newest first, or oldest first with `sort="timestamp"` (to catch up
+        after downtime); `type` one event type, `since` a time (an aware datetime or ISO 8601)."""
+        return Pager(self._transport, "eventsList", {"type": type, "since": _iso_time(since), "sort": sort, "limit": limit, "cursor": cursor})
 
     @overload
     def get(self, event_id: str) -> Resource[Event]: ...

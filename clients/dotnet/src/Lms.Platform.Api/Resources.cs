@@ -18,8 +18,8 @@ public sealed class ProjectsResource
     /// <summary>projectsList: the projects, filtered and sorted as <paramref name="query"/> says, every page followed lazily.</summary>
     /// <param name="query">Filters, sort and page size; null for all projects, newest first.</param>
     /// <param name="cancellationToken">Stops the paging.</param>
-    public LmsPageable<Project> ListAsync(ProjectsListQuery? query = null, CancellationToken cancellationToken = default) =>
-        Calls.List(_pipeline, Operations.ProjectsList, null, query?.Parameters(), LmsJsonContext.Default.ListProject, cancellationToken);
+    public LmsPageable<ProjectListItem> ListAsync(ProjectsListQuery? query = null, CancellationToken cancellationToken = default) =>
+        Calls.List(_pipeline, Operations.ProjectsList, null, query?.Parameters(), LmsJsonContext.Default.ListProjectListItem, cancellationToken);
 
     /// <summary>projectsCreate: a new project, <c>Active</c>. The <c>Idempotency-Key</c> is made when not given, so a retry creates nothing twice.</summary>
     /// <param name="project">Its name, and optionally its description, owner and members.</param>
@@ -67,8 +67,8 @@ public sealed class TasksResource
     /// <summary>tasksList: the tasks, filtered and sorted as <paramref name="query"/> says (<c>DueBefore</c> a date, <c>2027-01-15</c>), every page followed lazily.</summary>
     /// <param name="query">Filters, sort and page size; null for all tasks, newest first.</param>
     /// <param name="cancellationToken">Stops the paging.</param>
-    public LmsPageable<LmsTask> ListAsync(TasksListQuery? query = null, CancellationToken cancellationToken = default) =>
-        Calls.List(_pipeline, Operations.TasksList, null, query?.Parameters(), LmsJsonContext.Default.ListLmsTask, cancellationToken);
+    public LmsPageable<TaskListItem> ListAsync(TasksListQuery? query = null, CancellationToken cancellationToken = default) =>
+        Calls.List(_pipeline, Operations.TasksList, null, query?.Parameters(), LmsJsonContext.Default.ListTaskListItem, cancellationToken);
 
     /// <summary>tasksCreate: a new task in a project. The <c>Idempotency-Key</c> is made when not given.</summary>
     /// <param name="task">Its project and title, and optionally the rest (<c>DueDate</c> a date, <c>2027-01-15</c>).</param>
@@ -167,8 +167,8 @@ public sealed class RagJobsResource
     /// <summary>ragJobsList: the tenant's jobs, newest first.</summary>
     /// <param name="query">The page size.</param>
     /// <param name="cancellationToken">Stops the paging.</param>
-    public LmsPageable<RagJob> ListAsync(RagJobsListQuery? query = null, CancellationToken cancellationToken = default) =>
-        Calls.List(_pipeline, Operations.RagJobsList, null, query?.Parameters(), LmsJsonContext.Default.ListRagJob, cancellationToken);
+    public LmsPageable<RagJobListItem> ListAsync(RagJobsListQuery? query = null, CancellationToken cancellationToken = default) =>
+        Calls.List(_pipeline, Operations.RagJobsList, null, query?.Parameters(), LmsJsonContext.Default.ListRagJobListItem, cancellationToken);
 
     /// <summary>ragJobsGet: one job, with its progress.</summary>
     /// <param name="jobId">Its id.</param>
@@ -221,8 +221,8 @@ public sealed class WebhooksResource
     /// <summary>webhooksList: the tenant's subscriptions.</summary>
     /// <param name="query">The page size.</param>
     /// <param name="cancellationToken">Stops the paging.</param>
-    public LmsPageable<Webhook> ListAsync(WebhooksListQuery? query = null, CancellationToken cancellationToken = default) =>
-        Calls.List(_pipeline, Operations.WebhooksList, null, query?.Parameters(), LmsJsonContext.Default.ListWebhook, cancellationToken);
+    public LmsPageable<WebhookListItem> ListAsync(WebhooksListQuery? query = null, CancellationToken cancellationToken = default) =>
+        Calls.List(_pipeline, Operations.WebhooksList, null, query?.Parameters(), LmsJsonContext.Default.ListWebhookListItem, cancellationToken);
 
     /// <summary>webhooksCreate: a subscription (every event but the ping when <c>Events</c> is null); its <c>Secret</c> is shown only here.</summary>
     /// <param name="webhook">Its URL, events and description.</param>
@@ -304,8 +304,8 @@ public sealed class EventsResource
     /// <summary>eventsList: the tenant's events of the last 7 days, newest first; <c>Type</c> one event type, <c>Since</c> a time.</summary>
     /// <param name="query">Filters and page size.</param>
     /// <param name="cancellationToken">Stops the paging.</param>
-    public LmsPageable<Event> ListAsync(EventsListQuery? query = null, CancellationToken cancellationToken = default) =>
-        Calls.List(_pipeline, Operations.EventsList, null, query?.Parameters(), LmsJsonContext.Default.ListEvent, cancellationToken);
+    public LmsPageable<EventListItem> ListAsync(EventsListQuery? query = null, CancellationToken cancellationToken = default) =>
+        Calls.List(_pipeline, Operations.EventsList, null, query?.Parameters(), LmsJsonContext.Default.ListEventListItem, cancellationToken);
 
     /// <summary>eventsGet: one event, as its webhook body with its id.</summary>
     /// <param name="eventId">Its id, the deliveries' <c>webhook-id</c>.</param>

@@ -95,6 +95,39 @@ public sealed partial record Event
     public override int GetHashCode() => Values.Hash(Type, Timestamp, Id);
 }
 
+public sealed partial record EventListItem
+{
+    [JsonPropertyName("type")]
+    public required EventType Type { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("timestamp")]
+    public required DateTimeOffset Timestamp { get; init; }
+
+    [JsonPropertyName("data")]
+    public required JsonElement Data { get; init; }
+
+    /// <summary>The <c>webhook-id</c> every delivery of this event carries: the key to de-duplicate on</summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    /// <summary>The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first</summary>
+    [JsonPropertyName("etag")]
+    public required string Etag { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(EventListItem? other) =>
+        other is not null
+        && EqualityComparer<EventType>.Default.Equals(Type, other.Type)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(Timestamp, other.Timestamp)
+        && Values.Equal(Data, other.Data)
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string>.Default.Equals(Etag, other.Etag);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Type, Timestamp, Id, Etag);
+}
+
 public sealed partial record OpenApiDocumentInfo
 {
     [JsonPropertyName("title")]
@@ -272,6 +305,60 @@ public sealed partial record ProjectEvent
     public required Project Data { get; init; }
 }
 
+public sealed partial record ProjectListItem
+{
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    [JsonPropertyName("name")]
+    public required string Name { get; init; }
+
+    [JsonPropertyName("description")]
+    public required string Description { get; init; }
+
+    [JsonPropertyName("status")]
+    public required ProjectStatus Status { get; init; }
+
+    [JsonPropertyName("owner")]
+    public required string Owner { get; init; }
+
+    [JsonPropertyName("members")]
+    public required IReadOnlyList<string> Members { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("createdAt")]
+    public required DateTimeOffset CreatedAt { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("updatedAt")]
+    public required DateTimeOffset UpdatedAt { get; init; }
+
+    /// <summary>The creator's Entra object id (oid)</summary>
+    [JsonPropertyName("createdBy")]
+    public required string CreatedBy { get; init; }
+
+    /// <summary>The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first</summary>
+    [JsonPropertyName("etag")]
+    public required string Etag { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(ProjectListItem? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string>.Default.Equals(Name, other.Name)
+        && EqualityComparer<string>.Default.Equals(Description, other.Description)
+        && EqualityComparer<ProjectStatus>.Default.Equals(Status, other.Status)
+        && EqualityComparer<string>.Default.Equals(Owner, other.Owner)
+        && Values.Equal(Members, other.Members)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(CreatedAt, other.CreatedAt)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(UpdatedAt, other.UpdatedAt)
+        && EqualityComparer<string>.Default.Equals(CreatedBy, other.CreatedBy)
+        && EqualityComparer<string>.Default.Equals(Etag, other.Etag);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Id, Name, Description, Status, Owner, CreatedAt, UpdatedAt, CreatedBy, Etag);
+}
+
 public sealed partial record RagJobProgress
 {
     /// <summary>Projects and tasks found in scope so far</summary>
@@ -386,6 +473,111 @@ public sealed partial record RagJobEvent
     public required RagJob Data { get; init; }
 }
 
+public sealed partial record RagJobListItemProgress
+{
+    /// <summary>Projects and tasks found in scope so far</summary>
+    [JsonPropertyName("sources")]
+    public required int Sources { get; init; }
+
+    /// <summary>Batches planned so far (at most 500 sources each)</summary>
+    [JsonPropertyName("batches")]
+    public required int Batches { get; init; }
+
+    /// <summary>Batches that have ended</summary>
+    [JsonPropertyName("batchesDone")]
+    public required int BatchesDone { get; init; }
+}
+
+public sealed partial record RagJobListItemCounts
+{
+    /// <summary>Projects and tasks the tenant's whole index holds after the job, whatever its scope</summary>
+    [JsonPropertyName("sources")]
+    public required int Sources { get; init; }
+
+    /// <summary>Chunks the tenant's whole index holds after the job, whatever its scope</summary>
+    [JsonPropertyName("chunks")]
+    public required int Chunks { get; init; }
+
+    /// <summary>Chunks written by the job, in its scope</summary>
+    [JsonPropertyName("written")]
+    public required int Written { get; init; }
+
+    /// <summary>Chunks of its scope left as they were</summary>
+    [JsonPropertyName("unchanged")]
+    public required int Unchanged { get; init; }
+
+    /// <summary>Chunks removed because their source is gone</summary>
+    [JsonPropertyName("deleted")]
+    public required int Deleted { get; init; }
+}
+
+public sealed partial record RagJobListItem
+{
+    [JsonPropertyName("jobId")]
+    public required string JobId { get; init; }
+
+    [JsonPropertyName("status")]
+    public required RagJobStatus Status { get; init; }
+
+    [JsonPropertyName("mode")]
+    public required RagJobMode Mode { get; init; }
+
+    [JsonPropertyName("projectIds")]
+    public required IReadOnlyList<string>? ProjectIds { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("requestedAt")]
+    public required DateTimeOffset RequestedAt { get; init; }
+
+    /// <summary>The requester's Entra object id (oid)</summary>
+    [JsonPropertyName("requestedBy")]
+    public required string RequestedBy { get; init; }
+
+    [JsonPropertyName("startedAt")]
+    public required DateTimeOffset? StartedAt { get; init; }
+
+    [JsonPropertyName("completedAt")]
+    public required DateTimeOffset? CompletedAt { get; init; }
+
+    /// <summary>While Running: how far the job has come; afterwards, how it ended</summary>
+    [JsonPropertyName("progress")]
+    public required RagJobListItemProgress? Progress { get; init; }
+
+    /// <summary>When a cancel was asked for; the job is Cancelled once the batches under way end</summary>
+    [JsonPropertyName("cancelRequestedAt")]
+    public required DateTimeOffset? CancelRequestedAt { get; init; }
+
+    [JsonPropertyName("counts")]
+    public required RagJobListItemCounts? Counts { get; init; }
+
+    [JsonPropertyName("error")]
+    public required string? Error { get; init; }
+
+    /// <summary>The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first</summary>
+    [JsonPropertyName("etag")]
+    public required string Etag { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(RagJobListItem? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(JobId, other.JobId)
+        && EqualityComparer<RagJobStatus>.Default.Equals(Status, other.Status)
+        && EqualityComparer<RagJobMode>.Default.Equals(Mode, other.Mode)
+        && Values.Equal(ProjectIds, other.ProjectIds)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(RequestedAt, other.RequestedAt)
+        && EqualityComparer<string>.Default.Equals(RequestedBy, other.RequestedBy)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(StartedAt, other.StartedAt)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(CompletedAt, other.CompletedAt)
+        && EqualityComparer<RagJobListItemProgress?>.Default.Equals(Progress, other.Progress)
+        && EqualityComparer<DateTimeOffset?>.Default.Equals(CancelRequestedAt, other.CancelRequestedAt)
+        && EqualityComparer<RagJobListItemCounts?>.Default.Equals(Counts, other.Counts)
+        && EqualityComparer<string?>.Default.Equals(Error, other.Error)
+        && EqualityComparer<string>.Default.Equals(Etag, other.Etag);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(JobId, Status, Mode, RequestedAt, RequestedBy, StartedAt, CompletedAt, Progress, CancelRequestedAt, Counts, Error, Etag);
+}
+
 public sealed partial record LmsTask
 {
     [JsonPropertyName("id")]
@@ -462,6 +654,49 @@ public sealed partial record TaskEvent
     public required LmsTask Data { get; init; }
 }
 
+public sealed partial record TaskListItem
+{
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    [JsonPropertyName("projectId")]
+    public required string ProjectId { get; init; }
+
+    [JsonPropertyName("title")]
+    public required string Title { get; init; }
+
+    [JsonPropertyName("description")]
+    public required string Description { get; init; }
+
+    [JsonPropertyName("status")]
+    public required LmsTaskStatus Status { get; init; }
+
+    [JsonPropertyName("priority")]
+    public required LmsTaskPriority Priority { get; init; }
+
+    [JsonPropertyName("assignee")]
+    public required string? Assignee { get; init; }
+
+    [JsonPropertyName("dueDate")]
+    public required string? DueDate { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("createdAt")]
+    public required DateTimeOffset CreatedAt { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("updatedAt")]
+    public required DateTimeOffset UpdatedAt { get; init; }
+
+    /// <summary>The creator's Entra object id (oid)</summary>
+    [JsonPropertyName("createdBy")]
+    public required string CreatedBy { get; init; }
+
+    /// <summary>The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first</summary>
+    [JsonPropertyName("etag")]
+    public required string Etag { get; init; }
+}
+
 public sealed partial record User
 {
     /// <summary>The user's Entra object id (oid)</summary>
@@ -529,6 +764,56 @@ public sealed partial record WebhookDelivery
     /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
     [JsonPropertyName("createdAt")]
     public required DateTimeOffset CreatedAt { get; init; }
+}
+
+public sealed partial record WebhookListItem
+{
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    [JsonPropertyName("url")]
+    public required string Url { get; init; }
+
+    [JsonPropertyName("events")]
+    public required IReadOnlyList<EventType> Events { get; init; }
+
+    [JsonPropertyName("description")]
+    public required string Description { get; init; }
+
+    [JsonPropertyName("active")]
+    public required bool Active { get; init; }
+
+    /// <summary>Why the API turned the subscription off, while <c>active</c> is false because of it</summary>
+    [JsonPropertyName("disabledReason")]
+    public required string? DisabledReason { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("createdAt")]
+    public required DateTimeOffset CreatedAt { get; init; }
+
+    /// <summary>ISO 8601 UTC timestamp with milliseconds</summary>
+    [JsonPropertyName("updatedAt")]
+    public required DateTimeOffset UpdatedAt { get; init; }
+
+    /// <summary>The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first</summary>
+    [JsonPropertyName("etag")]
+    public required string Etag { get; init; }
+
+    /// <summary>Whether both hold the same values, lists and JSON compared by content.</summary>
+    public bool Equals(WebhookListItem? other) =>
+        other is not null
+        && EqualityComparer<string>.Default.Equals(Id, other.Id)
+        && EqualityComparer<string>.Default.Equals(Url, other.Url)
+        && Values.Equal(Events, other.Events)
+        && EqualityComparer<string>.Default.Equals(Description, other.Description)
+        && EqualityComparer<bool>.Default.Equals(Active, other.Active)
+        && EqualityComparer<string?>.Default.Equals(DisabledReason, other.DisabledReason)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(CreatedAt, other.CreatedAt)
+        && EqualityComparer<DateTimeOffset>.Default.Equals(UpdatedAt, other.UpdatedAt)
+        && EqualityComparer<string>.Default.Equals(Etag, other.Etag);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => Values.Hash(Id, Url, Description, Active, DisabledReason, CreatedAt, UpdatedAt, Etag);
 }
 
 public sealed partial record WebhookWithSecret
@@ -1205,6 +1490,54 @@ public readonly partial struct WebhookDeliveryStatus : IEquatable<WebhookDeliver
 /// (a later version may add one) reads as itself: <c>ToString()</c> gives the value as sent.
 /// </summary>
 [JsonConverter(typeof(Converter))]
+public readonly partial struct EventsListSort : IEquatable<EventsListSort>
+{
+    private readonly string? _value;
+
+    /// <summary>A value, known or not.</summary>
+    public EventsListSort(string value) => _value = value ?? throw new ArgumentNullException(nameof(value));
+
+    /// <summary><c>timestamp</c></summary>
+    public static EventsListSort Timestamp { get; } = new("timestamp");
+
+    /// <summary><c>-timestamp</c></summary>
+    public static EventsListSort TimestampDescending { get; } = new("-timestamp");
+
+    /// <inheritdoc />
+    public bool Equals(EventsListSort other) => string.Equals(_value, other._value, StringComparison.Ordinal);
+
+    /// <inheritdoc />
+    public override bool Equals(object? obj) => obj is EventsListSort other && Equals(other);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => _value is null ? 0 : StringComparer.Ordinal.GetHashCode(_value);
+
+    /// <summary>The value as the API spells it.</summary>
+    public override string ToString() => _value ?? string.Empty;
+
+    /// <summary>Whether both are the same value.</summary>
+    public static bool operator ==(EventsListSort left, EventsListSort right) => left.Equals(right);
+
+    /// <summary>Whether they are different values.</summary>
+    public static bool operator !=(EventsListSort left, EventsListSort right) => !left.Equals(right);
+
+    /// <summary>A value from its spelling.</summary>
+    public static implicit operator EventsListSort(string value) => new(value);
+
+    internal sealed class Converter : JsonConverter<EventsListSort>
+    {
+        public override EventsListSort Read(ref Utf8JsonReader reader, Type typeToConvert, JsonSerializerOptions options) =>
+            new(reader.GetString() ?? throw new JsonException("EventsListSort is a string, not null"));
+
+        public override void Write(Utf8JsonWriter writer, EventsListSort value, JsonSerializerOptions options) => writer.WriteStringValue(value.ToString());
+    }
+}
+
+/// <summary>
+/// An open set of values: those the API documents today are its static properties, and any other
+/// (a later version may add one) reads as itself: <c>ToString()</c> gives the value as sent.
+/// </summary>
+[JsonConverter(typeof(Converter))]
 public readonly partial struct ProjectsListSort : IEquatable<ProjectsListSort>
 {
     private readonly string? _value;
@@ -1421,8 +1754,11 @@ public sealed partial record EventsListQuery
 {
     public EventType? Type { get; init; }
 
-    /// <summary>Only events at or after this time (ISO 8601, with a time zone)</summary>
+    /// <summary>Only events at or after this time (ISO 8601 with a time zone, from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z)</summary>
     public DateTimeOffset? Since { get; init; }
+
+    /// <summary><c>-timestamp</c>: newest first; <c>timestamp</c>: oldest first, the order to catch up in after downtime</summary>
+    public EventsListSort? Sort { get; init; }
 
     public int? Limit { get; init; }
 
@@ -1432,6 +1768,7 @@ public sealed partial record EventsListQuery
     {
         if (Type is { } type) yield return new("type", QueryValue.Of(type));
         if (Since is { } since) yield return new("since", QueryValue.Of(since));
+        if (Sort is { } sort) yield return new("sort", QueryValue.Of(sort));
         if (Limit is { } limit) yield return new("limit", QueryValue.Of(limit));
         if (Cursor is { } cursor) yield return new("cursor", QueryValue.Of(cursor));
     }
@@ -1661,19 +1998,24 @@ internal static class Operations
 [JsonSourceGenerationOptions(DefaultIgnoreCondition = JsonIgnoreCondition.WhenWritingNull)]
 [JsonSerializable(typeof(ApiError))]
 [JsonSerializable(typeof(Event))]
+[JsonSerializable(typeof(EventListItem))]
 [JsonSerializable(typeof(OpenApiDocument))]
 [JsonSerializable(typeof(PingEvent))]
 [JsonSerializable(typeof(Project))]
 [JsonSerializable(typeof(ProjectDeletedEvent))]
 [JsonSerializable(typeof(ProjectEvent))]
+[JsonSerializable(typeof(ProjectListItem))]
 [JsonSerializable(typeof(RagJob))]
 [JsonSerializable(typeof(RagJobEvent))]
+[JsonSerializable(typeof(RagJobListItem))]
 [JsonSerializable(typeof(LmsTask))]
 [JsonSerializable(typeof(TaskDeletedEvent))]
 [JsonSerializable(typeof(TaskEvent))]
+[JsonSerializable(typeof(TaskListItem))]
 [JsonSerializable(typeof(User))]
 [JsonSerializable(typeof(Webhook))]
 [JsonSerializable(typeof(WebhookDelivery))]
+[JsonSerializable(typeof(WebhookListItem))]
 [JsonSerializable(typeof(WebhookWithSecret))]
 [JsonSerializable(typeof(CreateProjectRequest))]
 [JsonSerializable(typeof(CreateTaskRequest))]
@@ -1682,12 +2024,12 @@ internal static class Operations
 [JsonSerializable(typeof(UpdateProjectRequest))]
 [JsonSerializable(typeof(UpdateTaskRequest))]
 [JsonSerializable(typeof(UpdateWebhookRequest))]
-[JsonSerializable(typeof(List<Event>))]
-[JsonSerializable(typeof(List<Project>))]
-[JsonSerializable(typeof(List<LmsTask>))]
+[JsonSerializable(typeof(List<EventListItem>))]
+[JsonSerializable(typeof(List<ProjectListItem>))]
+[JsonSerializable(typeof(List<TaskListItem>))]
 [JsonSerializable(typeof(List<User>))]
-[JsonSerializable(typeof(List<RagJob>))]
-[JsonSerializable(typeof(List<Webhook>))]
+[JsonSerializable(typeof(List<RagJobListItem>))]
+[JsonSerializable(typeof(List<WebhookListItem>))]
 [JsonSerializable(typeof(List<WebhookDelivery>))]
 public partial class LmsJsonContext : JsonSerializerContext
 {
