@@ -107,10 +107,12 @@ describe('npm start beside another stack', () => {
     for (const stream of [second.stdout, second.stderr]) stream.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     const closed = new Promise((resolve) => second.on('close', resolve));
     try {
-      await waitFor(() => output.includes('The API is at '), 60_000);
+      await waitFor(() => output.includes('The API is at '), 60_000).catch((error: Error) => {
+        throw new Error(`${error.message}; the second stack said:\n${output}`);
+      });
     } finally {
-      // Ctrl+C, to the whole of it (npm, its shell, the stack).
-      process.kill(-second.pid!, 'SIGINT');
+      // Ctrl+C, to the whole of it (npm, its shell, the stack), unless it has ended already.
+      if (second.exitCode === null && second.signalCode === null) process.kill(-second.pid!, 'SIGINT');
       await closed;
     }
     expect(output).toContain('dist/ is built from these sources: no build.');

@@ -36,12 +36,17 @@ export function runCommand(file: string, args: string[], settings: Record<string
 
 /** A port held by a server of this process until `release`. */
 export async function heldPort(): Promise<{ port: number; release(): Promise<void> }> {
-  const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as { port: number }).port,
-    release: () => new Promise((resolve) => server.close(() => resolve())),
-  };
+  // Below Linux's ephemeral range (32768 and up), as a user's ports are: a port `npm start` suggests near it is
+  // then never taken meanwhile by an outgoing connection of another test's.
+  for (;;) {
+    const server: Server = createServer();
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const listening = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (listening) return { port, release: () => new Promise((resolve) => server.close(() => resolve())) };
+  }
 }
 
 /** A port nothing listens on (one just released). */
