@@ -100,6 +100,14 @@ export type Delivery = z.infer<typeof delivery>;
 export const listDeliveriesQuery = z.strictObject({ ...pagingParameters });
 export type ListDeliveriesQuery = z.infer<typeof listDeliveriesQuery>;
 
-/** What the webhooks queue carries: one attempt of one delivery, put there to wait for its time in the retry schedule. */
-export const webhookMessage = z.object({ tenantId: z.string().min(1), deliveryId, attempt: z.number().int().min(1) });
+/**
+ * What the webhooks queue carries: one attempt of one delivery, put there when it is due or to wait for its
+ * time in the retry schedule; `waited` counts the times it went back to wait for its tenant's turn.
+ */
+export const webhookMessage = z.object({
+  tenantId: z.string().min(1),
+  deliveryId,
+  attempt: z.number().int().min(1),
+  waited: z.number().int().min(1).optional(),
+});
 export type WebhookMessage = z.infer<typeof webhookMessage>;
