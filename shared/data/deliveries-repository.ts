@@ -153,12 +153,27 @@ async function replaceDelivery(current: DeliveryDocument, next: DeliveryDocument
 }
 
 /**
- * Takes the delivery's next attempt for this run: its due time moves past the attempt's longest
- * run, so the sweep leaves it alone, and a second run of the same attempt (a message delivered
- * twice) finds it taken. Undefined when another run took it first.
+ * Takes attempt `attempt` of the delivery for this run, in one conditional write, if it is still to
+ * be made: Pending, not made yet, and due by `dueBy`. Its due time moves past the attempt's longest
+ * run, so the sweep leaves it alone, and a second run of the same attempt (a message delivered twice)
+ * finds it taken. Undefined when it is not to be made (gone, made, ended, not due, or taken by another
+ * run first).
  */
-export function claimAttempt(current: DeliveryDocument, leaseMs: number): Promise<DeliveryDocument | undefined> {
-  return replaceDelivery(current, { ...current, nextAttemptAt: new Date(Date.now() + leaseMs).toISOString() });
+export async function claimAttempt(tenantId: string, id: string, attempt: number, dueBy: Date, leaseMs: number): Promise<DeliveryDocument | undefined> {
+  // The values are an integer and a timestamp the app makes: nothing a caller writes reaches the condition.
+  const due = `c.status = 'Pending' AND c.attempts < ${Math.trunc(attempt)} AND c.nextAttemptAt <= '${dueBy.toISOString()}'`;
+  const condition = `FROM c WHERE c.type = 'delivery' AND ${due}`;
+  try {
+    const { resource } = await (
+      await tenantData()
+    )
+      .item(id, tenantId)
+      .patch<DeliveryDocument>({ condition, operations: [{ op: 'set', path: '/nextAttemptAt', value: new Date(Date.now() + leaseMs).toISOString() }] });
+    return resource;
+  } catch (error) {
+    if (cosmosStatus(error) === 412 || cosmosStatus(error) === 404) return undefined;
+    throw error;
+  }
 }
 
 /** Records an attempt's outcome on the delivery as claimed. */

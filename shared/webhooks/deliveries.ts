@@ -19,7 +19,6 @@ import {
   deliveriesOf,
   makeDeliveries,
   overdueDeliveries,
-  readDelivery,
   recordAttempt,
   type DeliveryDocument,
 } from '../data/deliveries-repository.js';
@@ -93,16 +92,10 @@ export async function attempt(message: WebhookMessage): Promise<void> {
  * one, goes on the queue for its time.
  */
 async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: number): Promise<void> {
-  const found = await readDelivery(tenantId, deliveryId);
-  if (!found || found.attempts >= attemptNumber) return;
-  // Not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
-  if (!isDue(found, Date.now(), EARLY_MS)) return;
-  const [delivery, subscription, event] = await Promise.all([
-    claimAttempt(found, ATTEMPT_LEASE_MS),
-    readWebhook(tenantId, found.webhookId),
-    readEvent(tenantId, found.eventId),
-  ]);
+  // Not taken when not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
+  const delivery = await claimAttempt(tenantId, deliveryId, attemptNumber, new Date(Date.now() + EARLY_MS), ATTEMPT_LEASE_MS);
   if (!delivery) return;
+  const [subscription, event] = await Promise.all([readWebhook(tenantId, delivery.webhookId), readEvent(tenantId, delivery.eventId)]);
   const { retrySchedule, allowLoopback } = webhookSettings();
 
   if (!subscription?.active || !event) {

@@ -90,8 +90,9 @@ async function delivered(webhook: WebhookDocument): Promise<DeliveryDocument> {
 /** The create, batch or not, that writes one of the tenant's deliveries. */
 const isDeliveryWrite = (tenantId: string) => (record: CosmosRequestRecord) =>
   record.method === 'POST' && !record.isQuery && record.body.includes(tenantId) && record.body.includes('"type":"delivery"');
-/** The replace of one delivery. */
-const isReplaceOf = (id: string) => (record: CosmosRequestRecord) => record.method === 'PUT' && record.path.endsWith(`/docs/${id}`);
+
+/** The patch of one delivery. */
+const isPatchOf = (id: string) => (record: CosmosRequestRecord) => record.method === 'PATCH' && record.path.endsWith(`/docs/${id}`);
 
 /** The document as written again with these fields: a new etag and time stamp, nothing else changed. */
 const rewritten = <D extends object>(document: D, fields: Partial<D> & Record<string, unknown>) => ({
@@ -373,40 +374,53 @@ describe('listDeliveries', () => {
 });
 
 describe('claimAttempt', () => {
-  it('takes the attempt by moving the delivery’s due time past the lease, changing nothing else', async () => {
+  /** Claims the delivery's next attempt, due by now, held for the lease. */
+  const claimNext = (delivery: DeliveryDocument, leaseMs = LEASE_MS) =>
+    claimAttempt(delivery.tenantId, delivery.id, delivery.attempts + 1, new Date(), leaseMs);
+
+  it('takes the attempt in one write, moving the delivery’s due time past the lease and changing nothing else', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
     const before = Date.now();
-    const claimed = await claimAttempt(delivery, LEASE_MS);
+    const from = embedded.store.requests.length;
+    const claimed = await claimNext(delivery);
     const after = Date.now();
+    expect(embedded.store.requests.slice(from).map(({ method }) => method)).toEqual(['PATCH']);
     expect(claimed).toEqual(rewritten(delivery, { nextAttemptAt: claimed!.nextAttemptAt }));
     expect(within(claimed!.nextAttemptAt, before + LEASE_MS, after + LEASE_MS)).toBe(true);
     expect(await stored(principal.tenantId, delivery.id)).toEqual(claimed);
   });
 
-  it('gives the attempt to one run only when two claim it at once, and none to a run that read the delivery before it changed', async () => {
+  it('gives the attempt to one run only when two claim it at once', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
     // Another run's claim reaches the store while this one's is on its way.
     let theirs: DeliveryDocument | undefined;
-    beforeRequest(embedded.store, isReplaceOf(delivery.id), async () => {
-      theirs = await claimAttempt(delivery, 2 * LEASE_MS);
+    beforeRequest(embedded.store, isPatchOf(delivery.id), async () => {
+      theirs = await claimNext(delivery, 2 * LEASE_MS);
     });
-    expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
+    expect(await claimNext(delivery)).toBeUndefined();
     expect(theirs).toBeDefined();
     expect(await stored(principal.tenantId, delivery.id)).toEqual(theirs);
-    expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
   });
 
-  it('gives nothing for a delivery gone, and fails when the store fails', async () => {
+  it('gives nothing for an attempt made already, a delivery ended, one not due by the time given, or one gone, and changes nothing', async () => {
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const made = await storeFields(await delivered(webhook), { attempts: 1 });
+    const ended = await storeFields(await delivered(webhook), { status: 'Succeeded' });
+    const later = await delivered(webhook);
+    for (const delivery of [made, ended]) expect(await claimAttempt(principal.tenantId, delivery.id, 1, new Date(), LEASE_MS)).toBeUndefined();
+    expect(await claimAttempt(principal.tenantId, later.id, 1, new Date(Date.parse(later.nextAttemptAt!) - 1), LEASE_MS)).toBeUndefined();
+    for (const delivery of [made, ended, later]) expect(await stored(principal.tenantId, delivery.id)).toEqual(delivery);
+    expect(await claimAttempt(principal.tenantId, `dlv_${randomUUID()}`, 1, new Date(), LEASE_MS)).toBeUndefined();
+  });
+
+  it('fails when the store fails', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
-    embedded.store.intercept = (record) => (isReplaceOf(delivery.id)(record) ? STORE_FAILURE : undefined);
-    expect((await errorOf(claimAttempt(delivery, LEASE_MS))).code).toBe(500);
-    embedded.store.intercept = undefined;
-    await embedded.direct().item(delivery.id, principal.tenantId).delete();
-    expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
-    expect(await stored(principal.tenantId, delivery.id)).toBeUndefined();
+    embedded.store.intercept = (record) => (record.method === 'PATCH' ? STORE_FAILURE : undefined);
+    expect((await errorOf(claimNext(delivery))).code).toBe(500);
   });
 });
 
@@ -414,7 +428,7 @@ describe('recordAttempt', () => {
   it('records the attempt’s number, outcome, the status and due time after it, on the delivery as claimed', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
-    const claimed = (await claimAttempt(delivery, LEASE_MS))!;
+    const claimed = (await claimAttempt(delivery.tenantId, delivery.id, 1, new Date(), LEASE_MS))!;
     const before = Date.now();
     const next = new Date(Date.now() + 30_000).toISOString();
     const recorded = await recordAttempt(
@@ -437,7 +451,7 @@ describe('recordAttempt', () => {
     const principal = adminCaller();
     const webhook = await subscription(principal);
     const delivery = await delivered(webhook);
-    const claimed = (await claimAttempt(delivery, LEASE_MS))!;
+    const claimed = (await claimAttempt(delivery.tenantId, delivery.id, 1, new Date(), LEASE_MS))!;
     const retried = await retryDelivery(principal, webhook.id, delivery.id);
     expect(
       await recordAttempt(claimed, 1, { lastStatusCode: 200, lastError: null }, { status: 'Succeeded', nextAttemptAt: null, gone: false }),

@@ -261,7 +261,7 @@ describe('attempt', () => {
     const claims = gate<undefined>();
     let claimsSeen = 0;
     embedded.store.intercept = (record) => {
-      if (record.method !== 'PUT' || !record.path.endsWith(`/docs/${delivery.id}`)) return undefined;
+      if (record.method !== 'PATCH' || !record.path.endsWith(`/docs/${delivery.id}`)) return undefined;
       if (++claimsSeen === 2) claims.release(undefined);
       return claims.released;
     };
