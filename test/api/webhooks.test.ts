@@ -30,12 +30,16 @@ const stops: (() => Promise<unknown>)[] = [];
 const receivers: WebhookReceiver[] = [];
 const subscriptions: { id: string; token: string }[] = [];
 
-/** A host of this file's app, serving this file's tenants, on the shared storage with a queue of its own. */
+/**
+ * A host of this file's app, serving this file's tenants, on the shared storage with a queue of its own:
+ * the main host's, or, on a database of its own, one of that database's (the attempts it queues are for
+ * deliveries only a host on that database can read).
+ */
 async function startHost(environment: Record<string, string> = {}) {
   const host = await startOwnHost({
     ...own,
     ...ownTenantsSettings(provider.authorityHost, TENANT, NEIGHBOUR),
-    WEBHOOKS_QUEUE_NAME: QUEUE,
+    WEBHOOKS_QUEUE_NAME: environment.COSMOS_DATABASE ? `webhooks-${environment.COSMOS_DATABASE}` : QUEUE,
     WEBHOOKS_ALLOW_LOOPBACK: 'true',
     // Retries a second or two apart, and a sweep every two seconds: webhook timing a test can wait for.
     WEBHOOKS_RETRY_SCHEDULE: '1s,2s,2s',
