@@ -29,7 +29,7 @@ import type { WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
-import { takeTurn, turnWaitSeconds } from './tenant-turns.js';
+import { takeTurn, turnWaitSeconds, type TenantTurn } from './tenant-turns.js';
 
 /** What the sweep leaves alone: attempts this recently due are still on their way through the queue. */
 export const SWEEP_GRACE_MS = 10_000;
@@ -67,21 +67,21 @@ export async function queueDue(deliveries: readonly DeliveryDocument[]): Promise
 }
 
 /**
- * One attempt of a delivery, from its queue message, in one of its tenant's turns: while they are all
- * under way, the message goes back on the queue to wait (if the queue cannot take it, this fails and
- * the host delivers the message again).
+ * One attempt of a delivery, from its queue message, in one of its tenant's turns: when the tenant
+ * has none for it, the message goes back on the queue to wait (if the queue cannot take it, this fails
+ * and the host delivers the message again).
  */
 export async function attempt(message: WebhookMessage): Promise<void> {
-  const giveBack = takeTurn(message.tenantId);
-  if (!giveBack) {
+  const turn = await takeTurn(message.tenantId);
+  if (!turn) {
     const waited = (message.waited ?? 0) + 1;
     await enqueueWebhookWork({ ...message, waited }, turnWaitSeconds(waited));
     return;
   }
   try {
-    await attemptNow(message.tenantId, message.deliveryId, message.attempt);
+    await attemptNow(message.tenantId, message.deliveryId, message.attempt, turn);
   } finally {
-    giveBack();
+    turn.giveBack();
   }
 }
 
@@ -91,7 +91,7 @@ export async function attempt(message: WebhookMessage): Promise<void> {
  * event signed with every secret in use; the outcome is recorded, and the next attempt, if there is
  * one, goes on the queue for its time.
  */
-async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: number): Promise<void> {
+async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: number, turn: TenantTurn): Promise<void> {
   // Not taken when not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
   const delivery = await claimAttempt(tenantId, deliveryId, attemptNumber, new Date(Date.now() + EARLY_MS), ATTEMPT_LEASE_MS);
   if (!delivery) return;
@@ -107,6 +107,7 @@ async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: n
 
   const body = JSON.stringify(payloadOf(event));
   const headers = signedHeaders(signingSecrets(subscription), event.id, Math.floor(Date.now() / 1000), body);
+  turn.calling();
   const outcome = await attemptDelivery(subscription.url, headers, body, allowLoopback);
   const after = afterAttempt(attemptNumber, outcome.status, retrySchedule);
   const lastError = outcome.status === undefined ? outcome.error : after.status === 'Succeeded' ? null : `The receiver answered ${outcome.status}.`;

@@ -1,34 +1,85 @@
 /**
- * The attempts under way in this instance, per tenant: a tenant's receivers, hanging or slow, hold a
- * few of the instance's queue invocations (host.json's batchSize plus newBatchThreshold), so that
- * another tenant's attempts never wait behind them. A tenant whose attempts end quickly may have up to
- * QUICK_ATTEMPTS_PER_TENANT under way, as a burst of its events needs; once one of them has run longer
- * than SLOW_AFTER_MS, up to SLOW_ATTEMPTS_PER_TENANT. Counted here: the libraries that bound work by
- * key (p-limit and its kin) queue what is over the bound in memory, and here it must not wait in an
- * invocation but go back to the queue.
+ * The attempts under way in this instance, per tenant, so that a tenant's slow or hanging receivers
+ * hold a few of the instance's queue invocations (host.json's batchSize plus newBatchThreshold) and
+ * another tenant's attempts never wait behind them. A tenant whose receivers answer quickly may have
+ * up to QUICK_ATTEMPTS_PER_TENANT attempts under way, as a burst of its events needs; one attempt more
+ * waits here for a turn, which such a tenant gives back within moments. Once one of its receivers has
+ * kept an attempt waiting longer than SLOW_AFTER_MS, the tenant may have SLOW_ATTEMPTS_PER_TENANT:
+ * an attempt more gets no turn, and its message goes back to the queue (turnWaitSeconds). Counted here
+ * by hand: the libraries that bound work by key (p-limit and its kin) queue what is over the bound
+ * without limit, and what is over a slow tenant's bound must not wait in an invocation.
  */
 
-export const QUICK_ATTEMPTS_PER_TENANT = 16;
+/**
+ * host.json's newBatchThreshold: the host fetches more messages while no more than that many are being
+ * handled, so the attempts one tenant starts before its receiver is known to hang never stop it.
+ */
+export const QUICK_ATTEMPTS_PER_TENANT = 24;
 export const SLOW_ATTEMPTS_PER_TENANT = 4;
-/** An attempt under way longer than this is slow: a receiver that answers at all mostly answers well within it. */
+/** A receiver that keeps an attempt waiting longer than this is slow: one that answers at all mostly answers well within it. */
 export const SLOW_AFTER_MS = 1_000;
+/** How long an attempt of a quick tenant waits for one of its turns before its message goes back to the queue. */
+export const QUICK_TURN_WAIT_MS = 1_000;
 /** The longest a message waits on the queue for its tenant's turn before it looks again. */
 const LONGEST_WAIT_SECONDS = 60;
 
-/** When each attempt under way started, per tenant. */
-const underWay = new Map<string, Set<{ startedAt: number }>>();
+/** One attempt's turn: when its receiver was called, once it was, and how to give the turn back when the attempt ends. */
+export interface TenantTurn {
+  calling(at?: number): void;
+  giveBack(): void;
+}
 
-/** A turn for one attempt of the tenant's, and how to give it back once the attempt ends; undefined while the tenant has all its turns. */
-export function takeTurn(tenantId: string, now = Date.now()): (() => void) | undefined {
-  const attempts = underWay.get(tenantId) ?? new Set();
-  const slow = [...attempts].some(({ startedAt }) => now - startedAt > SLOW_AFTER_MS);
-  if (attempts.size >= (slow ? SLOW_ATTEMPTS_PER_TENANT : QUICK_ATTEMPTS_PER_TENANT)) return undefined;
-  const attempt = { startedAt: now };
-  underWay.set(tenantId, attempts.add(attempt));
-  return () => {
-    attempts.delete(attempt);
-    if (attempts.size === 0 && underWay.get(tenantId) === attempts) underWay.delete(tenantId);
+interface Tenant {
+  /** The time each turn's receiver was called, or undefined before it is. */
+  turns: Set<{ callingSince: number | undefined }>;
+  /** Attempts waiting for a turn, first come first served: each is handed a turn, or undefined when the tenant turns slow. */
+  waiting: ((turn: TenantTurn | undefined) => void)[];
+}
+
+const tenants = new Map<string, Tenant>();
+
+const isSlow = (tenant: Tenant, now: number) => [...tenant.turns].some(({ callingSince }) => callingSince !== undefined && now - callingSince > SLOW_AFTER_MS);
+
+function turnOf(tenantId: string, tenant: Tenant): TenantTurn {
+  const turn = { callingSince: undefined as number | undefined };
+  tenant.turns.add(turn);
+  let given = false;
+  return {
+    calling: (at = Date.now()) => void (turn.callingSince = at),
+    giveBack() {
+      if (given) return;
+      given = true;
+      tenant.turns.delete(turn);
+      const slow = isSlow(tenant, Date.now());
+      // A slow tenant's waiting attempts go back to the queue; a quick one's next takes the turn given back.
+      for (const next of slow ? tenant.waiting.splice(0) : tenant.waiting.splice(0, 1)) next(slow ? undefined : turnOf(tenantId, tenant));
+      if (tenant.turns.size === 0 && tenant.waiting.length === 0) tenants.delete(tenantId);
+    },
   };
+}
+
+/**
+ * A turn for one attempt of the tenant's; undefined when it is to go back to the queue: the tenant is
+ * slow and has all its turns, or is quick and none came back within `waitMs`.
+ */
+export async function takeTurn(tenantId: string, { now = Date.now(), waitMs = QUICK_TURN_WAIT_MS } = {}): Promise<TenantTurn | undefined> {
+  let tenant = tenants.get(tenantId);
+  if (!tenant) tenants.set(tenantId, (tenant = { turns: new Set(), waiting: [] }));
+  const slow = isSlow(tenant, now);
+  if (tenant.turns.size < (slow ? SLOW_ATTEMPTS_PER_TENANT : QUICK_ATTEMPTS_PER_TENANT)) return turnOf(tenantId, tenant);
+  if (slow) return undefined;
+  const waiting = tenant.waiting;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      waiting.splice(waiting.indexOf(handOver), 1);
+      resolve(undefined);
+    }, waitMs);
+    const handOver = (turn: TenantTurn | undefined) => {
+      clearTimeout(timer);
+      resolve(turn);
+    };
+    waiting.push(handOver);
+  });
 }
 
 /**

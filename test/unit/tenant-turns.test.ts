@@ -1,45 +1,78 @@
-/** A tenant's turns in an instance (shared/webhooks/tenant-turns.ts): how many of its attempts may be under way at once, and how long one over them waits. */
+/** A tenant's turns in an instance (shared/webhooks/tenant-turns.ts): how many of its attempts may be under way at once, and what becomes of one more. */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { QUICK_ATTEMPTS_PER_TENANT, SLOW_AFTER_MS, SLOW_ATTEMPTS_PER_TENANT, takeTurn, turnWaitSeconds } from '../../shared/webhooks/tenant-turns.js';
+import {
+  QUICK_ATTEMPTS_PER_TENANT,
+  SLOW_AFTER_MS,
+  SLOW_ATTEMPTS_PER_TENANT,
+  takeTurn,
+  turnWaitSeconds,
+  type TenantTurn,
+} from '../../shared/webhooks/tenant-turns.js';
 
-/** Takes turns for the tenant at `now` until one is refused; answers those given. */
-function turnsTaken(tenantId: string, now: number): (() => void)[] {
-  const given: (() => void)[] = [];
-  for (let turn = takeTurn(tenantId, now); turn; turn = takeTurn(tenantId, now)) given.push(turn);
+/** The turns the tenant is given at once, without waiting, at `now`. */
+async function turnsAtOnce(tenantId: string, now = Date.now()): Promise<TenantTurn[]> {
+  const given: TenantTurn[] = [];
+  for (let turn = await takeTurn(tenantId, { now, waitMs: 0 }); turn; turn = await takeTurn(tenantId, { now, waitMs: 0 })) given.push(turn);
   return given;
 }
 
 describe('takeTurn', () => {
-  it('gives a tenant whose attempts are quick up to the quick bound, and each tenant its own', () => {
-    const now = Date.now();
+  it('gives a tenant whose receivers answer quickly up to the quick bound at once, and each tenant its own', async () => {
     const [one, two] = [randomUUID(), randomUUID()];
-    const ofOne = turnsTaken(one, now);
-    expect(ofOne).toHaveLength(QUICK_ATTEMPTS_PER_TENANT);
-    expect(turnsTaken(two, now)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT);
-    // A turn given back is the next attempt's; giving it back twice frees one turn only.
-    ofOne[0]!();
-    ofOne[0]!();
-    expect(turnsTaken(one, now)).toHaveLength(1);
+    expect(await turnsAtOnce(one)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT);
+    expect(await turnsAtOnce(two)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT);
   });
 
-  it('gives no more than the slow bound while one of its attempts has run longer than a second', () => {
+  it('has one more attempt of a quick tenant wait for a turn given back, first come first served, and none given twice', async () => {
+    const tenantId = randomUUID();
+    const turns = await turnsAtOnce(tenantId);
+    const first = takeTurn(tenantId, { waitMs: 60_000 });
+    const second = takeTurn(tenantId, { waitMs: 60_000 });
+    turns[0]!.giveBack();
+    turns[0]!.giveBack();
+    const handedOver = await first;
+    expect(handedOver).toBeDefined();
+    turns[1]!.giveBack();
+    expect(await second).toBeDefined();
+    expect(await takeTurn(tenantId, { waitMs: 0 })).toBeUndefined();
+  });
+
+  it('sends one more attempt of a quick tenant back to the queue when no turn came back in time', async () => {
+    const tenantId = randomUUID();
+    await turnsAtOnce(tenantId);
+    expect(await takeTurn(tenantId, { waitMs: 10 })).toBeUndefined();
+  });
+
+  it('gives a tenant no more than the slow bound once a receiver of its has kept an attempt waiting past the second, and has none wait', async () => {
     const start = Date.now();
     const tenantId = randomUUID();
-    const hanging = takeTurn(tenantId, start)!;
+    const hanging = (await takeTurn(tenantId, { now: start }))!;
+    hanging.calling(start);
     const later = start + SLOW_AFTER_MS + 1;
-    const more = turnsTaken(tenantId, later);
+    const more = await turnsAtOnce(tenantId, later);
     expect(more).toHaveLength(SLOW_ATTEMPTS_PER_TENANT - 1);
-    // The slow attempt ends: the others are quick so far, and the quick bound is back.
-    hanging();
-    expect(turnsTaken(tenantId, later)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT - more.length);
+    expect(await takeTurn(tenantId, { now: later, waitMs: 60_000 })).toBeUndefined();
+    // The slow attempt ends: the others have not called their receivers yet, and the quick bound is back.
+    hanging.giveBack();
+    expect(await turnsAtOnce(tenantId, later)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT - more.length);
   });
 
-  it('counts an attempt slow only past the second', () => {
+  it('counts a receiver slow only past the second, and only once it is called', async () => {
     const start = Date.now();
     const tenantId = randomUUID();
-    takeTurn(tenantId, start);
-    expect(turnsTaken(tenantId, start + SLOW_AFTER_MS)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT - 1);
+    (await takeTurn(tenantId, { now: start }))!.calling(start);
+    await takeTurn(tenantId, { now: start - 60_000 });
+    expect(await turnsAtOnce(tenantId, start + SLOW_AFTER_MS)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT - 2);
+  });
+
+  it('sends the attempts waiting for a quick tenant’s turn back to the queue once it has turned slow', async () => {
+    const tenantId = randomUUID();
+    const turns = await turnsAtOnce(tenantId);
+    const waiting = [takeTurn(tenantId, { waitMs: 60_000 }), takeTurn(tenantId, { waitMs: 60_000 })];
+    turns[0]!.calling(Date.now() - SLOW_AFTER_MS - 1);
+    turns[1]!.giveBack();
+    expect(await Promise.all(waiting)).toEqual([undefined, undefined]);
   });
 });
 
