@@ -186,14 +186,49 @@ async function startFloorFunction(stack: LocalStack, authorization: string): Pro
 }
 
 /** bench/in-process.ts in a process of its own, with the app's settings (and its functions registered with the local host's stand-in for the runtime). */
-async function measureInProcess(stack: LocalStack, url: string, authorization: string): Promise<InProcessCosts> {
+function runInProcess(stack: LocalStack, url: string, authorization: string, profile?: { dir: string; variant: string }): Promise<InProcessCosts> {
   const child = fork(new URL('./in-process.js', import.meta.url), [], {
-    env: { ...embeddedSettings(stack), NODE_PATH: join(appRoot(), 'local', 'functions-core'), BENCH_URL: url, BENCH_AUTHORIZATION: authorization },
+    env: {
+      ...embeddedSettings(stack),
+      NODE_PATH: join(appRoot(), 'local', 'functions-core'),
+      BENCH_URL: url,
+      BENCH_AUTHORIZATION: authorization,
+      ...(profile ? { BENCH_VARIANT: profile.variant } : {}),
+    },
+    execArgv: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile.dir}`, `--cpu-prof-name=${profile.variant}.cpuprofile`] : [],
   });
   return new Promise((resolve, reject) => {
     child.once('message', (message) => resolve(message as InProcessCosts));
     child.once('exit', (code) => reject(new Error(`bench/in-process exited (code ${code}) without its figures`)));
   });
+}
+
+/** The in-process figures; with `cpuProfDir`, each variant measured alone, its CPU profile written there as `<variant>.cpuprofile`. */
+async function measureInProcess(stack: LocalStack, url: string, authorization: string, cpuProfDir?: string): Promise<InProcessCosts> {
+  if (!cpuProfDir) return runInProcess(stack, url, authorization);
+  const costs: Partial<InProcessCosts> = {};
+  for (const variant of IN_PROCESS_VARIANTS) Object.assign(costs, await runInProcess(stack, url, authorization, { dir: cpuProfDir, variant }));
+  return costs as InProcessCosts;
+}
+
+const IN_PROCESS_VARIANTS: (keyof InProcessCosts)[] = ['hostObjectsUs', 'functionUs', 'floorWorkUs', 'createFunctionUs', 'floorCreateUs'];
+
+/** The in-process figures alone, on a stack of their own with one project to read. */
+export async function benchInProcess(cpuProfDir?: string): Promise<InProcessCosts> {
+  const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
+  try {
+    const authorization = `Bearer ${await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] })}`;
+    const created = await fetch(`${stack.apiBaseUrl}/projects`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Benchmark course', description: 'Measured.' }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    return await measureInProcess(stack, `${stack.apiBaseUrl}/projects/${id}`, authorization, cpuProfDir);
+  } finally {
+    await stack.stop();
+  }
 }
 
 async function rssMiB(pid: number): Promise<number> {
