@@ -35,6 +35,8 @@ import { takeTurn, turnWaitSeconds, type TenantTurn } from './tenant-turns.js';
 export const SWEEP_GRACE_MS = 10_000;
 /** A delivery the sweep brought back is brought back again if it is still overdue this long after: its message may have been lost too. */
 export const SWEEP_AGAIN_MS = 10 * 60_000;
+/** The most deliveries one run of the sweep brings back. */
+export const SWEEP_LIMIT = 500;
 /** A queue message may turn up this much before its attempt is due (the queue's clock is not ours). */
 const EARLY_MS = 2_000;
 /** How long an attempt is held by whoever makes it: its longest run and the sweep's grace. */
@@ -127,12 +129,17 @@ async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: n
  * Brings back through the change feed the deliveries whose attempt nothing carries any more (a queue
  * message lost, an attempt cut off by a crash): overdue, and not brought back since they fell due, or
  * not for SWEEP_AGAIN_MS (the message the relay queued for it may have been lost in its turn). It
- * writes them and queues nothing: the relay queues their attempts.
+ * writes them and queues nothing: the relay queues their attempts. At most `limit` a run: when the
+ * queue is far behind, the deliveries waiting on it look overdue too, and bringing them all back would
+ * only queue each of them twice and put the queue further behind; the next runs bring back the rest.
  */
-export async function sweep(now = Date.now()): Promise<number> {
+export async function sweep(now = Date.now(), limit = SWEEP_LIMIT): Promise<number> {
   const before = new Date(now - SWEEP_GRACE_MS).toISOString();
   const again = new Date(now - SWEEP_AGAIN_MS).toISOString();
   let broughtBack = 0;
-  for await (const page of overdueDeliveries(before, again)) broughtBack += (await Promise.all(page.map(bringBack))).filter(Boolean).length;
+  for await (const page of overdueDeliveries(before, again)) {
+    broughtBack += (await Promise.all(page.slice(0, limit - broughtBack).map(bringBack))).filter(Boolean).length;
+    if (broughtBack >= limit) break;
+  }
   return broughtBack;
 }

@@ -489,6 +489,18 @@ describe('sweep', () => {
     expect((await recovered(lately))!.recoveredAt).toEqual(expect.any(String));
   });
 
+  it('brings back no more than its limit in a run, and the rest in the runs after', async () => {
+    await endPendingDeliveries();
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const { sweep, SWEEP_GRACE_MS } = await deliveries();
+    for (let index = 0; index < 3; index++) await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
+
+    expect(await sweep(Date.now(), 2)).toBe(2);
+    expect(await sweep(Date.now(), 2)).toBe(1);
+    expect(await sweep(Date.now(), 2)).toBe(0);
+  });
+
   it('brings a delivery back again once it has stayed overdue for a while after: the message its bringing back queued may be lost too', async () => {
     await endPendingDeliveries();
     const { webhook, event } = await subscribedTenant();
