@@ -142,7 +142,8 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
     await call('POST', '/webhooks', { url: hanging.url, events: ['project.created'] }, hangingTenant);
     const steadyRun = async (withHanging: boolean): Promise<Latencies> => {
       const creating = withHanging ? [...steadyTenants, hangingTenant] : steadyTenants;
-      const answered = new Map<string, number>();
+      // Per tenant: ids are numbered in each tenant's own sequence.
+      const answered = new Map(steadyTenants.map((tenantId) => [tenantId, new Map<string, number>()]));
       const creates: Promise<unknown>[] = [];
       let refused = 0;
       const started = performance.now();
@@ -151,25 +152,27 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
         // Each create at its time, whatever the ones before it: the rate is the bench's, not the API's.
         await sleep(Math.max(0, started + (index * 1000 * STEADY_SECONDS) / total - performance.now()));
         const tenantId = creating[index % creating.length]!;
-        const healthy = tenantId !== hangingTenant;
+        const ofTenant = answered.get(tenantId);
         creates.push(
           call('POST', '/projects', { name: `Steady ${index}` }, tenantId).then(
             ({ status, body }) => {
-              if (status === 201 && healthy) answered.set(body.id, Date.now());
-              else if (healthy) refused += 1;
+              if (status === 201) ofTenant?.set(body.id, Date.now());
+              else if (ofTenant) refused += 1;
             },
-            () => (refused += healthy ? 1 : 0),
+            () => (refused += ofTenant ? 1 : 0),
           ),
         );
       }
       await Promise.all(creates);
       const createsPerSecond = Math.round(total / ((performance.now() - started) / 1000));
-      const arrived = (receiver: WebhookReceiver) => new Set(eventIds(receiver).filter((id) => answered.has(id))).size;
-      const allArrived = () => [...steadyReceivers.values()].reduce((sum, receiver) => sum + arrived(receiver), 0) === answered.size;
-      await Promise.all([...steadyReceivers.values()].map((receiver) => receiver.waitFor(allArrived, ARRIVAL_TIMEOUT_MS).catch(() => undefined)));
-      const times = [...steadyReceivers.values()].flatMap((receiver) => latenciesAt(receiver, answered));
-      const lost = answered.size - [...steadyReceivers.values()].reduce((sum, receiver) => sum + arrived(receiver), 0);
-      return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), max: Math.max(...times), events: answered.size, lost, refused, createsPerSecond };
+      const steady = steadyTenants.map((tenantId) => ({ receiver: steadyReceivers.get(tenantId)!, ofTenant: answered.get(tenantId)! }));
+      const arrived = ({ receiver, ofTenant }: (typeof steady)[number]) => new Set(eventIds(receiver).filter((id) => ofTenant.has(id))).size;
+      const expected = steady.reduce((sum, { ofTenant }) => sum + ofTenant.size, 0);
+      const allArrived = () => steady.reduce((sum, each) => sum + arrived(each), 0) === expected;
+      await Promise.all(steady.map(({ receiver }) => receiver.waitFor(allArrived, ARRIVAL_TIMEOUT_MS).catch(() => undefined)));
+      const times = steady.flatMap(({ receiver, ofTenant }) => latenciesAt(receiver, ofTenant));
+      const lost = expected - steady.reduce((sum, each) => sum + arrived(each), 0);
+      return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), max: Math.max(...times), events: expected, lost, refused, createsPerSecond };
     };
     const quiet = await steadyRun(false);
     const withHanging = await steadyRun(true);
