@@ -1,16 +1,17 @@
 /**
  * Delivery, in three steps, each the whole work of its trigger:
  * - the change feed relay (shared/relay.ts) makes each event's deliveries, due at once (makeDeliveriesOf),
- *   and puts every delivery the feed shows due on the webhooks queue (queueDue): the first attempt of a
- *   delivery just made, a ping, a retry asked for, one the sweep brought back. It calls no receiver;
- * - the webhooks queue's trigger makes the attempt (attempt), within its tenant's share of the instance,
- *   and puts the next one, if the schedule has one, back on the queue for its time (no function sleeps);
+ *   and puts the attempt of every delivery the feed shows due on the webhooks queue, several in a message
+ *   (queueDue): the first attempt of a delivery just made, a ping, a retry asked for, one the sweep
+ *   brought back. It calls no receiver;
+ * - the webhooks queue's trigger makes a message's attempts side by side (attempt), each within its
+ *   tenant's turns in the instance, and puts each next one, if the schedule has one, back on the queue
+ *   for its time (no function sleeps);
  * - the sweep (sweep) brings back through the change feed every delivery whose attempt nothing carries
  *   any more.
  * At least once: every step can run twice without harm, and each attempt is claimed before it is made,
  * so that two runs of it send it once.
  */
-import pLimit from 'p-limit';
 import { webhookSettings } from '../config.js';
 import { payloadOf, readEvent, type EventDocument } from '../data/events.js';
 import {
@@ -25,7 +26,7 @@ import {
 import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
 import { afterAttempt } from '../domain/webhooks.js';
 import { enqueueWebhookWork } from '../queues.js';
-import type { WebhookMessage } from '../schemas/webhooks.js';
+import { ATTEMPTS_PER_MESSAGE, type WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
@@ -41,8 +42,6 @@ export const SWEEP_LIMIT = 500;
 const EARLY_MS = 2_000;
 /** How long an attempt is held by whoever makes it: its longest run and the sweep's grace. */
 const ATTEMPT_LEASE_MS = ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS;
-/** Messages one page of changes sends at once: a page can show a hundred deliveries due. */
-const SENDS_AT_ONCE = 16;
 
 /** Whether the delivery's next attempt is due (within `earlyMs`): Pending, and no run holds it. */
 export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now(), earlyMs = 0): boolean {
@@ -62,29 +61,45 @@ export async function makeDeliveriesOf(tenantId: string, events: readonly EventD
   );
 }
 
-/** Puts the next attempt of each delivery the change feed shows due on the webhooks queue; fails if the queue refuses one. */
+/**
+ * Puts the next attempt of each delivery the change feed shows due on the webhooks queue, up to 50 in
+ * a message (a page of changes shows up to 100): a few queue messages a page, where one each would
+ * make every delivery three requests to the queue service. Fails if the queue refuses one.
+ */
 export async function queueDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
-  const limit = pLimit(SENDS_AT_ONCE);
-  await settleAll(deliveries.map(({ tenantId, id, attempts }) => limit(() => enqueueWebhookWork({ tenantId, deliveryId: id, attempt: attempts + 1 }))));
+  const attempts = deliveries.map(({ tenantId, id, attempts: made }) => ({ tenantId, deliveryId: id, attempt: made + 1 }));
+  const messages = Array.from({ length: Math.ceil(attempts.length / ATTEMPTS_PER_MESSAGE) }, (_, index) =>
+    attempts.slice(index * ATTEMPTS_PER_MESSAGE, (index + 1) * ATTEMPTS_PER_MESSAGE),
+  );
+  await settleAll(messages.map((batch) => enqueueWebhookWork({ attempts: batch })));
 }
 
 /**
- * One attempt of a delivery, from its queue message, in one of its tenant's turns: when the tenant
- * has none for it, the message goes back on the queue to wait (if the queue cannot take it, this fails
- * and the host delivers the message again).
+ * The attempts a queue message carries, side by side, each in one of its tenant's turns. Those whose
+ * tenant has no turn for them go back on the queue together, to wait (if the queue cannot take them,
+ * this fails and the host delivers the message again: the attempts made by then are not made twice).
+ * Fails, once every attempt has ended, if one failed for a reason of ours.
  */
 export async function attempt(message: WebhookMessage): Promise<void> {
-  const turn = await takeTurn(message.tenantId);
-  if (!turn) {
-    const waited = (message.waited ?? 0) + 1;
-    await enqueueWebhookWork({ ...message, waited }, turnWaitSeconds(waited));
-    return;
-  }
-  try {
-    await attemptNow(message.tenantId, message.deliveryId, message.attempt, turn);
-  } finally {
-    turn.giveBack();
-  }
+  const turns = message.attempts.map(({ tenantId }) => takeTurn(tenantId));
+  // Each attempt starts as soon as it has its turn; those without one are known within a second.
+  const attempting = settleAll(
+    message.attempts.map(async ({ tenantId, deliveryId, attempt: attemptNumber }, index) => {
+      const turn = await turns[index];
+      if (!turn) return;
+      try {
+        await attemptNow(tenantId, deliveryId, attemptNumber, turn);
+      } finally {
+        turn.giveBack();
+      }
+    }),
+  );
+  const waited = (message.waited ?? 0) + 1;
+  const queueWaiting = Promise.all(turns).then(async (given) => {
+    const waiting = message.attempts.filter((_, index) => !given[index]);
+    if (waiting.length) await enqueueWebhookWork({ attempts: waiting, waited }, turnWaitSeconds(waited));
+  });
+  await settleAll([attempting, queueWaiting]);
 }
 
 /**
@@ -119,7 +134,7 @@ async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: n
   if (after.status === 'Pending') {
     const waitSeconds = (Date.parse(after.nextAttemptAt!) - Date.now()) / 1000;
     // If the queue cannot take it now, the sweep brings the delivery back through the change feed once it is overdue.
-    await enqueueWebhookWork({ tenantId, deliveryId, attempt: attemptNumber + 1 }, waitSeconds).catch(() => undefined);
+    await enqueueWebhookWork({ attempts: [{ tenantId, deliveryId, attempt: attemptNumber + 1 }] }, waitSeconds).catch(() => undefined);
     return;
   }
   await recordDeliveryEnd(subscription, deliveryId, after);

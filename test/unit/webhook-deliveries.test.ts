@@ -107,7 +107,7 @@ async function subscribedTenant() {
 
 /** The next attempt of the delivery, as its queue message asks for it. */
 async function attemptNext(delivery: Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>, attemptNumber = delivery.attempts + 1): Promise<void> {
-  await (await deliveries()).attempt({ tenantId: delivery.tenantId, deliveryId: delivery.id, attempt: attemptNumber });
+  await (await deliveries()).attempt({ attempts: [{ tenantId: delivery.tenantId, deliveryId: delivery.id, attempt: attemptNumber }] });
 }
 
 /** A delivery, of a tenant of its own, whose first attempt got a 500: Pending, attempt 2 queued; made due now unless told otherwise. */
@@ -120,8 +120,9 @@ async function failedOnce(dueInMs = 0) {
 }
 
 const requestsFor = (event: EventDocument): ReceivedDelivery[] => receiver.received.filter((request) => request.headers['webhook-id'] === event.id);
+/** The messages the queue took with an attempt of the delivery. */
 const messagesFor = (delivery: Pick<DeliveryDocument, 'id'>) =>
-  messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).filter((entry) => entry.message.deliveryId === delivery.id);
+  messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).filter((entry) => entry.message.attempts.some(({ deliveryId }) => deliveryId === delivery.id));
 const readWebhookDocument = async (webhook: WebhookDocument) =>
   (await import('../../shared/data/webhooks-repository.js')).readWebhook(webhook.tenantId, webhook.id);
 const secondsFromNow = (iso: string | null) => (Date.parse(iso!) - Date.now()) / 1000;
@@ -210,19 +211,32 @@ describe('makeDeliveriesOf', () => {
 });
 
 describe('queueDue', () => {
-  it('puts the next attempt of each delivery on the webhooks queue, visible at once, and calls no receiver', async () => {
+  it('puts the next attempt of each delivery on the webhooks queue, of any tenant, in one message visible at once, and calls no receiver', async () => {
     const due = await subscribedTenant();
     const retried = await failedOnce();
     const requests = receiver.received.length;
 
     await (await deliveries()).queueDue([due.delivery, retried.delivery]);
 
-    expect(messagesFor(due.delivery)).toEqual([{ message: { tenantId: due.tenantId, deliveryId: due.delivery.id, attempt: 1 }, delaySeconds: 0 }]);
-    expect(messagesFor(retried.delivery).at(-1)).toEqual({
-      message: { tenantId: retried.tenantId, deliveryId: retried.delivery.id, attempt: 2 },
-      delaySeconds: 0,
-    });
+    const attempts = [
+      { tenantId: due.tenantId, deliveryId: due.delivery.id, attempt: 1 },
+      { tenantId: retried.tenantId, deliveryId: retried.delivery.id, attempt: 2 },
+    ];
+    expect(messagesFor(due.delivery)).toEqual([{ message: { attempts }, delaySeconds: 0 }]);
     expect(receiver.received.length).toBe(requests);
+  });
+
+  it('puts up to 50 attempts in a message', async () => {
+    const { ATTEMPTS_PER_MESSAGE } = await import('../../shared/schemas/webhooks.js');
+    const { webhook, event } = await subscribedTenant();
+    const many = Array.from({ length: ATTEMPTS_PER_MESSAGE + 1 }, (_, index) => ({ ...webhook, id: `WHK-${2000 + index}` }));
+    const { deliveriesOf } = await repository();
+    const made = deliveriesOf(event, many) as DeliveryDocument[];
+
+    await (await deliveries()).queueDue(made);
+
+    expect(messagesFor(made[0]!).map(({ message }) => message.attempts.length)).toEqual([ATTEMPTS_PER_MESSAGE]);
+    expect(messagesFor(made.at(-1)!).map(({ message }) => message.attempts.length)).toEqual([1]);
   });
 
   it('fails when the queue refuses a message, for the relay’s page to be handed over again', async () => {
@@ -333,7 +347,7 @@ describe('a failed attempt', () => {
     const { tenantId, webhook, event, delivery } = await failedOnce();
 
     expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: 500, lastError: 'The receiver answered 500.' });
-    expect(messagesFor(delivery)).toEqual([{ message: { tenantId, deliveryId: delivery.id, attempt: 2 }, delaySeconds: FIRST_RETRY_S }]);
+    expect(messagesFor(delivery)).toEqual([{ message: { attempts: [{ tenantId, deliveryId: delivery.id, attempt: 2 }] }, delaySeconds: FIRST_RETRY_S }]);
     expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
 
     answers.push(503);
@@ -342,7 +356,7 @@ describe('a failed attempt', () => {
     expect(second).toMatchObject({ status: 'Pending', attempts: 2, lastStatusCode: 503, lastError: 'The receiver answered 503.' });
     expect(secondsFromNow(second.nextAttemptAt)).toBeGreaterThan(SECOND_RETRY_S - 10);
     expect(secondsFromNow(second.nextAttemptAt)).toBeLessThanOrEqual(SECOND_RETRY_S);
-    expect(messagesFor(delivery)[1]).toEqual({ message: { tenantId, deliveryId: delivery.id, attempt: 3 }, delaySeconds: SECOND_RETRY_S });
+    expect(messagesFor(delivery)[1]).toEqual({ message: { attempts: [{ tenantId, deliveryId: delivery.id, attempt: 3 }] }, delaySeconds: SECOND_RETRY_S });
 
     await change(second, { nextAttemptAt: new Date().toISOString() });
     answers.push(500);
@@ -425,23 +439,25 @@ describe('a tenant’s turns', () => {
     return { ...hanging, over: over!, overEvent: events[0]!, answer, attempting };
   }
 
-  it('are all a tenant’s hanging receivers hold: its attempts beyond them wait on the queue, longer each time, while another tenant’s go', async () => {
+  it('are all a tenant’s hanging receivers hold: its attempts beyond them wait on the queue, longer each time, while another tenant’s are made', async () => {
     const { tenantId, webhook, over, overEvent, answer, attempting } = await tenantHoldingAllTurns();
 
-    // One more of that tenant's: back on the queue, for 1 s, then 2 s, touching nothing in the store.
+    // One more of that tenant's: back on the queue, for 1 s, touching nothing in the store.
     const fromStore = embedded.store.requests.length;
     await attemptNext(over);
     const [waited] = messagesFor(over);
-    expect(waited).toEqual({ message: { tenantId, deliveryId: over.id, attempt: 1, waited: 1 }, delaySeconds: 1 });
-    await (await deliveries()).attempt(waited!.message);
-    expect(messagesFor(over)[1]).toEqual({ message: { ...waited!.message, waited: 2 }, delaySeconds: 2 });
+    const overAttempt = { tenantId, deliveryId: over.id, attempt: 1 };
+    expect(waited).toEqual({ message: { attempts: [overAttempt], waited: 1 }, delaySeconds: 1 });
     expect(embedded.store.requests.slice(fromStore)).toEqual([]);
     expect(await deliveryOf(overEvent, webhook)).toEqual(over);
 
-    // Another tenant's attempt goes at once.
+    // Back in a message with another tenant's attempt: that one is made at once, and this one goes back alone, for 2 s.
     const other = await subscribedTenant();
-    await attemptNext(other.delivery);
+    const otherAttempt = { tenantId: other.tenantId, deliveryId: other.delivery.id, attempt: 1 };
+    await (await deliveries()).attempt({ attempts: [overAttempt, otherAttempt], waited: 1 });
     expect(await deliveryOf(other.event, other.webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
+    expect(messagesFor(over)[1]).toEqual({ message: { attempts: [overAttempt], waited: 2 }, delaySeconds: 2 });
+    expect(await deliveryOf(overEvent, webhook)).toEqual(over);
 
     // A turn given back is taken by the next of the tenant's messages.
     answer.release(200);
