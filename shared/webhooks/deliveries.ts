@@ -25,14 +25,14 @@ import {
 } from '../data/deliveries-repository.js';
 import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
 import { afterAttempt } from '../domain/webhooks.js';
-import { enqueueWebhookWork } from '../queues.js';
+import { enqueueWebhookWork, webhookWorkWaiting } from '../queues.js';
 import { ATTEMPTS_PER_MESSAGE, type WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
 import { takeTurn, turnWaitSeconds, type TenantTurn } from './tenant-turns.js';
 
-/** What the sweep leaves alone: attempts this recently due are still on their way through the queue. */
+/** What the sweep leaves alone while the queue has nothing waiting: attempts this recently due are still on their way through it. */
 export const SWEEP_GRACE_MS = 10_000;
 /** A delivery the sweep brought back is brought back again if it is still overdue this long after: its message may have been lost too. */
 export const SWEEP_AGAIN_MS = 10 * 60_000;
@@ -144,12 +144,14 @@ async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: n
  * Brings back through the change feed the deliveries whose attempt nothing carries any more (a queue
  * message lost, an attempt cut off by a crash): overdue, and not brought back since they fell due, or
  * not for SWEEP_AGAIN_MS (the message the relay queued for it may have been lost in its turn). It
- * writes them and queues nothing: the relay queues their attempts. At most `limit` a run: when the
- * queue is far behind, the deliveries waiting on it look overdue too, and bringing them all back would
- * only queue each of them twice and put the queue further behind; the next runs bring back the rest.
+ * writes them and queues nothing: the relay queues their attempts. While the queue has messages
+ * waiting to be handled, a delivery that looks overdue may be waiting among them (a burst, a tenant
+ * waiting for its turn): then only those overdue for SWEEP_AGAIN_MS are brought back. At most `limit`
+ * a run; the next runs bring back the rest.
  */
 export async function sweep(now = Date.now(), limit = SWEEP_LIMIT): Promise<number> {
-  const before = new Date(now - SWEEP_GRACE_MS).toISOString();
+  const busy = await webhookWorkWaiting();
+  const before = new Date(now - (busy ? SWEEP_AGAIN_MS : SWEEP_GRACE_MS)).toISOString();
   const again = new Date(now - SWEEP_AGAIN_MS).toISOString();
   let broughtBack = 0;
   for await (const page of overdueDeliveries(before, again)) {

@@ -8,6 +8,7 @@
  * time passing would. A test hands `attempt` the message the queue would carry.
  */
 import { randomUUID } from 'node:crypto';
+import { QueueServiceClient } from '@azure/storage-queue';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
@@ -153,8 +154,12 @@ async function attemptAtReceiver(delivery: DeliveryDocument, event: EventDocumen
   return { answer, attempting };
 }
 
-/** Every delivery still Pending in the store, of any test, ended: a sweep then sees only the test's own. */
+/** The webhooks queue emptied, as its trigger would have left it. */
+const emptyQueue = () => QueueServiceClient.fromConnectionString(azurite.connectionString).getQueueClient(WEBHOOKS_QUEUE).clearMessages();
+
+/** Every delivery still Pending in the store, of any test, ended, and the queue emptied: a sweep then sees only the test's own. */
 async function endPendingDeliveries() {
+  await emptyQueue();
   const { resources } = await (
     await tenantData()
   ).items
@@ -515,6 +520,27 @@ describe('sweep', () => {
     expect(await sweep(Date.now(), 2)).toBe(2);
     expect(await sweep(Date.now(), 2)).toBe(1);
     expect(await sweep(Date.now(), 2)).toBe(0);
+  });
+
+  it('takes a delivery that looks overdue while the queue has messages waiting for one of them, and brings it back only ten minutes overdue', async () => {
+    await endPendingDeliveries();
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const { sweep, queueDue, SWEEP_GRACE_MS, SWEEP_AGAIN_MS } = await deliveries();
+    const waiting = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
+    const long = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_AGAIN_MS - 5_000);
+    // A burst's messages, waiting to be handled.
+    await queueDue([await madeDelivery(await storedEvent(principal.tenantId), webhook, 60_000)]);
+
+    expect(await sweep()).toBe(1);
+    const recovered = async (delivery: DeliveryDocument) => (await (await repository()).readDelivery(principal.tenantId, delivery.id))!.recoveredAt;
+    expect(await recovered(long)).toEqual(expect.any(String));
+    expect(await recovered(waiting)).toBeUndefined();
+
+    // Its message handled, the queue has nothing waiting: the one that looked overdue was not among them, and is brought back.
+    await emptyQueue();
+    expect(await sweep()).toBe(1);
+    expect(await recovered(waiting)).toEqual(expect.any(String));
   });
 
   it('brings a delivery back again once it has stayed overdue for a while after: the message its bringing back queued may be lost too', async () => {
