@@ -29,6 +29,8 @@ export interface Side {
   errors: number;
   /** CPU time of the serving process per request: what a saturated server's throughput comes down to. */
   cpuPerRequestUs: number | undefined;
+  /** The API's only: CPU time of the host running its other triggers (the relay, the queues) per request, meanwhile. */
+  backgroundCpuPerRequestUs?: number | undefined;
 }
 
 export interface Throughput {
@@ -76,6 +78,8 @@ export interface Server {
   baseUrl: string;
   authorization: string;
   pid: number;
+  /** The process doing the work the requests hand to the background, whose CPU is counted apart. */
+  backgroundPid?: number;
 }
 
 interface Slice {
@@ -83,6 +87,7 @@ interface Slice {
   p99Ms: number;
   errors: number;
   cpuMs: number | undefined;
+  backgroundCpuMs: number | undefined;
 }
 
 /** The CPU time a process has used so far (all its threads), or undefined where there is no /proc. */
@@ -98,6 +103,7 @@ async function processCpuMs(pid: number): Promise<number | undefined> {
 
 async function load(server: Server, target: Target, options: { duration?: number; amount?: number }): Promise<Slice> {
   const cpuBefore = await processCpuMs(server.pid);
+  const backgroundBefore = server.backgroundPid === undefined ? undefined : await processCpuMs(server.backgroundPid);
   const result = await autocannon({
     url: `${server.baseUrl}${target.path}`,
     method: target.method,
@@ -107,20 +113,26 @@ async function load(server: Server, target: Target, options: { duration?: number
     ...options,
   });
   const cpuAfter = await processCpuMs(server.pid);
+  const backgroundAfter = server.backgroundPid === undefined ? undefined : await processCpuMs(server.backgroundPid);
   const cpuMs = cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
-  return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, cpuMs };
+  const backgroundCpuMs = backgroundBefore === undefined || backgroundAfter === undefined ? undefined : backgroundAfter - backgroundBefore;
+  return { requests: result.requests.total, p99Ms: result.latency.p99, errors: result.errors + result.timeouts + result.non2xx, cpuMs, backgroundCpuMs };
 }
 
 const ratio = (of: number, to: number): number => Math.round((of / to) * 100) / 100;
 
 function summary(slices: Slice[]): Side {
   const requests = slices.reduce((sum, slice) => sum + slice.requests, 0);
-  const cpuMs = slices.every((slice) => slice.cpuMs !== undefined) ? slices.reduce((sum, slice) => sum + slice.cpuMs!, 0) : undefined;
+  const perRequestUs = (of: 'cpuMs' | 'backgroundCpuMs') =>
+    slices.every((slice) => slice[of] !== undefined) && requests > 0
+      ? Math.round((slices.reduce((sum, slice) => sum + slice[of]!, 0) * 1000) / requests)
+      : undefined;
   return {
     requestsPerSecond: Math.round(requests / DURATION_SECONDS),
     p99Ms: median(slices.map((slice) => slice.p99Ms)),
     errors: slices.reduce((sum, slice) => sum + slice.errors, 0),
-    cpuPerRequestUs: cpuMs === undefined || requests === 0 ? undefined : Math.round((cpuMs * 1000) / requests),
+    cpuPerRequestUs: perRequestUs('cpuMs'),
+    ...(slices.some((slice) => slice.backgroundCpuMs !== undefined) ? { backgroundCpuPerRequestUs: perRequestUs('backgroundCpuMs') } : {}),
   };
 }
 
@@ -186,14 +198,49 @@ async function startFloorFunction(stack: LocalStack, authorization: string): Pro
 }
 
 /** bench/in-process.ts in a process of its own, with the app's settings (and its functions registered with the local host's stand-in for the runtime). */
-async function measureInProcess(stack: LocalStack, url: string, authorization: string): Promise<InProcessCosts> {
+function runInProcess(stack: LocalStack, url: string, authorization: string, profile?: { dir: string; variant: string }): Promise<InProcessCosts> {
   const child = fork(new URL('./in-process.js', import.meta.url), [], {
-    env: { ...embeddedSettings(stack), NODE_PATH: join(appRoot(), 'local', 'functions-core'), BENCH_URL: url, BENCH_AUTHORIZATION: authorization },
+    env: {
+      ...embeddedSettings(stack),
+      NODE_PATH: join(appRoot(), 'local', 'functions-core'),
+      BENCH_URL: url,
+      BENCH_AUTHORIZATION: authorization,
+      ...(profile ? { BENCH_VARIANT: profile.variant } : {}),
+    },
+    execArgv: profile ? ['--cpu-prof', `--cpu-prof-dir=${profile.dir}`, `--cpu-prof-name=${profile.variant}.cpuprofile`] : [],
   });
   return new Promise((resolve, reject) => {
     child.once('message', (message) => resolve(message as InProcessCosts));
     child.once('exit', (code) => reject(new Error(`bench/in-process exited (code ${code}) without its figures`)));
   });
+}
+
+/** The in-process figures; with `cpuProfDir`, each variant measured alone, its CPU profile written there as `<variant>.cpuprofile`. */
+async function measureInProcess(stack: LocalStack, url: string, authorization: string, cpuProfDir?: string): Promise<InProcessCosts> {
+  if (!cpuProfDir) return runInProcess(stack, url, authorization);
+  const costs: Partial<InProcessCosts> = {};
+  for (const variant of IN_PROCESS_VARIANTS) Object.assign(costs, await runInProcess(stack, url, authorization, { dir: cpuProfDir, variant }));
+  return costs as InProcessCosts;
+}
+
+const IN_PROCESS_VARIANTS: (keyof InProcessCosts)[] = ['hostObjectsUs', 'functionUs', 'floorWorkUs', 'createFunctionUs', 'floorCreateUs'];
+
+/** The in-process figures alone, on a stack of their own with one project to read. */
+export async function benchInProcess(cpuProfDir?: string): Promise<InProcessCosts> {
+  const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
+  try {
+    const authorization = `Bearer ${await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] })}`;
+    const created = await fetch(`${stack.apiBaseUrl}/projects`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Benchmark course', description: 'Measured.' }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    return await measureInProcess(stack, `${stack.apiBaseUrl}/projects/${id}`, authorization, cpuProfDir);
+  } finally {
+    await stack.stop();
+  }
 }
 
 async function rssMiB(pid: number): Promise<number> {
@@ -210,14 +257,40 @@ async function databaseQuiet(counts: { requests: number }): Promise<void> {
   }
 }
 
+/**
+ * The functions that are not HTTP-triggered. Flex Consumption scales each of them apart from the HTTP
+ * functions, on instances of their own: the API's host runs none of them here either (checked at the
+ * start), and a second host of the app runs them.
+ */
+const BACKGROUND_FUNCTIONS = ['changes-relay', 'rag-index-poison', 'rag-index-worker', 'webhooks-deliver', 'webhooks-sweep'];
+const switchedOff = (off: boolean) => Object.fromEntries(BACKGROUND_FUNCTIONS.map((name) => [`AzureWebJobs.${name}.Disabled`, String(off)]));
+
+/** The stack, its host serving HTTP only, and a second host of the same app running every other trigger. */
+async function startApartFromBackground(settings: Record<string, string | undefined>) {
+  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings: { ...settings, ...switchedOff(true) } });
+  try {
+    const running = [...stack.queueFunctions, ...stack.timerFunctions, ...stack.cosmosFunctions].map(({ name }) => name);
+    if (running.length) throw new Error(`The API's host runs ${running.join(', ')}: add them to BACKGROUND_FUNCTIONS in bench/api-throughput.ts`);
+    const background = await startHostProcess({ port: 0, environment: { ...stack.environment, ...switchedOff(false) }, extraCaCerts: stack.caCertPath });
+    const stop = async () => {
+      await background.stop();
+      await stack.stop();
+    };
+    return { stack, background, stop };
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
+}
+
 export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess: InProcessCosts; memory: Memory; costs: OperationCost[] }> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
-  const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
+  const { stack, background, stop } = await startApartFromBackground(settings);
   const servers: { stop(): Promise<void> }[] = [];
   try {
     const token = await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] });
     const authorization = `Bearer ${token}`;
-    const host: Server = { baseUrl: stack.apiBaseUrl, authorization, pid: stack.hostPid };
+    const host: Server = { baseUrl: stack.apiBaseUrl, authorization, pid: stack.hostPid, backgroundPid: background.pid };
     const floor = await startFloor(stack, authorization);
     servers.push(floor);
     const floorFunction = await startFloorFunction(stack, authorization);
@@ -324,6 +397,6 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     return { throughput, inProcess, memory: { requests: 100_000, rssMiB: { before, afterHalf, afterAll } }, costs };
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
-    await stack.stop();
+    await stop();
   }
 }

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { benchApi } from './api-throughput.js';
+import { benchApi, benchInProcess } from './api-throughput.js';
 import { benchColdStart } from './cold-start.js';
 import { benchDiskCost } from './disk-cost.js';
 import { benchRagRebuild } from './rag-rebuild.js';
@@ -13,12 +13,15 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     small: { type: 'string', default: '20000' },
     large: { type: 'string', default: '200000' },
-    // One part only: cold-start, api, disk, webhooks or rag (default: all).
+    // One part only: cold-start, api, in-process, disk, webhooks or rag (default: all but in-process, which api includes).
     only: { type: 'string' },
+    // With --only in-process: each in-process variant alone under --cpu-prof, its profile written to this folder.
+    'cpu-prof': { type: 'string' },
   },
 });
 
 type Api = Awaited<ReturnType<typeof benchApi>>;
+type InProcess = Awaited<ReturnType<typeof benchInProcess>>;
 type ColdStart = Awaited<ReturnType<typeof benchColdStart>>;
 type DiskCost = Awaited<ReturnType<typeof benchDiskCost>>;
 type RagRebuild = Awaited<ReturnType<typeof benchRagRebuild>>;
@@ -31,7 +34,9 @@ function printApi(api: Api): void {
   console.log(
     '\nThroughput and latency through the local host on the embedded store, against the floor (autocannon, 32 ' +
       "connections, 2 s of warm-up, then 10 s each in five 2 s turns taken in rotation with the floor's work as a " +
-      'function, below; p99 is the median of the turns; CPU per request is that of the serving process)',
+      'function, below; p99 is the median of the turns; CPU per request is that of the serving process, which serves HTTP ' +
+      "only, as Flex Consumption scales HTTP functions apart from the others: its background CPU is the second host's, " +
+      'running the change feed relay and the queues, meanwhile)',
   );
   console.table(
     perRequest((row) => ({
@@ -42,6 +47,7 @@ function printApi(api: Api): void {
       'floor p99 ms': row.floor.p99Ms,
       'p99 ratio (≤ 1.5)': row.p99Ratio,
       'API CPU µs/req': row.api.cpuPerRequestUs ?? '–',
+      'its background CPU µs/req': row.api.backgroundCpuPerRequestUs ?? '–',
       'floor CPU µs/req': row.floor.cpuPerRequestUs ?? '–',
       'API errors': row.api.errors,
     })),
@@ -60,12 +66,7 @@ function printApi(api: Api): void {
       'its errors': row.floorFunction.errors,
     })),
   );
-  console.log("\nWhere a read's time goes, without HTTP: CPU per call in one process, 32 calls at a time (µs, median of 3 runs of 6,000)");
-  console.table({
-    "the host's request and answer objects, around a fixed result": api.inProcess.hostObjectsUs,
-    'the projects-get function with those objects': api.inProcess.functionUs,
-    "the floor's work (token, one read, JSON)": api.inProcess.floorWorkUs,
-  });
+  printInProcess(api.inProcess);
   console.log(`\nMemory of the local host over ${api.memory.requests.toLocaleString('en')} requests (RSS, MiB)`);
   console.table({ before: api.memory.rssMiB.before, 'after 50,000': api.memory.rssMiB.afterHalf, 'after 100,000': api.memory.rssMiB.afterAll });
   console.log('\nDatabase cost per operation, warm (the embedded store reports 1 RU per request; Azure reports the real charge)');
@@ -77,6 +78,17 @@ function printApi(api: Api): void {
       ]),
     ),
   );
+}
+
+function printInProcess(inProcess: InProcess): void {
+  console.log("\nWhere a read's and a create's time goes, without HTTP: CPU per call in one process, 32 calls at a time (µs, median of 3 runs of 6,000)");
+  console.table({
+    "the host's request and answer objects, around a fixed result": inProcess.hostObjectsUs,
+    'the projects-get function with those objects': inProcess.functionUs,
+    "the floor's work for it (token, one read, JSON)": inProcess.floorWorkUs,
+    'the projects-create function with those objects': inProcess.createFunctionUs,
+    "the floor's work for it (token, one create, JSON)": inProcess.floorCreateUs,
+  });
 }
 
 function printDiskCost(diskCost: DiskCost): void {
@@ -97,8 +109,25 @@ function printColdStart(coldStart: ColdStart): void {
 }
 
 function printWebhooks(webhooks: Webhooks): void {
-  console.log(`\nWebhooks on the local stack: from a create's 201 to its receiver (${webhooks.latencyMs.events} events, one subscription)`);
+  console.log(`\nWebhooks on the local stack (load average ${webhooks.loadAverage.before} as the part began, ${webhooks.loadAverage.after} as it ended)`);
+  console.log(`\nFrom a create's 201 to its receiver (${webhooks.latencyMs.events} events, one at a time, one subscription)`);
   console.table({ 'latency (ms)': { p50: webhooks.latencyMs.p50, p99: webhooks.latencyMs.p99 } });
+  const { quiet, hanging, p99MovedMs } = webhooks.steady;
+  console.log(
+    "\nFrom a create's 201 to its receiver at 100 creates/s for 20 s over 10 tenants, each subscribed at a receiver that answers at once " +
+      "(the ten tenants' events), alone and with an 11th tenant creating as much, whose receiver takes the connection and never answers",
+  );
+  const row = (figures: typeof quiet) => ({
+    'p50 ms': figures.p50,
+    'p99 ms': figures.p99,
+    'max ms': figures.max,
+    events: figures.events,
+    lost: figures.lost,
+    'creates refused': figures.refused,
+    'creates/s answered': figures.createsPerSecond,
+  });
+  console.table({ '10 tenants': row(quiet), "10 tenants, an 11th's receiver hanging": row(hanging) });
+  console.log(`The hanging receiver moved the others' p99 by ${p99MovedMs} ms`);
   const { burst } = webhooks;
   console.log(`\n${burst.events.toLocaleString('en')} creates at once, each event to ${burst.subscriptions} subscriptions`);
   console.table({ burst: { seconds: burst.seconds, 'deliveries/s': burst.deliveriesPerSecond, lost: burst.lost, duplicates: burst.duplicates } });
@@ -132,16 +161,18 @@ function printRagRebuild(ragRebuild: RagRebuild): void {
 const parts = {
   'cold-start': async () => ({ coldStart: await benchColdStart() }),
   api: async () => ({ api: await benchApi() }),
+  'in-process': async () => ({ inProcess: await benchInProcess(values['cpu-prof']) }),
   disk: async () => ({ diskCost: await benchDiskCost() }),
   webhooks: async () => ({ webhooks: await benchWebhooks() }),
   rag: async () => ({ ragRebuild: await benchRagRebuild({ small: Number(values.small), large: Number(values.large) }) }),
 };
 if (values.only !== undefined && !Object.hasOwn(parts, values.only)) throw new Error(`--only takes one of ${Object.keys(parts).join(', ')}`);
-type Figures = { coldStart?: ColdStart; api?: Api; diskCost?: DiskCost; webhooks?: Webhooks; ragRebuild?: RagRebuild };
+type Figures = { coldStart?: ColdStart; api?: Api; inProcess?: InProcess; diskCost?: DiskCost; webhooks?: Webhooks; ragRebuild?: RagRebuild };
 
 /** A part's tables, printed as soon as it ends: a later part that fails loses none of them. */
 function printPart(part: Figures): void {
   if (part.api) printApi(part.api);
+  if (part.inProcess) printInProcess(part.inProcess);
   if (part.diskCost) printDiskCost(part.diskCost);
   if (part.coldStart) printColdStart(part.coldStart);
   if (part.webhooks) printWebhooks(part.webhooks);
@@ -150,7 +181,7 @@ function printPart(part: Figures): void {
 
 const figures: Figures = {};
 for (const [name, run] of Object.entries(parts)) {
-  if (values.only !== undefined && values.only !== name) continue;
+  if (values.only === undefined ? name === 'in-process' : values.only !== name) continue;
   const part: Figures = await run();
   if (values.json) Object.assign(figures, part);
   else printPart(part);

@@ -8,7 +8,8 @@ export const ragIndexStart = endpoint({
   permission: 'rag:run',
   body: startRagIndexBody,
   honours: ['Idempotency-Key'],
-  // The queue is polled at least every 2 s (host.json's maxPollingInterval): the job has seldom started sooner.
+  // The job reaches the RAG queue through the change feed relay, and the queue is polled at least every 250 ms (host.json's
+  // maxPollingInterval): it has seldom started sooner.
   success: { status: 202, body: ragJob, headers: ['Location'], retryAfterSeconds: 2 },
   docs: {
     summary: 'Start a RAG index rebuild',

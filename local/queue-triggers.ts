@@ -1,6 +1,7 @@
 /**
  * Storage queue triggers the way Azure's Functions host runs them (docs/local-stack.md): each queue polled with
- * back-off, batches, leases renewed at half time, retries after `visibilityTimeout`, the poison queue.
+ * Azure's randomized exponential back-off, batches, leases renewed at half time, retries after `visibilityTimeout`,
+ * the poison queue.
  */
 import { once } from 'node:events';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
@@ -25,8 +26,10 @@ import {
 
 /** How long a message stays invisible while its function runs, as Azure's listener keeps it; LOCAL_QUEUE_MESSAGE_LEASE shortens it, for tests. */
 const DEFAULT_MESSAGE_LEASE_SECONDS = Number(SETTINGS.LOCAL_QUEUE_MESSAGE_LEASE.default);
-/** Azure's shortest polling interval; the back-off starts here when a queue is empty. */
+/** Azure's shortest polling interval (QueuePollingIntervals.Minimum): the back-off starts here, and grows by it. */
 const MIN_POLLING_INTERVAL_MS = 100;
+/** How far Azure's back-off strays from doubling either way, at random, so that idle listeners do not poll in step. */
+const RANDOMIZATION_FACTOR = 0.2;
 // Azure's queue name rules: 3-63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit.
 const QUEUE_NAME = /^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 /** A .NET TimeSpan as host.json writes it: `[d.]hh:mm:ss[.fffffff]`. */
@@ -99,17 +102,48 @@ interface Listener {
   log: LogFunction;
 }
 
-/** Polls one queue for one function, as Azure's QueueListener does; the function it returns stops it, resolving once its invocations are done. */
+/**
+ * The waits between polls of an empty queue, as Azure's RandomizedExponentialBackoffStrategy gives them: the
+ * first empty poll after messages were found waits the minimum (100 ms); each empty poll after that waits
+ * the minimum plus 100 ms times 2^(n-1), give or take a fifth at random, until the wait reaches
+ * `maxPollingInterval`, where it stays. `random` is Math.random's kind, for a test to fix.
+ */
+export function pollingBackOff(maxPollingIntervalMs: number, random: () => number = Math.random): (foundMessagesSinceLastWait: boolean) => number {
+  let current = 0;
+  let exponent = 0;
+  return (foundMessagesSinceLastWait) => {
+    if (foundMessagesSinceLastWait) {
+      current = MIN_POLLING_INTERVAL_MS;
+      exponent = 1;
+    } else if (current !== maxPollingIntervalMs) {
+      const factor = 1 - RANDOMIZATION_FACTOR + random() * 2 * RANDOMIZATION_FACTOR;
+      const next = MIN_POLLING_INTERVAL_MS + (exponent > 0 ? factor * 2 ** (exponent - 1) * MIN_POLLING_INTERVAL_MS : 0);
+      if (next < maxPollingIntervalMs) {
+        current = next;
+        exponent++;
+      } else current = maxPollingIntervalMs;
+    }
+    return current;
+  };
+}
+
+/**
+ * Polls one queue for one function, as Azure's QueueListener does: after a poll that found messages the next
+ * one comes as soon as no more than `newBatchThreshold` are being handled; after an empty or failed poll, after
+ * the back-off's wait. The function it returns stops it, resolving once its invocations are done.
+ */
 function listen(listener: Listener): () => Promise<void> {
   const { name, queue, settings, log } = listener;
   const inFlight = new Set<Promise<void>>();
   const stopping = new AbortController();
   const stopped = once(stopping.signal, 'abort');
   const poll = async () => {
-    let delayMs = 0;
+    const backOff = pollingBackOff(settings.maxPollingIntervalMs);
+    let foundMessagesSinceLastWait = false;
     let queueExists = false;
     let failing = false;
     while (!stopping.signal.aborted) {
+      let found = false;
       try {
         // Azure creates a missing queue rather than failing the listener.
         if (!queueExists) await queue.createIfNotExists();
@@ -121,16 +155,21 @@ function listen(listener: Listener): () => Promise<void> {
           inFlight.add(invocation);
           void invocation.finally(() => inFlight.delete(invocation));
         }
-        delayMs = receivedMessageItems.length ? 0 : Math.min(Math.max(delayMs * 2, MIN_POLLING_INTERVAL_MS), settings.maxPollingIntervalMs);
+        found = receivedMessageItems.length > 0;
         if (failing) log(name, 'information', `Queue '${queue.name}' is reachable again`);
         failing = false;
       } catch (error) {
         if (!failing) log(name, 'warning', `Cannot poll queue '${queue.name}', retrying: ${errorMessage(error)}`);
         failing = true;
-        delayMs = settings.maxPollingIntervalMs;
+        queueExists = false;
       }
-      await pause(delayMs, stopping.signal);
-      while (inFlight.size > settings.newBatchThreshold && !stopping.signal.aborted) await Promise.race([...inFlight, stopped]);
+      if (found) {
+        foundMessagesSinceLastWait = true;
+        while (inFlight.size > settings.newBatchThreshold && !stopping.signal.aborted) await Promise.race([...inFlight, stopped]);
+      } else {
+        await pause(backOff(foundMessagesSinceLastWait), stopping.signal);
+        foundMessagesSinceLastWait = false;
+      }
     }
   };
   const polling = poll();

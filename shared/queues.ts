@@ -48,7 +48,17 @@ export async function enqueueRagWork(message: RagJobMessage, delaySeconds = 0): 
   await send(queueSettings().ragQueueName, message, delaySeconds);
 }
 
-/** A webhook event to hand to its subscriptions, or an attempt of a delivery, after `delaySeconds`. */
+/** Attempts of deliveries, after `delaySeconds`. */
 export async function enqueueWebhookWork(message: WebhookMessage, delaySeconds = 0): Promise<void> {
   await send(queueSettings().webhooksQueueName, message, delaySeconds);
+}
+
+/** Whether the webhooks queue has a message waiting to be handled now (not one waiting for its time); false when it cannot tell. */
+export async function webhookWorkWaiting(): Promise<boolean> {
+  try {
+    const { peekedMessageItems } = await (await queueService()).getQueueClient(queueSettings().webhooksQueueName).peekMessages({ numberOfMessages: 1 });
+    return peekedMessageItems.length > 0;
+  } catch {
+    return false;
+  }
 }

@@ -1,10 +1,11 @@
 /**
  * What a committed change sets going, read from the change feed of `tenant-data`: the one way the app
- * hands work to the background (Azure's transactional outbox for Cosmos DB). An event goes to its
- * subscriptions; a delivery shown due gets its attempt (a ping, a retry asked for, one a sweep brought
- * back); a job shown Queued goes on the RAG queue. Everything here may run twice: the trigger retries
- * a failed page of changes until it succeeds, and after a crash the next lease holder reads the page
- * again.
+ * hands work to the background (Azure's transactional outbox for Cosmos DB). An event's deliveries are
+ * made; a delivery shown due (one just made, a ping, a retry asked for, one a sweep brought back) has
+ * its attempt put on the webhooks queue; a job shown Queued goes on the RAG queue. The relay only
+ * hands over: it calls no receiver, so a page of changes takes the few writes it asks for, whatever
+ * the receivers do. Everything here may run twice: the trigger retries a failed page of changes until
+ * it succeeds, and after a crash the next lease holder reads the page again.
  */
 import { z } from 'zod';
 import type { EventDocument } from './data/events.js';
@@ -14,7 +15,7 @@ import { dispatch } from './rag/jobs.js';
 import { EVENT_TYPES } from './schemas/events.js';
 import { settleAll } from './settle-all.js';
 import { DELIVERY_STATUSES } from './schemas/webhooks.js';
-import { attemptDue, handOverEvents, isDue } from './webhooks/deliveries.js';
+import { isDue, makeDeliveriesOf, queueDue } from './webhooks/deliveries.js';
 
 /** The fields the relay reads of each kind of document; any other document is none of its business. */
 const stored = { id: z.string().min(1), tenantId: z.string().min(1), _etag: z.string() };
@@ -57,6 +58,6 @@ export async function relayChanges(documents: readonly unknown[]): Promise<strin
     } else if (change.type === 'delivery' && isDue(change)) due.push(change as unknown as DeliveryDocument);
     else if (change.type === 'ragJob') jobs.push(change as unknown as RagJobDocument);
   }
-  await settleAll([...[...events].map(([tenantId, list]) => handOverEvents(tenantId, list)), attemptDue(due), ...jobs.map(dispatch)]);
+  await settleAll([...[...events].map(([tenantId, list]) => makeDeliveriesOf(tenantId, list)), queueDue(due), ...jobs.map(dispatch)]);
   return malformed;
 }

@@ -9,7 +9,7 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../azurite.js';
 import type { Registration } from '../registrations.js';
-import { queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../queue-triggers.js';
+import { pollingBackOff, queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../queue-triggers.js';
 import { startHostProcess } from '../stack.js';
 import { waitFor } from '../../test/support/wait.js';
 
@@ -279,6 +279,47 @@ describe('queue triggers in the local host', () => {
     expect(() => queueExtensionSettings({ maxDequeueCount: 'two' })).toThrow(/maxDequeueCount/);
     expect(() => queueExtensionSettings({ visibilityTimeout: 10 })).toThrow(/visibilityTimeout/);
     expect(() => queueExtensionSettings({ messageEncoding: 'utf8' })).toThrow(/messageEncoding/);
+  });
+});
+
+describe("the wait between polls of an empty queue, as Azure's listener backs off", () => {
+  const emptyPolls = (backOff: (found: boolean) => number, count: number) => Array.from({ length: count }, () => backOff(false));
+
+  it('is 100 ms, then 100 ms more than 100 ms times 2^(n-1) after each empty poll, up to maxPollingInterval, where it stays', () => {
+    expect(
+      emptyPolls(
+        pollingBackOff(1_000, () => 0.5),
+        8,
+      ),
+    ).toEqual([100, 200, 300, 500, 900, 1_000, 1_000, 1_000]);
+    expect(
+      emptyPolls(
+        pollingBackOff(250, () => 0.5),
+        5,
+      ),
+    ).toEqual([100, 200, 250, 250, 250]);
+  });
+
+  it('strays up to a fifth either way at random', () => {
+    expect(
+      emptyPolls(
+        pollingBackOff(60_000, () => 0),
+        4,
+      ),
+    ).toEqual([100, 180, 260, 420]);
+    expect(
+      emptyPolls(
+        pollingBackOff(60_000, () => 0.999_999),
+        4,
+      ).map(Math.round),
+    ).toEqual([100, 220, 340, 580]);
+  });
+
+  it('is 100 ms again after a poll that found messages, and grows from there', () => {
+    const backOff = pollingBackOff(60_000, () => 0.5);
+    emptyPolls(backOff, 10);
+    expect(backOff(true)).toBe(100);
+    expect(emptyPolls(backOff, 3)).toEqual([200, 300, 500]);
   });
 });
 

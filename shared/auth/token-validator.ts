@@ -1,5 +1,6 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthSettings } from '../config.js';
+import { BoundedMap } from '../bounded-map.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';
 import { lazily } from '../lazy.js';
@@ -13,6 +14,14 @@ const MAX_TOKEN_LENGTH = 16 * 1024;
 export const CLOCK_SKEW_SECONDS = 300;
 const REQUIRED_SCOPE = 'access_as_user';
 const METADATA_TIMEOUT_MS = 5_000;
+/** Tokens remembered as validated, the most recently validated kept. */
+const VALIDATED_TOKENS = 10_000;
+/**
+ * How long a validated token is taken again without checking its signature: no longer than jose
+ * keeps a tenant's key set before it looks again (10 minutes), so a key withdrawn stops being
+ * trusted as soon as it would have been; never past the token's own expiry.
+ */
+const REVALIDATE_AFTER_MS = 10 * 60_000;
 
 interface TenantKeys {
   issuers: { v1: string; v2: string };
@@ -139,7 +148,19 @@ export function createTokenValidator(settings: AuthSettings) {
     return [...new Set(claimed)];
   }
 
+  /** Each token validated, and until when it is taken again as it is: the same caller's next requests cost no signature check. */
+  const validated = new BoundedMap<string, { principal: Principal; until: number }>(VALIDATED_TOKENS);
+
   async function validate(token: string): Promise<Principal> {
+    const known = validated.get(token);
+    if (known && Date.now() < known.until) return known.principal;
+    const { principal, expiresAt } = await validateAnew(token);
+    validated.set(token, { principal, until: Math.min(Date.now() + REVALIDATE_AFTER_MS, expiresAt) });
+    return principal;
+  }
+
+  /** The caller the token makes, checked through, and when jose would stop taking it (its expiry and the clock skew). */
+  async function validateAnew(token: string): Promise<{ principal: Principal; expiresAt: number }> {
     if (token.length > MAX_TOKEN_LENGTH || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(token)) throw invalidToken();
     const tenantId = tenantOf(token);
     let keys: TenantKeys;
@@ -178,11 +199,11 @@ export function createTokenValidator(settings: AuthSettings) {
     const kind: Principal['kind'] = payload.idtyp === 'app' || scopes === undefined ? 'app' : 'user';
     if (kind === 'user' && !scopes!.split(' ').includes(REQUIRED_SCOPE)) throw insufficientScope(settings.clientId);
 
-    return {
+    const principal: Principal = {
       tenantId,
       objectId: objectId.toLowerCase(),
       kind,
-      roles: rolesOf(payload, kind),
+      roles: Object.freeze(rolesOf(payload, kind)) as Role[],
       email:
         kind === 'user'
           ? (stringClaim(payload, 'preferred_username') ?? stringClaim(payload, 'upn') ?? stringClaim(payload, 'email'))?.toLowerCase()
@@ -190,6 +211,8 @@ export function createTokenValidator(settings: AuthSettings) {
       displayName: stringClaim(payload, 'name'),
       accessToken: token,
     };
+    // One principal for all the token's requests: none may change it.
+    return { principal: Object.freeze(principal), expiresAt: (payload.exp! + CLOCK_SKEW_SECONDS) * 1000 };
   }
 
   return { validate };

@@ -47,8 +47,8 @@ const deliveries: DocumentKind<DeliveryDocument, Delivery> = {
 
 export const deliveryIdOf = (eventId: string, webhookId: string) => `dlv_${eventId}_${webhookId}`;
 
-/** A delivery not yet attempted, due after `claimMs`: the one who makes it holds its first attempt till then. */
-function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>, webhookId: string, claimMs = 0): Omit<DeliveryDocument, '_etag'> {
+/** A delivery not yet attempted, due at once. */
+function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>, webhookId: string): Omit<DeliveryDocument, '_etag'> {
   const now = new Date().toISOString();
   return {
     id: deliveryIdOf(event.id, webhookId),
@@ -61,7 +61,7 @@ function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>
     attempts: 0,
     lastStatusCode: null,
     lastError: null,
-    nextAttemptAt: new Date(Date.now() + claimMs).toISOString(),
+    nextAttemptAt: now,
     createdAt: now,
     updatedAt: now,
     ttl: EVENT_RETENTION_SECONDS,
@@ -75,52 +75,41 @@ export function receives(subscription: WebhookDocument, event: EventDocument): b
   return subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp;
 }
 
-/** A delivery about to be made: its document, and the subscription it goes to. */
-export interface DeliveryToMake {
-  document: Omit<DeliveryDocument, '_etag'>;
-  subscription: WebhookDocument;
-}
-
-/** The deliveries of an event, one per subscription it is for, held by their maker for `claimMs`. */
-export function deliveriesOf(event: EventDocument, subscriptions: readonly WebhookDocument[], claimMs: number): DeliveryToMake[] {
-  return subscriptions
-    .filter((subscription) => receives(subscription, event))
-    .map((subscription) => ({ document: newDelivery(event, subscription.id, claimMs), subscription }));
+/** The deliveries of an event, one per subscription it is for, each due at once. */
+export function deliveriesOf(event: EventDocument, subscriptions: readonly WebhookDocument[]): Omit<DeliveryDocument, '_etag'>[] {
+  return subscriptions.filter((subscription) => receives(subscription, event)).map((subscription) => newDelivery(event, subscription.id));
 }
 
 /**
- * Makes deliveries of one tenant, all in one transactional batch where none exists yet (the usual
- * case); else each on its own, a delivery already made being read back as it is. A delivery's id is
- * its event's and its subscription's, so making the deliveries of an event twice makes them once.
- * Answers each delivery as stored, and whether this call made it (and so holds its first attempt).
+ * Makes deliveries of one tenant, in transactional batches of up to 100 where none exists yet (the
+ * usual case); else each on its own, one made already being left as it is. A delivery's id is its
+ * event's and its subscription's, so making the deliveries of an event twice makes them once.
  */
-export async function makeDeliveries(tenantId: string, toMake: readonly DeliveryToMake[]): Promise<{ delivery: DeliveryDocument; made: boolean }[]> {
+export async function makeDeliveries(tenantId: string, toMake: readonly Omit<DeliveryDocument, '_etag'>[]): Promise<void> {
   const documents = await tenantData();
-  if (toMake.length === 0) return [];
-  if (toMake.length <= MAX_OPERATIONS) {
-    const result = await sendBatch(
-      documents,
-      toMake.map(({ document }): OperationInput => ({ operationType: 'Create', resourceBody: asJson(document) })),
-      tenantId,
-    );
-    if (result.every((operation) => operation.statusCode === 201))
-      return result.map((operation) => ({ delivery: operation.resourceBody as unknown as DeliveryDocument, made: true }));
-    if (!result.some((operation) => operation.statusCode === 409)) throw batchFailure(`Making the deliveries of tenant ${tenantId}`, result);
-  }
-  return Promise.all(
-    toMake.map(async ({ document }) => {
-      try {
-        const { resource } = await documents.items.create(document);
-        return { delivery: resource as unknown as DeliveryDocument, made: true };
-      } catch (error) {
-        if (cosmosStatus(error) !== 409) throw error;
-        return { delivery: (await readDelivery(tenantId, document.id))!, made: false };
-      }
+  const batches = Array.from({ length: Math.ceil(toMake.length / MAX_OPERATIONS) }, (_, index) =>
+    toMake.slice(index * MAX_OPERATIONS, (index + 1) * MAX_OPERATIONS),
+  );
+  await settleAll(
+    batches.map(async (batch) => {
+      const result = await sendBatch(
+        documents,
+        batch.map((document): OperationInput => ({ operationType: 'Create', resourceBody: asJson(document) })),
+        tenantId,
+      );
+      if (result.every((operation) => operation.statusCode === 201)) return;
+      if (!result.some((operation) => operation.statusCode === 409)) throw batchFailure(`Making the deliveries of tenant ${tenantId}`, result);
+      await settleAll(batch.map((document) => documents.items.create(document).catch(madeAlready)));
     }),
   );
 }
 
-/** A ping: its event and its one delivery, due at once, written together; the change feed hands the delivery to its attempt. */
+/** A create's conflict: the document is there already, as wanted. */
+function madeAlready(error: unknown): void {
+  if (cosmosStatus(error) !== 409) throw error;
+}
+
+/** A ping: its event and its one delivery, due at once, written together; the change feed shows the delivery to the relay, which queues its attempt. */
 export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
   const subscription = await readVisible(webhooks, principal.tenantId, id);
   if (!subscription.active) throw conflict('webhookInactive', { id });
@@ -164,12 +153,27 @@ async function replaceDelivery(current: DeliveryDocument, next: DeliveryDocument
 }
 
 /**
- * Takes the delivery's next attempt for this run: its due time moves past the attempt's longest
- * run, so the sweep leaves it alone, and a second run of the same attempt (a message delivered
- * twice) finds it taken. Undefined when another run took it first.
+ * Takes attempt `attempt` of the delivery for this run, in one conditional write, if it is still to
+ * be made: Pending, not made yet, and due by `dueBy`. Its due time moves past the attempt's longest
+ * run, so the sweep leaves it alone, and a second run of the same attempt (a message delivered twice)
+ * finds it taken. Undefined when it is not to be made (gone, made, ended, not due, or taken by another
+ * run first).
  */
-export function claimAttempt(current: DeliveryDocument, leaseMs: number): Promise<DeliveryDocument | undefined> {
-  return replaceDelivery(current, { ...current, nextAttemptAt: new Date(Date.now() + leaseMs).toISOString() });
+export async function claimAttempt(tenantId: string, id: string, attempt: number, dueBy: Date, leaseMs: number): Promise<DeliveryDocument | undefined> {
+  // The values are an integer and a timestamp the app makes: nothing a caller writes reaches the condition.
+  const due = `c.status = 'Pending' AND c.attempts < ${Math.trunc(attempt)} AND c.nextAttemptAt <= '${dueBy.toISOString()}'`;
+  const condition = `FROM c WHERE c.type = 'delivery' AND ${due}`;
+  try {
+    const { resource } = await (
+      await tenantData()
+    )
+      .item(id, tenantId)
+      .patch<DeliveryDocument>({ condition, operations: [{ op: 'set', path: '/nextAttemptAt', value: new Date(Date.now() + leaseMs).toISOString() }] });
+    return resource;
+  } catch (error) {
+    if (cosmosStatus(error) === 412 || cosmosStatus(error) === 404) return undefined;
+    throw error;
+  }
 }
 
 /** Records an attempt's outcome on the delivery as claimed. */
@@ -211,14 +215,18 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
 
 /**
  * Pending deliveries of any tenant that were due before `before` and that no sweep brought back since
- * they fell due: those whose queue message was lost, or whose attempt was cut off by a crash.
+ * they fell due, nor since `again`: those whose queue message was lost, or whose attempt was cut off
+ * by a crash.
  */
-export async function* overdueDeliveries(before: string): AsyncGenerator<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>[]> {
+export async function* overdueDeliveries(before: string, again: string): AsyncGenerator<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>[]> {
   const query = {
     query:
       "SELECT c.tenantId, c.id, c._etag FROM c WHERE c.type = 'delivery' AND c.status = 'Pending' AND c.nextAttemptAt < @before " +
-      'AND (NOT IS_DEFINED(c.recoveredAt) OR c.recoveredAt < c.nextAttemptAt)',
-    parameters: [{ name: '@before', value: before }],
+      'AND (NOT IS_DEFINED(c.recoveredAt) OR c.recoveredAt < c.nextAttemptAt OR c.recoveredAt < @again)',
+    parameters: [
+      { name: '@before', value: before },
+      { name: '@again', value: again },
+    ],
   };
   const pages = (await tenantData()).items.query<Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>>(query, { maxItemCount: 100 });
   while (pages.hasMoreResults()) {

@@ -103,6 +103,19 @@ export type Delivery = z.infer<typeof delivery>;
 export const listDeliveriesQuery = z.strictObject({ ...pagingParameters });
 export type ListDeliveriesQuery = z.infer<typeof listDeliveriesQuery>;
 
-/** What the webhooks queue carries: one attempt of one delivery, put there to wait for its time in the retry schedule. */
-export const webhookMessage = z.object({ tenantId: z.string().min(1), deliveryId, attempt: z.number().int().min(1) });
+/** The most attempts one webhooks queue message carries. */
+export const ATTEMPTS_PER_MESSAGE = 50;
+
+/**
+ * What the webhooks queue carries: attempts of deliveries, made side by side: those the change feed
+ * relay found due in a page of changes, or one attempt put there to wait for its time in the retry
+ * schedule; `waited` counts the times they went back to wait for their tenants' turns.
+ */
+export const webhookMessage = z.object({
+  attempts: z
+    .array(z.object({ tenantId: z.string().min(1), deliveryId, attempt: z.number().int().min(1) }))
+    .min(1)
+    .max(ATTEMPTS_PER_MESSAGE),
+  waited: z.number().int().min(1).optional(),
+});
 export type WebhookMessage = z.infer<typeof webhookMessage>;

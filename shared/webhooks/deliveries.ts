@@ -1,12 +1,17 @@
 /**
- * Delivery, driven by Cosmos DB's change feed (functions/changes-relay.ts): each event is handed over
- * to the subscriptions it is for, its deliveries made and their first attempts made at once; and
- * every delivery the feed shows due (a ping, a retry asked for, one a sweep brought back) is attempted.
- * A failed attempt puts the next one on the webhooks queue with the retry schedule's delay (no
- * function sleeps). At least once: every step can run twice without harm, and each attempt is claimed
- * before it is made, so that two runs of it send it once.
+ * Delivery, in three steps, each the whole work of its trigger:
+ * - the change feed relay (shared/relay.ts) makes each event's deliveries, due at once (makeDeliveriesOf),
+ *   and puts the attempt of every delivery the feed shows due on the webhooks queue, several in a message
+ *   (queueDue): the first attempt of a delivery just made, a ping, a retry asked for, one the sweep
+ *   brought back. It calls no receiver;
+ * - the webhooks queue's trigger makes a message's attempts side by side (attempt), each within its
+ *   tenant's turns in the instance, and puts each next one, if the schedule has one, back on the queue
+ *   for its time (no function sleeps);
+ * - the sweep (sweep) brings back through the change feed every delivery whose attempt nothing carries
+ *   any more.
+ * At least once: every step can run twice without harm, and each attempt is claimed before it is made,
+ * so that two runs of it send it once.
  */
-import pLimit from 'p-limit';
 import { webhookSettings } from '../config.js';
 import { payloadOf, readEvent, type EventDocument } from '../data/events.js';
 import {
@@ -15,25 +20,28 @@ import {
   deliveriesOf,
   makeDeliveries,
   overdueDeliveries,
-  readDelivery,
   recordAttempt,
   type DeliveryDocument,
 } from '../data/deliveries-repository.js';
-import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets, type WebhookDocument } from '../data/webhooks-repository.js';
+import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
 import { afterAttempt } from '../domain/webhooks.js';
-import { enqueueWebhookWork } from '../queues.js';
+import { enqueueWebhookWork, webhookWorkWaiting } from '../queues.js';
+import { ATTEMPTS_PER_MESSAGE, type WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
+import { takeTurn, turnWaitSeconds, type TenantTurn } from './tenant-turns.js';
 
-/** What the sweep leaves alone: attempts this recently due are still on their way through the queue. */
+/** What the sweep leaves alone while the queue has nothing waiting: attempts this recently due are still on their way through it. */
 export const SWEEP_GRACE_MS = 10_000;
+/** A delivery the sweep brought back is brought back again if it is still overdue this long after: its message may have been lost too. */
+export const SWEEP_AGAIN_MS = 10 * 60_000;
+/** The most deliveries one run of the sweep brings back. */
+export const SWEEP_LIMIT = 500;
 /** A queue message may turn up this much before its attempt is due (the queue's clock is not ours). */
 const EARLY_MS = 2_000;
 /** How long an attempt is held by whoever makes it: its longest run and the sweep's grace. */
 const ATTEMPT_LEASE_MS = ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS;
-/** Attempts one hand-over makes at once: a page of changes can hold a hundred events for twenty subscriptions each. */
-const ATTEMPTS_AT_ONCE = 50;
 
 /** Whether the delivery's next attempt is due (within `earlyMs`): Pending, and no run holds it. */
 export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now(), earlyMs = 0): boolean {
@@ -41,64 +49,70 @@ export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt
 }
 
 /**
- * Hands a tenant's events over: its subscriptions are read once, each event's deliveries made, and
- * their first attempts made now, side by side. A delivery made already (the same events handed over
- * again) is attempted only if it is due and no run holds it.
+ * Makes a tenant's events' deliveries, one per subscription that asked for the event, each due at
+ * once: the change feed shows them to the relay, which queues their first attempts. Its subscriptions
+ * are read once; a delivery made already (the same events handed over again) is left as it is.
  */
-export async function handOverEvents(tenantId: string, events: readonly EventDocument[]): Promise<void> {
+export async function makeDeliveriesOf(tenantId: string, events: readonly EventDocument[]): Promise<void> {
   const subscriptions = await allWebhooks(tenantId);
-  const toMake = events.flatMap((event) => deliveriesOf(event, subscriptions, ATTEMPT_LEASE_MS).map((delivery) => ({ ...delivery, event })));
-  const made = await makeDeliveries(tenantId, toMake);
-  const limit = pLimit(ATTEMPTS_AT_ONCE);
-  await settleAll(
-    made.map(({ delivery, made: mine }, index) => {
-      const { subscription, event } = toMake[index]!;
-      return limit(() => attemptNow(delivery, mine ? 1 : delivery.attempts + 1, subscription, event, { claimed: mine }));
-    }),
+  await makeDeliveries(
+    tenantId,
+    events.flatMap((event) => deliveriesOf(event, subscriptions)),
   );
-}
-
-/** Attempts deliveries the change feed shows due: each one's next attempt, unless another run holds it. */
-export async function attemptDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
-  const limit = pLimit(ATTEMPTS_AT_ONCE);
-  await settleAll(
-    deliveries.map((delivery) =>
-      limit(async () => {
-        const [subscription, event] = await Promise.all([readWebhook(delivery.tenantId, delivery.webhookId), readEvent(delivery.tenantId, delivery.eventId)]);
-        await attemptNow(delivery, delivery.attempts + 1, subscription, event, { claimed: false });
-      }),
-    ),
-  );
-}
-
-/** One attempt of a delivery, from its queue message: unless it happened already (a message delivered twice) or the delivery ended. */
-export async function attempt(tenantId: string, deliveryId: string, attemptNumber: number): Promise<void> {
-  const delivery = await readDelivery(tenantId, deliveryId);
-  if (!delivery) return;
-  const [subscription, event] = await Promise.all([readWebhook(tenantId, delivery.webhookId), readEvent(tenantId, delivery.eventId)]);
-  await attemptNow(delivery, attemptNumber, subscription, event, { claimed: false });
 }
 
 /**
- * The attempt itself. It is claimed first, so a second run of it finds it taken; the receiver gets
- * the event signed with every secret in use; the outcome is recorded, and the next attempt, if
- * there is one, goes on the queue for its time.
+ * Puts the next attempt of each delivery the change feed shows due on the webhooks queue, up to 50 in
+ * a message (a page of changes shows up to 100): a few queue messages a page, where one each would
+ * make every delivery three requests to the queue service. Fails if the queue refuses one.
  */
-async function attemptNow(
-  found: DeliveryDocument,
-  attemptNumber: number,
-  subscription: WebhookDocument | undefined,
-  event: Pick<EventDocument, 'id' | 'eventType' | 'timestamp' | 'data'> | undefined,
-  { claimed }: { claimed: boolean },
-): Promise<void> {
-  let delivery: DeliveryDocument | undefined = found;
-  if (!claimed) {
-    if (found.attempts >= attemptNumber) return;
-    // Not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
-    if (!isDue(found, Date.now(), EARLY_MS)) return;
-    delivery = await claimAttempt(found, ATTEMPT_LEASE_MS);
-    if (!delivery) return;
-  }
+export async function queueDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
+  const attempts = deliveries.map(({ tenantId, id, attempts: made }) => ({ tenantId, deliveryId: id, attempt: made + 1 }));
+  const messages = Array.from({ length: Math.ceil(attempts.length / ATTEMPTS_PER_MESSAGE) }, (_, index) =>
+    attempts.slice(index * ATTEMPTS_PER_MESSAGE, (index + 1) * ATTEMPTS_PER_MESSAGE),
+  );
+  await settleAll(messages.map((batch) => enqueueWebhookWork({ attempts: batch })));
+}
+
+/**
+ * The attempts a queue message carries, side by side, each in one of its tenant's turns. Those whose
+ * tenant has no turn for them go back on the queue together, to wait (if the queue cannot take them,
+ * this fails and the host delivers the message again: the attempts made by then are not made twice).
+ * Fails, once every attempt has ended, if one failed for a reason of ours.
+ */
+export async function attempt(message: WebhookMessage): Promise<void> {
+  const turns = message.attempts.map(({ tenantId }) => takeTurn(tenantId));
+  // Each attempt starts as soon as it has its turn; those without one are known within a second.
+  const attempting = settleAll(
+    message.attempts.map(async ({ tenantId, deliveryId, attempt: attemptNumber }, index) => {
+      const turn = await turns[index];
+      if (!turn) return;
+      try {
+        await attemptNow(tenantId, deliveryId, attemptNumber, turn);
+      } finally {
+        turn.giveBack();
+      }
+    }),
+  );
+  const waited = (message.waited ?? 0) + 1;
+  const queueWaiting = Promise.all(turns).then(async (given) => {
+    const waiting = message.attempts.filter((_, index) => !given[index]);
+    if (waiting.length) await enqueueWebhookWork({ attempts: waiting, waited }, turnWaitSeconds(waited));
+  });
+  await settleAll([attempting, queueWaiting]);
+}
+
+/**
+ * The attempt itself, unless it happened already (a message delivered twice), the delivery ended, or
+ * it is not due. It is claimed first, so a second run of it finds it taken; the receiver gets the
+ * event signed with every secret in use; the outcome is recorded, and the next attempt, if there is
+ * one, goes on the queue for its time.
+ */
+async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: number, turn: TenantTurn): Promise<void> {
+  // Not taken when not due: another run holds this attempt, or the message came early (the sweep brings it back when due).
+  const delivery = await claimAttempt(tenantId, deliveryId, attemptNumber, new Date(Date.now() + EARLY_MS), ATTEMPT_LEASE_MS);
+  if (!delivery) return;
+  const [subscription, event] = await Promise.all([readWebhook(tenantId, delivery.webhookId), readEvent(tenantId, delivery.eventId)]);
   const { retrySchedule, allowLoopback } = webhookSettings();
 
   if (!subscription?.active || !event) {
@@ -110,6 +124,7 @@ async function attemptNow(
 
   const body = JSON.stringify(payloadOf(event));
   const headers = signedHeaders(signingSecrets(subscription), event.id, Math.floor(Date.now() / 1000), body);
+  turn.calling();
   const outcome = await attemptDelivery(subscription.url, headers, body, allowLoopback);
   const after = afterAttempt(attemptNumber, outcome.status, retrySchedule);
   const lastError = outcome.status === undefined ? outcome.error : after.status === 'Succeeded' ? null : `The receiver answered ${outcome.status}.`;
@@ -119,20 +134,29 @@ async function attemptNow(
   if (after.status === 'Pending') {
     const waitSeconds = (Date.parse(after.nextAttemptAt!) - Date.now()) / 1000;
     // If the queue cannot take it now, the sweep brings the delivery back through the change feed once it is overdue.
-    await enqueueWebhookWork({ tenantId: delivery.tenantId, deliveryId: delivery.id, attempt: attemptNumber + 1 }, waitSeconds).catch(() => undefined);
+    await enqueueWebhookWork({ attempts: [{ tenantId, deliveryId, attempt: attemptNumber + 1 }] }, waitSeconds).catch(() => undefined);
     return;
   }
-  await recordDeliveryEnd(subscription, delivery.id, after);
+  await recordDeliveryEnd(subscription, deliveryId, after);
 }
 
 /**
  * Brings back through the change feed the deliveries whose attempt nothing carries any more (a queue
- * message lost, an attempt cut off by a crash): overdue, and not brought back since they fell due.
- * It writes them and queues nothing, so no attempt is ever queued twice.
+ * message lost, an attempt cut off by a crash): overdue, and not brought back since they fell due, or
+ * not for SWEEP_AGAIN_MS (the message the relay queued for it may have been lost in its turn). It
+ * writes them and queues nothing: the relay queues their attempts. While the queue has messages
+ * waiting to be handled, a delivery that looks overdue may be waiting among them (a burst, a tenant
+ * waiting for its turn): then only those overdue for SWEEP_AGAIN_MS are brought back. At most `limit`
+ * a run; the next runs bring back the rest.
  */
-export async function sweep(now = Date.now()): Promise<number> {
-  const before = new Date(now - SWEEP_GRACE_MS).toISOString();
+export async function sweep(now = Date.now(), limit = SWEEP_LIMIT): Promise<number> {
+  const busy = await webhookWorkWaiting();
+  const before = new Date(now - (busy ? SWEEP_AGAIN_MS : SWEEP_GRACE_MS)).toISOString();
+  const again = new Date(now - SWEEP_AGAIN_MS).toISOString();
   let broughtBack = 0;
-  for await (const page of overdueDeliveries(before)) broughtBack += (await Promise.all(page.map(bringBack))).filter(Boolean).length;
+  for await (const page of overdueDeliveries(before, again)) {
+    broughtBack += (await Promise.all(page.slice(0, limit - broughtBack).map(bringBack))).filter(Boolean).length;
+    if (broughtBack >= limit) break;
+  }
   return broughtBack;
 }

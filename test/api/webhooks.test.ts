@@ -5,9 +5,12 @@
  * the Standard Webhooks specification's own library.
  */
 import { randomUUID } from 'node:crypto';
+import { ChangeFeedStartFrom, CosmosClient } from '@azure/cosmos';
+import { QueueServiceClient } from '@azure/storage-queue';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { CONTAINERS } from '../../shared/data/containers.js';
 import { entityTag } from '../../shared/http/etag.js';
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
@@ -27,12 +30,16 @@ const stops: (() => Promise<unknown>)[] = [];
 const receivers: WebhookReceiver[] = [];
 const subscriptions: { id: string; token: string }[] = [];
 
-/** A host of this file's app, serving this file's tenants, on the shared storage with a queue of its own. */
+/**
+ * A host of this file's app, serving this file's tenants, on the shared storage with a queue of its own:
+ * the main host's, or, on a database of its own, one of that database's (the attempts it queues are for
+ * deliveries only a host on that database can read).
+ */
 async function startHost(environment: Record<string, string> = {}) {
   const host = await startOwnHost({
     ...own,
     ...ownTenantsSettings(provider.authorityHost, TENANT, NEIGHBOUR),
-    WEBHOOKS_QUEUE_NAME: QUEUE,
+    WEBHOOKS_QUEUE_NAME: environment.COSMOS_DATABASE ? `webhooks-${environment.COSMOS_DATABASE}` : QUEUE,
     WEBHOOKS_ALLOW_LOOPBACK: 'true',
     // Retries a second or two apart, and a sweep every two seconds: webhook timing a test can wait for.
     WEBHOOKS_RETRY_SCHEDULE: '1s,2s,2s',
@@ -80,19 +87,51 @@ async function subscribe(to: WebhookReceiver, options: { events?: string[]; call
 }
 
 /**
- * Waits until the relay has handed over every change made so far, at least once: a marker project
- * made now reaches a receiver subscribed for it now. The relay takes the change feed a page at a time
- * and a page only once the one before is done, so once the marker has arrived, every earlier change
- * has had its first attempt. Call it once the events a test waits for have arrived: what would be sent
- * twice, or to a receiver that must get nothing, would have been sent by then. Answers the marker
- * project's id: a receiver subscribed to every project.created may get the marker too.
+ * Waits until the main host has attempted every change made so far, at least once: a marker project
+ * made now reaches a receiver subscribed for it now, and then the webhooks queue holds no message,
+ * neither waiting nor being handled. The relay takes the change feed a page at a time and a page only
+ * once the one before is done, so once the marker has arrived, every earlier change's attempt has been
+ * queued; once the queue is empty, made. Call it once the events a test waits for have arrived: what
+ * would be sent twice, or to a receiver that must get nothing, would have been sent by then. Answers
+ * the marker project's id: a receiver subscribed to every project.created may get the marker too.
  */
-async function everythingHandedOver(call = main.call): Promise<string> {
+async function everythingHandedOver(): Promise<string> {
   const marker = await receiver();
-  await subscribe(marker, { events: ['project.created'], call });
-  const project = await call('POST', '/projects', { token: admin, body: { name: 'Marker', owner: uniqueEmail('marker') } });
+  await subscribe(marker, { events: ['project.created'] });
+  const project = await main.call('POST', '/projects', { token: admin, body: { name: 'Marker', owner: uniqueEmail('marker') } });
   await marker.waitFor((received) => received.some(about(project.body.id)));
+  const queue = QueueServiceClient.fromConnectionString(stack.storageConnectionString).getQueueClient(QUEUE);
+  await expect.poll(async () => (await queue.getProperties()).approximateMessagesCount, { timeout: 30_000 }).toBe(0);
   return project.body.id as string;
+}
+
+/**
+ * Whether the relay of the app on `database` has checkpointed the change that wrote the event: no
+ * lease of its, read from its continuation on, shows the event any more.
+ */
+async function checkpointedPast(database: string, eventId: string): Promise<boolean> {
+  const client = new CosmosClient({ endpoint: stack.cosmosEndpoint, key: stack.cosmosKey });
+  try {
+    const { resources: leases } = await client
+      .database(database)
+      .container(CONTAINERS.leases.id)
+      .items.query<{ LeaseToken?: string; ContinuationToken: string | null }>('SELECT * FROM c')
+      .fetchAll();
+    const ranges = leases.filter((lease) => lease.LeaseToken !== undefined);
+    if (ranges.length === 0 || ranges.some((lease) => !lease.ContinuationToken)) return false;
+    for (const { ContinuationToken } of ranges) {
+      const feed = client
+        .database(database)
+        .container(CONTAINERS.tenantData.id)
+        .items.getChangeFeedIterator({ changeFeedStartFrom: ChangeFeedStartFrom.Continuation(ContinuationToken!) });
+      for (let page = await feed.readNext(); page.result.length > 0; page = await feed.readNext()) {
+        if (page.result.some((change: { id: string }) => change.id === eventId)) return false;
+      }
+    }
+    return true;
+  } finally {
+    client.dispose();
+  }
 }
 
 let description: ApiDescription | undefined;
@@ -376,38 +415,79 @@ describe('secret rotation', () => {
 });
 
 describe('no event is lost', () => {
-  it('a change made while the queue is down is delivered all the same: an event never waits on the queue', { timeout: 60_000 }, async () => {
-    const queue = await switchableQueue();
-    stops.push(() => queue.close());
-    queue.down = true;
-    // An app of its own, so that no other host's relay hands this event over.
-    const host = await startHost({ ...(await ownDatabase()), AzureWebJobsStorage: queue.connectionString, WEBHOOKS_QUEUE_NAME: `${QUEUE}-down` });
-    const to = await receiver();
-    await subscribe(to, { events: ['project.created'], call: host.call });
-    const project = await host.call('POST', '/projects', { token: admin, body: { name: 'While the queue was down', owner: uniqueEmail('down') } });
-    expect(project.status).toBe(201);
-    const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)), 20_000);
-    expect(payload(delivery!).type).toBe('project.created');
-    await host.stop();
-  });
+  it(
+    'a change made while the queue is down is delivered once it is back: the relay hands its page over again until the queue takes it',
+    { timeout: 60_000 },
+    async () => {
+      const queue = await switchableQueue();
+      stops.push(() => queue.close());
+      queue.down = true;
+      // An app of its own, so that no other host's relay hands this event over.
+      const host = await startHost({ ...(await ownDatabase()), AzureWebJobsStorage: queue.connectionString, WEBHOOKS_QUEUE_NAME: `${QUEUE}-down` });
+      const to = await receiver();
+      await subscribe(to, { events: ['project.created'], call: host.call });
+      const project = await host.call('POST', '/projects', { token: admin, body: { name: 'While the queue was down', owner: uniqueEmail('down') } });
+      expect(project.status).toBe(201);
+      const relayFailed = () => host.lines.some((line) => line.includes("Executed 'Functions.changes-relay' (Failed"));
+      await expect.poll(relayFailed, { timeout: 20_000 }).toBe(true);
+      expect(to.received).toEqual([]);
+      queue.down = false;
+      const [delivery] = await to.waitFor((received) => received.some(about(project.body.id)), 30_000);
+      expect(payload(delivery!).type).toBe('project.created');
+      await host.stop();
+    },
+  );
 
-  it('a retry the queue could not take is brought back by the sweep, through the change feed, while the queue stays down', { timeout: 60_000 }, async () => {
-    const queue = await switchableQueue();
-    stops.push(() => queue.close());
-    queue.down = true;
-    // The retry waits 5 s, long enough for the relay to see the delivery not yet due: only the sweep can bring it back.
-    const host = await startHost({
-      ...(await ownDatabase()),
-      AzureWebJobsStorage: queue.connectionString,
-      WEBHOOKS_QUEUE_NAME: `${QUEUE}-retry-down`,
-      WEBHOOKS_RETRY_SCHEDULE: '5s',
-    });
-    const to = await receiver((_delivery, index) => (index === 0 ? 503 : 200));
-    await subscribe(to, { events: ['project.created'], call: host.call });
-    const project = await host.call('POST', '/projects', { token: admin, body: { name: 'Retried without a queue', owner: uniqueEmail('retry-down') } });
-    const received = await to.waitFor((all) => all.filter(about(project.body.id)).length >= 2, 40_000);
-    expect(new Set(received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(1);
-    expect(host.lines.join('\n')).toMatch(/webhooks-sweep: Brought back \d+ overdue deliveries/);
+  it(
+    'a retry the queue could not take is brought back by the sweep, through the change feed, and made once the queue is back',
+    { timeout: 90_000 },
+    async () => {
+      const queue = await switchableQueue();
+      stops.push(() => queue.close());
+      // The retry waits 5 s, long enough for the relay to see the delivery not yet due: only the sweep can bring it back.
+      const host = await startHost({
+        ...(await ownDatabase()),
+        AzureWebJobsStorage: queue.connectionString,
+        WEBHOOKS_QUEUE_NAME: `${QUEUE}-retry-down`,
+        WEBHOOKS_RETRY_SCHEDULE: '5s',
+      });
+      // The first attempt fails, and the queue goes down with it: its retry cannot be queued.
+      const to = await receiver((_delivery, index) => {
+        if (index > 0) return 200;
+        queue.down = true;
+        return 503;
+      });
+      await subscribe(to, { events: ['project.created'], call: host.call });
+      const project = await host.call('POST', '/projects', { token: admin, body: { name: 'Retried without a queue', owner: uniqueEmail('retry-down') } });
+      await to.waitFor((received) => received.some(about(project.body.id)));
+      const broughtBack = () => host.lines.some((line) => /webhooks-sweep: Brought back \d+ overdue deliveries/.test(line));
+      await expect.poll(broughtBack, { timeout: 40_000 }).toBe(true);
+      queue.down = false;
+      const received = await to.waitFor((all) => all.filter(about(project.body.id)).length >= 2, 40_000);
+      expect(new Set(received.map((delivery) => delivery.headers['webhook-id'])).size).toBe(1);
+      await host.stop();
+    },
+  );
+
+  it('a page of changes is checkpointed while its receiver hangs: the relay waits on no receiver', { timeout: 60_000 }, async () => {
+    const database = await ownDatabase();
+    const host = await startHost(database);
+    let answer!: (status: number) => void;
+    const answered = new Promise<number>((resolve) => (answer = resolve));
+    const to = await receiver(() => answered);
+    const { id } = await subscribe(to, { events: ['project.created'], call: host.call });
+    const project = await host.call('POST', '/projects', { token: admin, body: { name: 'Held by its receiver', owner: uniqueEmail('held') } });
+    const [request] = await to.waitFor((received) => received.some(about(project.body.id)));
+    const eventId = String(request!.headers['webhook-id']);
+
+    await expect.poll(() => checkpointedPast(database.COSMOS_DATABASE!, eventId), { timeout: 10_000 }).toBe(true);
+    // Checkpointed while the attempt was still under way: none recorded yet.
+    const [delivery] = (await host.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body;
+    expect(delivery).toMatchObject({ eventId, status: 'Pending', attempts: 0 });
+    answer(200);
+    await expect
+      .poll(async () => (await host.call('GET', `/webhooks/${id}/deliveries`, { token: admin })).body[0], { timeout: 20_000 })
+      .toMatchObject({ status: 'Succeeded', attempts: 1 });
     await host.stop();
   });
 

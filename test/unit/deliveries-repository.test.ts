@@ -79,18 +79,20 @@ async function storedEvent(tenantId: string, type: EventType = 'project.created'
   return resource as unknown as EventDocument;
 }
 
-/** The one delivery of a new event to the subscription, made as the relay makes it: due `dueInMs` from now. */
-async function delivered(webhook: WebhookDocument, dueInMs = 0): Promise<DeliveryDocument> {
+/** The one delivery of a new event to the subscription, made as the relay makes it. */
+async function delivered(webhook: WebhookDocument): Promise<DeliveryDocument> {
   const event = await storedEvent(webhook.tenantId);
-  const [made] = await makeDeliveries(webhook.tenantId, deliveriesOf(event, [webhook], dueInMs));
-  return made!.delivery;
+  const [document] = deliveriesOf(event, [webhook]);
+  await makeDeliveries(webhook.tenantId, [document!]);
+  return (await stored(webhook.tenantId, document!.id))!;
 }
 
 /** The create, batch or not, that writes one of the tenant's deliveries. */
 const isDeliveryWrite = (tenantId: string) => (record: CosmosRequestRecord) =>
   record.method === 'POST' && !record.isQuery && record.body.includes(tenantId) && record.body.includes('"type":"delivery"');
-/** The replace of one delivery. */
-const isReplaceOf = (id: string) => (record: CosmosRequestRecord) => record.method === 'PUT' && record.path.endsWith(`/docs/${id}`);
+
+/** The patch of one delivery. */
+const isPatchOf = (id: string) => (record: CosmosRequestRecord) => record.method === 'PATCH' && record.path.endsWith(`/docs/${id}`);
 
 /** The document as written again with these fields: a new etag and time stamp, nothing else changed. */
 const rewritten = <D extends object>(document: D, fields: Partial<D> & Record<string, unknown>) => ({
@@ -133,17 +135,17 @@ describe('receives', () => {
 });
 
 describe('deliveriesOf', () => {
-  it('makes one delivery per subscription that receives the event: Pending, not attempted, due after the claim, kept as long as events', () => {
+  it('makes one delivery per subscription that receives the event: Pending, not attempted, due at once, kept as long as events', () => {
     const tenantId = randomUUID();
     const event = { ...eventDocument(tenantId, { type: 'task.created', data: { id: 'TSK-1' } }), _etag: '' };
     const first = subscriptionOf({ events: ['task.created'] });
     const second = subscriptionOf({ events: ['task.created', 'task.updated'] });
     const before = Date.now();
-    const toMake = deliveriesOf(event, [first, subscriptionOf({ active: false, events: ['task.created'] }), subscriptionOf(), second], 5_000);
+    const toMake = deliveriesOf(event, [first, subscriptionOf({ active: false, events: ['task.created'] }), subscriptionOf(), second]);
     const after = Date.now();
 
-    expect(toMake.map(({ subscription }) => subscription)).toEqual([first, second]);
-    const [document] = toMake.map(({ document }) => document);
+    expect(toMake.map(({ webhookId }) => webhookId)).toEqual([first.id, second.id]);
+    const [document] = toMake;
     expect(document).toEqual({
       id: `dlv_${event.id}_${first.id}`,
       tenantId,
@@ -155,99 +157,83 @@ describe('deliveriesOf', () => {
       attempts: 0,
       lastStatusCode: null,
       lastError: null,
-      nextAttemptAt: document!.nextAttemptAt,
+      nextAttemptAt: document!.createdAt,
       createdAt: document!.createdAt,
       updatedAt: document!.createdAt,
       ttl: 7 * 24 * 60 * 60,
     });
     expect(EVENT_RETENTION_SECONDS).toBe(604_800);
-    expect(within(document!.nextAttemptAt, before + 5_000, after + 5_000)).toBe(true);
     expect(within(document!.createdAt, before, after)).toBe(true);
-    expect(toMake[1]!.document.id).toBe(deliveryIdOf(event.id, second.id));
-  });
-
-  it('makes a delivery due at once when no claim is asked for, and none when no subscription receives the event', () => {
-    const event = { ...eventDocument(randomUUID(), { type: 'project.created', data: {} }), _etag: '' };
-    const before = Date.now();
-    const [made] = deliveriesOf(event, [subscriptionOf()], 0);
-    expect(within(made!.document.nextAttemptAt, before, Date.now())).toBe(true);
-    expect(deliveriesOf(event, [subscriptionOf({ events: ['task.created'] })], 0)).toEqual([]);
+    expect(toMake[1]!.id).toBe(deliveryIdOf(event.id, second.id));
+    expect(deliveriesOf(event, [subscriptionOf({ events: ['task.deleted'] })])).toEqual([]);
   });
 });
 
 describe('makeDeliveries', () => {
-  it('makes the deliveries of a tenant in one transactional batch, in its partition, and answers each as stored and made', async () => {
+  it('makes the deliveries of a tenant in one transactional batch, in its partition', async () => {
     const tenantId = randomUUID();
     const event = await storedEvent(tenantId);
-    const subscriptions = [subscriptionOf({ tenantId }), subscriptionOf({ tenantId })];
-    const toMake = deliveriesOf(event, subscriptions, 1_000);
+    const toMake = deliveriesOf(event, [subscriptionOf({ tenantId }), subscriptionOf({ tenantId })]);
     const from = embedded.store.requests.length;
-    const made = await makeDeliveries(tenantId, toMake);
+    await makeDeliveries(tenantId, toMake);
 
     const writes = writesIn(embedded.store.requests.slice(from));
     expect(writes).toHaveLength(1);
     expect(isBatch(writes[0]!)).toBe(true);
     expect(writes[0]!.partitionKey).toBe(JSON.stringify([tenantId]));
-    expect(made.map(({ made }) => made)).toEqual([true, true]);
-    expect(made.map(({ delivery }) => delivery)).toEqual(toMake.map(({ document }) => expect.objectContaining({ ...document, _etag: expect.any(String) })));
     const kept = await deliveriesStored(tenantId);
-    expect(kept.map(({ id }) => id).sort()).toEqual(toMake.map(({ document }) => document.id).sort());
-    for (const delivery of made) expect(await stored(tenantId, delivery.delivery.id)).toEqual(delivery.delivery);
+    expect(kept.map(({ id }) => id).sort()).toEqual(toMake.map(({ id }) => id).sort());
+    for (const document of toMake) expect(await stored(tenantId, document.id)).toMatchObject(document);
   });
 
   it('sends nothing to the store when there is nothing to make', async () => {
     const from = embedded.store.requests.length;
-    expect(await makeDeliveries(randomUUID(), [])).toEqual([]);
-    expect(writesIn(embedded.store.requests.slice(from))).toEqual([]);
+    await makeDeliveries(randomUUID(), []);
+    expect(embedded.store.requests.slice(from)).toEqual([]);
   });
 
-  it('makes the deliveries of an event handed over twice once: the second maker reads them back, made by the first', async () => {
+  it('makes the deliveries of an event handed over twice once, and leaves them as the first made them', async () => {
     const tenantId = randomUUID();
     const event = await storedEvent(tenantId);
     const subscriptions = [subscriptionOf({ tenantId }), subscriptionOf({ tenantId })];
-    const first = await makeDeliveries(tenantId, deliveriesOf(event, subscriptions, LEASE_MS));
-    const second = await makeDeliveries(tenantId, deliveriesOf(event, subscriptions, 0));
-    expect(second).toEqual(first.map(({ delivery }) => ({ delivery, made: false })));
-    expect(await deliveriesStored(tenantId)).toHaveLength(2);
+    await makeDeliveries(tenantId, deliveriesOf(event, subscriptions));
+    const first = await deliveriesStored(tenantId);
+    await makeDeliveries(tenantId, deliveriesOf(event, subscriptions));
+    expect(await deliveriesStored(tenantId)).toEqual(first);
+    expect(first).toHaveLength(2);
   });
 
-  it('makes, each on its own, those not made yet when another maker got some first, and holds only those', async () => {
+  it('makes, each on its own, those not made yet when another maker got some first, and leaves that one as it was made', async () => {
     const tenantId = randomUUID();
     const event = await storedEvent(tenantId);
     const subscriptions = [subscriptionOf({ tenantId }), subscriptionOf({ tenantId }), subscriptionOf({ tenantId })];
-    const mine = deliveriesOf(event, subscriptions, LEASE_MS);
-    const theirs = deliveriesOf(event, [subscriptions[1]!], LEASE_MS);
+    const mine = deliveriesOf(event, subscriptions);
+    const theirs = deliveriesOf(event, [subscriptions[1]!]);
     // Another instance makes the second delivery while this one's batch is on its way.
     let made: DeliveryDocument | undefined;
     beforeRequest(embedded.store, isBatch, async () => {
-      made = (await embedded.direct().items.create(theirs[0]!.document)).resource;
+      made = (await embedded.direct().items.create({ ...theirs[0]!, attempts: 1 })).resource;
     });
-    const answered = await makeDeliveries(tenantId, mine);
+    await makeDeliveries(tenantId, mine);
 
-    expect(answered.map(({ made }) => made)).toEqual([true, false, true]);
-    expect(answered[1]!.delivery).toEqual(made);
-    expect(answered[0]!.delivery).toEqual(await stored(tenantId, mine[0]!.document.id));
-    expect(answered[2]!.delivery).toEqual(await stored(tenantId, mine[2]!.document.id));
+    expect(await stored(tenantId, mine[1]!.id)).toEqual(made);
+    for (const document of [mine[0]!, mine[2]!]) expect(await stored(tenantId, document.id)).toMatchObject({ ...document, attempts: 0 });
     expect(await deliveriesStored(tenantId)).toHaveLength(3);
   });
 
-  it('makes up to 100 deliveries in one batch, and more each on its own', async () => {
+  it('makes up to 100 deliveries in one batch, and more in batches of 100', async () => {
     const tenantId = randomUUID();
     const event = await storedEvent(tenantId);
     const many = (count: number) => Array.from({ length: count }, () => subscriptionOf({ tenantId }));
 
     let from = embedded.store.requests.length;
-    const hundred = await makeDeliveries(tenantId, deliveriesOf(event, many(100), 0));
-    expect(hundred.filter(({ made }) => made)).toHaveLength(100);
+    await makeDeliveries(tenantId, deliveriesOf(event, many(100)));
     expect(writesIn(embedded.store.requests.slice(from)).map(isBatch)).toEqual([true]);
 
     from = embedded.store.requests.length;
-    const more = await makeDeliveries(tenantId, deliveriesOf(event, many(101), 0));
-    expect(more.filter(({ made }) => made)).toHaveLength(101);
-    const writes = writesIn(embedded.store.requests.slice(from));
-    expect(writes).toHaveLength(101);
-    expect(writes.some(isBatch)).toBe(false);
-    expect(await deliveriesStored(tenantId)).toHaveLength(201);
+    await makeDeliveries(tenantId, deliveriesOf(event, many(201)));
+    expect(writesIn(embedded.store.requests.slice(from)).map(isBatch)).toEqual([true, true, true]);
+    expect(await deliveriesStored(tenantId)).toHaveLength(301);
   });
 
   it('fails, making nothing more, when the batch fails for another reason than a delivery made already', async () => {
@@ -255,19 +241,21 @@ describe('makeDeliveries', () => {
     const event = await storedEvent(tenantId);
     embedded.store.intercept = (record) => (isBatch(record) ? { status: 200, body: [{ statusCode: 424 }, { statusCode: 429 }] } : undefined);
     const from = embedded.store.requests.length;
-    const error = await errorOf(makeDeliveries(tenantId, deliveriesOf(event, [subscriptionOf({ tenantId }), subscriptionOf({ tenantId })], 0)));
+    const error = await errorOf(makeDeliveries(tenantId, deliveriesOf(event, [subscriptionOf({ tenantId }), subscriptionOf({ tenantId })])));
     expect(error.code).toBe(429);
     expect(error.message).toContain(tenantId);
     expect(writesIn(embedded.store.requests.slice(from))).toHaveLength(1);
     expect(await deliveriesStored(tenantId)).toEqual([]);
   });
 
-  it('fails when a delivery made on its own fails for another reason than being made already', async () => {
+  it('fails when a delivery made on its own, after the batch found one made already, fails for another reason', async () => {
     const tenantId = randomUUID();
     const event = await storedEvent(tenantId);
-    embedded.store.intercept = (record) => (isDeliveryWrite(tenantId)(record) && !isBatch(record) ? STORE_FAILURE : undefined);
-    const subscriptions = Array.from({ length: 101 }, () => subscriptionOf({ tenantId }));
-    expect((await errorOf(makeDeliveries(tenantId, deliveriesOf(event, subscriptions, 0)))).code).toBe(500);
+    embedded.store.intercept = (record) => {
+      if (isBatch(record)) return { status: 200, body: [{ statusCode: 409 }, { statusCode: 424 }] };
+      return isDeliveryWrite(tenantId)(record) ? STORE_FAILURE : undefined;
+    };
+    expect((await errorOf(makeDeliveries(tenantId, deliveriesOf(event, [subscriptionOf({ tenantId }), subscriptionOf({ tenantId })])))).code).toBe(500);
   });
 });
 
@@ -386,40 +374,53 @@ describe('listDeliveries', () => {
 });
 
 describe('claimAttempt', () => {
-  it('takes the attempt by moving the delivery’s due time past the lease, changing nothing else', async () => {
+  /** Claims the delivery's next attempt, due by now, held for the lease. */
+  const claimNext = (delivery: DeliveryDocument, leaseMs = LEASE_MS) =>
+    claimAttempt(delivery.tenantId, delivery.id, delivery.attempts + 1, new Date(), leaseMs);
+
+  it('takes the attempt in one write, moving the delivery’s due time past the lease and changing nothing else', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
     const before = Date.now();
-    const claimed = await claimAttempt(delivery, LEASE_MS);
+    const from = embedded.store.requests.length;
+    const claimed = await claimNext(delivery);
     const after = Date.now();
+    expect(embedded.store.requests.slice(from).map(({ method }) => method)).toEqual(['PATCH']);
     expect(claimed).toEqual(rewritten(delivery, { nextAttemptAt: claimed!.nextAttemptAt }));
     expect(within(claimed!.nextAttemptAt, before + LEASE_MS, after + LEASE_MS)).toBe(true);
     expect(await stored(principal.tenantId, delivery.id)).toEqual(claimed);
   });
 
-  it('gives the attempt to one run only when two claim it at once, and none to a run that read the delivery before it changed', async () => {
+  it('gives the attempt to one run only when two claim it at once', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
     // Another run's claim reaches the store while this one's is on its way.
     let theirs: DeliveryDocument | undefined;
-    beforeRequest(embedded.store, isReplaceOf(delivery.id), async () => {
-      theirs = await claimAttempt(delivery, 2 * LEASE_MS);
+    beforeRequest(embedded.store, isPatchOf(delivery.id), async () => {
+      theirs = await claimNext(delivery, 2 * LEASE_MS);
     });
-    expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
+    expect(await claimNext(delivery)).toBeUndefined();
     expect(theirs).toBeDefined();
     expect(await stored(principal.tenantId, delivery.id)).toEqual(theirs);
-    expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
   });
 
-  it('gives nothing for a delivery gone, and fails when the store fails', async () => {
+  it('gives nothing for an attempt made already, a delivery ended, one not due by the time given, or one gone, and changes nothing', async () => {
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const made = await storeFields(await delivered(webhook), { attempts: 1 });
+    const ended = await storeFields(await delivered(webhook), { status: 'Succeeded' });
+    const later = await delivered(webhook);
+    for (const delivery of [made, ended]) expect(await claimAttempt(principal.tenantId, delivery.id, 1, new Date(), LEASE_MS)).toBeUndefined();
+    expect(await claimAttempt(principal.tenantId, later.id, 1, new Date(Date.parse(later.nextAttemptAt!) - 1), LEASE_MS)).toBeUndefined();
+    for (const delivery of [made, ended, later]) expect(await stored(principal.tenantId, delivery.id)).toEqual(delivery);
+    expect(await claimAttempt(principal.tenantId, `dlv_${randomUUID()}`, 1, new Date(), LEASE_MS)).toBeUndefined();
+  });
+
+  it('fails when the store fails', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
-    embedded.store.intercept = (record) => (isReplaceOf(delivery.id)(record) ? STORE_FAILURE : undefined);
-    expect((await errorOf(claimAttempt(delivery, LEASE_MS))).code).toBe(500);
-    embedded.store.intercept = undefined;
-    await embedded.direct().item(delivery.id, principal.tenantId).delete();
-    expect(await claimAttempt(delivery, LEASE_MS)).toBeUndefined();
-    expect(await stored(principal.tenantId, delivery.id)).toBeUndefined();
+    embedded.store.intercept = (record) => (record.method === 'PATCH' ? STORE_FAILURE : undefined);
+    expect((await errorOf(claimNext(delivery))).code).toBe(500);
   });
 });
 
@@ -427,7 +428,7 @@ describe('recordAttempt', () => {
   it('records the attempt’s number, outcome, the status and due time after it, on the delivery as claimed', async () => {
     const principal = adminCaller();
     const delivery = await delivered(await subscription(principal));
-    const claimed = (await claimAttempt(delivery, LEASE_MS))!;
+    const claimed = (await claimAttempt(delivery.tenantId, delivery.id, 1, new Date(), LEASE_MS))!;
     const before = Date.now();
     const next = new Date(Date.now() + 30_000).toISOString();
     const recorded = await recordAttempt(
@@ -450,7 +451,7 @@ describe('recordAttempt', () => {
     const principal = adminCaller();
     const webhook = await subscription(principal);
     const delivery = await delivered(webhook);
-    const claimed = (await claimAttempt(delivery, LEASE_MS))!;
+    const claimed = (await claimAttempt(delivery.tenantId, delivery.id, 1, new Date(), LEASE_MS))!;
     const retried = await retryDelivery(principal, webhook.id, delivery.id);
     expect(
       await recordAttempt(claimed, 1, { lastStatusCode: 200, lastError: null }, { status: 'Succeeded', nextAttemptAt: null, gone: false }),
@@ -551,19 +552,21 @@ describe('overdueDeliveries and bringBack', () => {
     const webhook = await subscription(adminCaller());
     const event = await storedEvent(webhook.tenantId);
     const many = Array.from({ length: count }, () => subscriptionOf({ tenantId: webhook.tenantId }));
-    const made = await makeDeliveries(webhook.tenantId, deliveriesOf(event, many, 0));
-    return Promise.all(made.map(({ delivery }) => storeFields(delivery, { nextAttemptAt: `${year}-06-01T00:00:00.000Z`, ...fields })));
+    const toMake = deliveriesOf(event, many);
+    await makeDeliveries(webhook.tenantId, toMake);
+    return Promise.all(toMake.map((document) => storeFields(document as DeliveryDocument, { nextAttemptAt: `${year}-06-01T00:00:00.000Z`, ...fields })));
   }
 
-  async function pagesUpTo(before: string) {
+  /** The pages of deliveries overdue before `before`, those brought back since `again` left out unless due since. */
+  async function pagesUpTo(before: string, again = '1970-01-01T00:00:00.000Z') {
     const pages: Pick<DeliveryDocument, 'tenantId' | 'id' | '_etag'>[][] = [];
-    for await (const page of overdueDeliveries(before)) pages.push(page);
+    for await (const page of overdueDeliveries(before, again)) pages.push(page);
     return pages;
   }
 
   /** The ids of the tenant's deliveries overdue before that time. */
-  const overdueOf = async (tenantId: string, before: string) =>
-    (await pagesUpTo(before))
+  const overdueOf = async (tenantId: string, before: string, again?: string) =>
+    (await pagesUpTo(before, again))
       .flat()
       .filter((delivery) => delivery.tenantId === tenantId)
       .map(({ id }) => id);
@@ -601,6 +604,9 @@ describe('overdueDeliveries and bringBack', () => {
     expect(await overdueOf(delivery!.tenantId, end)).toEqual([delivery!.id]);
     await storeFields(brought, { recoveredAt: '2002-06-02T00:00:00.000Z', nextAttemptAt: '2002-06-02T00:00:00.000Z' });
     expect(await overdueOf(delivery!.tenantId, end)).toEqual([]);
+    // Brought back long enough ago, and still overdue: the message its bringing back queued may have been lost too.
+    expect(await overdueOf(delivery!.tenantId, end, '2002-06-02T00:00:00.000Z')).toEqual([]);
+    expect(await overdueOf(delivery!.tenantId, end, '2002-06-02T00:00:00.001Z')).toEqual([delivery!.id]);
   });
 
   it('does not bring back a delivery gone, and fails when the store fails', async () => {

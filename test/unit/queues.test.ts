@@ -61,7 +61,7 @@ describe('work put on the queues', () => {
   });
 
   it("goes on the webhooks queue as base64 JSON the delivery trigger's schema takes", async () => {
-    const message = { tenantId: randomUUID(), deliveryId: `dlv_msg_${randomUUID().replaceAll('-', '')}_WHK-1`, attempt: 2 };
+    const message = { attempts: [{ tenantId: randomUUID(), deliveryId: `dlv_msg_${randomUUID().replaceAll('-', '')}_WHK-1`, attempt: 2 }] };
     await enqueueWebhookWork(message);
     expect(await visibleMessages(webhooks)).toEqual([message]);
     expect(webhookMessage.parse((await visibleMessages(webhooks))[0])).toEqual(message);
@@ -69,7 +69,7 @@ describe('work put on the queues', () => {
   });
 
   it('stays out of sight for its delay, a fraction of a second counting as a whole one, never less', async () => {
-    await enqueueWebhookWork({ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 }, 300);
+    await enqueueWebhookWork({ attempts: [{ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 }] }, 300);
     await enqueueRagWork({ tenantId: 't', jobId: 'j' }, 0.2);
     expect(await visibleMessages(webhooks)).toEqual([]);
     expect(await held(webhooks)).toBe(1);
@@ -77,7 +77,7 @@ describe('work put on the queues', () => {
   });
 
   it('is visible at once when its delay is already past (a retry worked out late)', async () => {
-    const message = { tenantId: 't', deliveryId: 'dlv_x', attempt: 3 };
+    const message = { attempts: [{ tenantId: 't', deliveryId: 'dlv_x', attempt: 3 }] };
     await enqueueWebhookWork(message, -1.5);
     expect(await visibleMessages(webhooks)).toEqual([message]);
   });
@@ -111,7 +111,7 @@ describe('a queue that fails', () => {
 
   it('is a DependencyUnavailableError of the queue when it does not answer at all', async () => {
     front.answer = () => 'drop';
-    await expect(enqueueWebhookWork({ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 })).rejects.toMatchObject({
+    await expect(enqueueWebhookWork({ attempts: [{ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 }] })).rejects.toMatchObject({
       name: 'DependencyUnavailableError',
       dependency: 'queue',
     });
@@ -120,7 +120,7 @@ describe('a queue that fails', () => {
   it('is a DependencyUnavailableError of the queue when the missing queue cannot be made', async () => {
     await webhooks.delete();
     front.answer = (request) => (request.method === 'PUT' ? 403 : undefined);
-    await expect(enqueueWebhookWork({ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 })).rejects.toMatchObject({
+    await expect(enqueueWebhookWork({ attempts: [{ tenantId: 't', deliveryId: 'dlv_x', attempt: 2 }] })).rejects.toMatchObject({
       name: 'DependencyUnavailableError',
       dependency: 'queue',
     });

@@ -3,8 +3,9 @@
  * stack and an Azurite, both started by this file, and webhook receivers on loopback. Changes are made
  * with the app's own repositories and read back from the store's change feed, a tenant's partition at a
  * time, as the trigger hands them over; a page is handed over again as the trigger does when an
- * invocation failed. The store is reached through a proxy (test/support/cosmos-proxy.ts) and the queue
- * through a front (test/support/queue-front.ts), so that a test can fail either.
+ * invocation failed. The webhooks queue's messages are taken and handed to its function's work
+ * (`attempt`) as its trigger would. The store is reached through a proxy (test/support/cosmos-proxy.ts)
+ * and the queue through a front (test/support/queue-front.ts), so that a test can fail either.
  */
 import { randomBytes } from 'node:crypto';
 import { ChangeFeedStartFrom } from '@azure/cosmos';
@@ -20,7 +21,8 @@ import { createJob, readJobDocument } from '../../shared/data/rag-jobs-repositor
 import { createTask } from '../../shared/data/tasks-repository.js';
 import { createWebhook, updateWebhook } from '../../shared/data/webhooks-repository.js';
 import { relayChanges } from '../../shared/relay.js';
-import type { CreateWebhookBody } from '../../shared/schemas/webhooks.js';
+import { webhookMessage, type CreateWebhookBody, type WebhookMessage } from '../../shared/schemas/webhooks.js';
+import { attempt } from '../../shared/webhooks/deliveries.js';
 import { STORE_FAILURE } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';
@@ -35,6 +37,7 @@ const embedded = embeddedStoreForTests();
 let azurite: AzuriteQueue;
 let front: QueueFront;
 let ragQueue: QueueClient;
+let webhooksQueue: QueueClient;
 const receivers: WebhookReceiver[] = [];
 
 beforeAll(async () => {
@@ -49,6 +52,7 @@ beforeAll(async () => {
   });
   const queues = QueueServiceClient.fromConnectionString(azurite.connectionString);
   ragQueue = queues.getQueueClient(RAG_QUEUE);
+  webhooksQueue = queues.getQueueClient(WEBHOOKS_QUEUE);
 });
 afterEach(() => {
   front.answer = undefined;
@@ -60,7 +64,7 @@ afterAll(async () => {
 });
 
 /** A receiver on loopback answering each delivery with what `answer` gives (200 by default). */
-async function receiver(answer?: (index: number) => number): Promise<WebhookReceiver> {
+async function receiver(answer?: (index: number) => number | Promise<number>): Promise<WebhookReceiver> {
   const started = await startWebhookReceiver(answer ? { answer: (_delivery, index) => answer(index) } : {});
   receivers.push(started);
   return started;
@@ -98,8 +102,36 @@ function changesOf(tenantId: string): () => Promise<unknown[]> {
 
 const ofType = (changes: unknown[], type: string) => changes.filter((change) => (change as { type: string }).type === type) as { id: string }[];
 
+/** Every attempt the webhooks queue took, of every message. */
+const attemptsQueued = () => messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).flatMap(({ message }) => message.attempts);
+
+/** Hands over what the tenant's change feed shows, page after page, until it shows nothing new: events, then their deliveries. */
+async function relayAll(changes: () => Promise<unknown[]>): Promise<void> {
+  for (let page = await changes(); page.length > 0; page = await changes()) expect(await relayChanges(page)).toEqual([]);
+}
+
+/**
+ * The webhooks queue's trigger, once: takes every message visible now, of any test, and hands each to
+ * its work. Answers the attempts it took.
+ */
+async function deliverQueued(): Promise<WebhookMessage['attempts']> {
+  const taken: WebhookMessage['attempts'] = [];
+  for (;;) {
+    const { receivedMessageItems } = await webhooksQueue.receiveMessages({ numberOfMessages: 32 });
+    if (receivedMessageItems.length === 0) return taken;
+    await Promise.all(
+      receivedMessageItems.map(async (item) => {
+        const message = webhookMessage.parse(JSON.parse(Buffer.from(item.messageText, 'base64').toString('utf8')));
+        taken.push(...message.attempts);
+        await attempt(message);
+        await webhooksQueue.deleteMessage(item.messageId, item.popReceipt);
+      }),
+    );
+  }
+}
+
 describe('an event in the change feed', () => {
-  it('reaches each active subscription that asked for it once, however often its change is handed over, and no other', async () => {
+  it('has its deliveries made, one per active subscription that asked for it, however often its change is handed over; each arrives once', async () => {
     const principal = adminCaller();
     const [first, second, otherEvents, switchedOff] = [await receiver(), await receiver(), await receiver(), await receiver()];
     await subscribe(principal, first, ['project.created']);
@@ -114,14 +146,19 @@ describe('an event in the change feed', () => {
     expect(ofType(page, 'event')).toHaveLength(1);
     expect(await relayChanges(page)).toEqual([]);
     expect(await relayChanges(page)).toEqual([]);
+
+    // The feed's next look shows the deliveries, due: their attempts go on the queue.
+    const made = await changes();
+    expect(ofType(made, 'delivery')).toHaveLength(2);
+    expect(await relayChanges(made)).toEqual([]);
+    expect(await deliverQueued()).toHaveLength(2);
     for (const subscribed of [first, second]) expect(got(subscribed)).toEqual([{ type: 'project.created', id: project.id }]);
     expect(got(otherEvents)).toEqual([]);
     expect(got(switchedOff)).toEqual([]);
 
-    // The feed's next look shows the deliveries, ended: nothing more to do.
-    const next = await changes();
-    expect(ofType(next, 'delivery')).toHaveLength(2);
-    expect(await relayChanges(next)).toEqual([]);
+    // Then it shows them claimed and ended: nothing more to do.
+    await relayAll(changes);
+    expect(await deliverQueued()).toEqual([]);
     expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([1, 1]);
   });
 
@@ -133,9 +170,11 @@ describe('an event in the change feed', () => {
     const project = (await createProject(one, { name: 'First' }, undefined)).resource;
     const task = (await createTask(one, { projectId: project.id, title: 'Its task' }, undefined)).resource;
     const other = (await createProject(two, { name: 'Second' }, undefined)).resource;
+    const [changesOfOne, changesOfTwo] = [changesOf(one.tenantId), changesOf(two.tenantId)];
 
-    const page = [...(await changesOf(one.tenantId)()), ...(await changesOf(two.tenantId)())];
-    expect(await relayChanges(page)).toEqual([]);
+    expect(await relayChanges([...(await changesOfOne()), ...(await changesOfTwo())])).toEqual([]);
+    expect(await relayChanges([...(await changesOfOne()), ...(await changesOfTwo())])).toEqual([]);
+    await deliverQueued();
     expect(got(ofOne)).toEqual(
       expect.arrayContaining([
         { type: 'project.created', id: project.id },
@@ -146,7 +185,7 @@ describe('an event in the change feed', () => {
     expect(got(ofTwo)).toEqual([{ type: 'project.created', id: other.id }]);
   });
 
-  it("of a ping sets nothing going by itself: the ping's delivery, due at once, is attempted, once", async () => {
+  it("of a ping sets nothing going by itself: the ping's delivery, due at once, has its attempt queued, and arrives once", async () => {
     const principal = adminCaller();
     const pinged = await receiver();
     const id = await subscribe(principal, pinged, ['project.created']);
@@ -156,46 +195,86 @@ describe('an event in the change feed', () => {
     const [delivery] = ofType(changes, 'delivery');
 
     expect(await relayChanges([event])).toEqual([]);
-    expect(pinged.received).toEqual([]);
+    expect(attemptsQueued().filter(({ deliveryId }) => deliveryId === delivery!.id)).toEqual([]);
     expect(await relayChanges([delivery])).toEqual([]);
     expect(await relayChanges([delivery])).toEqual([]);
+    await deliverQueued();
     expect(got(pinged)).toEqual([{ type: 'webhook.ping', id }]);
   });
 });
 
+describe('the relay, while a receiver hangs', () => {
+  it('hands over page after page and calls no receiver: its pages are done while an attempt waits for its answer', async () => {
+    const principal = adminCaller();
+    let answer!: (status: number) => void;
+    const answered = new Promise<number>((resolve) => (answer = resolve));
+    let relaying = false;
+    let calledWhileRelaying!: (why: string) => void;
+    const called = new Promise<string>((resolve) => (calledWhileRelaying = resolve));
+    const hanging = await receiver(() => {
+      if (relaying) calledWhileRelaying('a receiver called by the relay');
+      return answered;
+    });
+    await subscribe(principal, hanging, ['project.created']);
+    const changes = changesOf(principal.tenantId);
+    /** Hands over what the feed shows: done, unless the relay calls a receiver meanwhile. */
+    const handOver = async () => {
+      relaying = true;
+      const outcome = await Promise.race([relayAll(changes).then(() => 'handed over'), called]);
+      relaying = false;
+      return outcome;
+    };
+
+    await createProject(principal, { name: 'Waits for its answer' }, undefined);
+    expect(await handOver()).toBe('handed over');
+    // The queue's trigger makes the attempt, which the receiver holds.
+    const attempting = deliverQueued();
+    await hanging.waitFor((received) => received.length === 1);
+
+    await createProject(principal, { name: 'Handed over meanwhile' }, undefined);
+    expect(await handOver()).toBe('handed over');
+    expect(hanging.received).toHaveLength(1);
+    expect(attemptsQueued().filter(({ tenantId }) => tenantId === principal.tenantId)).toHaveLength(2);
+
+    answer(200);
+    await attempting;
+    expect(hanging.received).toHaveLength(2);
+  });
+});
+
 describe('a delivery in the change feed', () => {
-  it('is left to its queue message while its retry is not due, and attempted once when a retry is asked for', async () => {
+  it('is left to its queue message while its retry is not due, and its attempt queued when a retry is asked for', async () => {
     const principal = adminCaller();
     const failingFirst = await receiver((index) => (index === 0 ? 500 : 200));
     const webhookId = await subscribe(principal, failingFirst, ['project.created']);
     await createProject(principal, { name: 'Retried' }, undefined);
     const changes = changesOf(principal.tenantId);
     await relayChanges(await changes());
+    await relayChanges(await changes());
+    await deliverQueued();
     expect(failingFirst.received).toHaveLength(1);
 
     // The failed attempt, recorded: its retry is due in RETRY_AFTER_SECONDS, and waits on the webhooks queue.
     const recorded = await changes();
     const [delivery] = ofType(recorded, 'delivery');
     expect(delivery).toMatchObject({ status: 'Pending', attempts: 1 });
-    const storeRequests = embedded.store.requests.length;
+    const [storeRequests, queueRequests] = [embedded.store.requests.length, front.requests.length];
     expect(await relayChanges(recorded)).toEqual([]);
-    expect(failingFirst.received).toHaveLength(1);
-    // Left alone: not even its subscription and event are read.
+    // Left alone: nothing read, nothing queued.
     expect(embedded.store.requests.slice(storeRequests)).toEqual([]);
+    expect(front.requests.slice(queueRequests)).toEqual([]);
+    const retry = { tenantId: principal.tenantId, deliveryId: delivery!.id, attempt: 2 };
+    const retries = () =>
+      messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).filter(({ message }) => JSON.stringify(message.attempts).includes(JSON.stringify(retry)));
+    expect(retries()).toEqual([{ message: { attempts: [retry] }, delaySeconds: expect.closeTo(RETRY_AFTER_SECONDS, -1) as number }]);
 
-    // The receiver's owner asks for it again: due now.
+    // The receiver's owner asks for it again: due now, queued at once.
     await retryDelivery(principal, webhookId, delivery!.id);
-    const asked = await changes();
-    expect(await relayChanges(asked)).toEqual([]);
-    expect(await relayChanges(asked)).toEqual([]);
+    expect(await relayChanges(await changes())).toEqual([]);
+    expect(retries().at(-1)).toEqual({ message: { attempts: [retry] }, delaySeconds: 0 });
+    await deliverQueued();
     expect(failingFirst.received).toHaveLength(2);
     expect(await readDelivery(principal.tenantId, delivery!.id)).toMatchObject({ status: 'Succeeded', attempts: 2 });
-
-    // The retry the failed attempt queued, for the delivery trigger once its time has come (the attempt it names is made by then: it does nothing).
-    const retry = { tenantId: principal.tenantId, deliveryId: delivery!.id, attempt: 2 };
-    expect(messagesTaken(front, WEBHOOKS_QUEUE).filter(({ message }) => JSON.stringify(message) === JSON.stringify(retry))).toEqual([
-      { message: retry, delaySeconds: expect.closeTo(RETRY_AFTER_SECONDS, -1) as number },
-    ]);
   });
 });
 
@@ -221,18 +300,37 @@ describe('a page of changes whose work fails', () => {
     await subscribe(principal, subscribed, ['project.created']);
     const project = (await createProject(principal, { name: 'Despite the queue' }, undefined)).resource;
     const { jobId } = (await createJob(principal, { mode: 'incremental' }, undefined)).resource;
-    const page = await changesOf(principal.tenantId)();
+    const changes = changesOf(principal.tenantId);
+    const page = await changes();
 
     front.answer = (request) => (request.path.startsWith(`/${RAG_QUEUE}`) ? 503 : undefined);
     await expect(relayChanges(page)).rejects.toMatchObject({ name: 'DependencyUnavailableError', dependency: 'queue' });
-    expect(got(subscribed)).toEqual([{ type: 'project.created', id: project.id }]);
     expect((await readJobDocument(principal.tenantId, jobId))!.dispatched).toBeUndefined();
 
     front.answer = undefined;
     expect(await relayChanges(page)).toEqual([]);
-    expect(subscribed.received).toHaveLength(1);
+    await relayAll(changes);
+    await deliverQueued();
+    expect(got(subscribed)).toEqual([{ type: 'project.created', id: project.id }]);
     expect((await visibleMessages(ragQueue)).filter((message) => (message as { jobId: string }).jobId === jobId)).toHaveLength(1);
     expect((await readJobDocument(principal.tenantId, jobId))!.dispatched).toBe(true);
+  });
+
+  it('fails when the webhooks queue refuses a due delivery’s attempt; handed over again, the attempt is queued and made once', async () => {
+    const principal = adminCaller();
+    const subscribed = await receiver();
+    await subscribe(principal, subscribed, ['project.created']);
+    const project = (await createProject(principal, { name: 'Queue down' }, undefined)).resource;
+    const changes = changesOf(principal.tenantId);
+    expect(await relayChanges(await changes())).toEqual([]);
+    const due = await changes();
+
+    front.answer = (request) => (request.path.startsWith(`/${WEBHOOKS_QUEUE}`) ? 503 : undefined);
+    await expect(relayChanges(due)).rejects.toMatchObject({ name: 'DependencyUnavailableError', dependency: 'queue' });
+    front.answer = undefined;
+    expect(await relayChanges(due)).toEqual([]);
+    await deliverQueued();
+    expect(got(subscribed)).toEqual([{ type: 'project.created', id: project.id }]);
   });
 
   it('fails when the store fails to make the deliveries; handed over again, each subscription gets the event once', async () => {
@@ -241,7 +339,8 @@ describe('a page of changes whose work fails', () => {
     await subscribe(principal, first, ['project.created']);
     await subscribe(principal, second, ['project.created']);
     await createProject(principal, { name: 'Despite the store' }, undefined);
-    const page = await changesOf(principal.tenantId)();
+    const changes = changesOf(principal.tenantId);
+    const page = await changes();
 
     embedded.store.intercept = (record) => {
       if (!(record.method === 'POST' && record.body.includes('"type":"delivery"'))) return undefined;
@@ -249,9 +348,11 @@ describe('a page of changes whose work fails', () => {
       return STORE_FAILURE;
     };
     await expect(relayChanges(page)).rejects.toThrow();
-    expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([0, 0]);
+    expect(ofType(await changes(), 'delivery')).toEqual([]);
 
     expect(await relayChanges(page)).toEqual([]);
+    await relayAll(changes);
+    await deliverQueued();
     expect([first, second].map((subscribed) => subscribed.received.length)).toEqual([1, 1]);
   });
 });

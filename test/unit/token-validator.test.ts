@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { AuthSettings } from '../../shared/config.js';
 import { CLOCK_SKEW_SECONDS, createTokenValidator, invalidToken, TOKEN_REFUSAL_REASONS } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
@@ -331,6 +331,43 @@ describe('a token that is refused', () => {
 async function decoded(): Promise<JWTPayload> {
   return JSON.parse(Buffer.from((await token()).split('.')[1]!, 'base64url').toString()) as JWTPayload;
 }
+
+describe('a token validated once', () => {
+  afterEach(() => vi.useRealTimers());
+  /** Moves the clock `seconds` on from now (Date only: the key set's age and the token's lifetime are read from it). */
+  const later = (seconds: number) => vi.setSystemTime(Date.now() + seconds * 1000);
+  const keySetAsked = (from: number) => server.hits.slice(from).filter((hit) => hit.path === `/${TENANT}/keys`).length;
+
+  it('is the same caller again until it expires, and then refused as expired, as jose would refuse it', async () => {
+    const validator = createTokenValidator(settings());
+    const expiring = await token({ exp: now() + 60 });
+    const principal = await validator.validate(expiring);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    later(60 + CLOCK_SKEW_SECONDS - 5);
+    expect(await validator.validate(expiring)).toEqual(principal);
+    later(10);
+    await expect(validator.validate(expiring)).rejects.toEqual(refusedBecause('tokenExpired'));
+  });
+
+  it('has its signature checked again ten minutes on, against a key set asked for again by then', async () => {
+    const validator = createTokenValidator(settings());
+    const lasting = await token({ exp: now() + 3_600 });
+    await validator.validate(lasting);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const before = server.hits.length;
+    later(9 * 60);
+    await validator.validate(lasting);
+    expect(keySetAsked(before)).toBe(0);
+    later(60 + 1);
+    await validator.validate(lasting);
+    expect(keySetAsked(before)).toBe(1);
+  });
+
+  it('is a principal no request can change', async () => {
+    const principal = await createTokenValidator(settings()).validate(await token({ roles: ['LMS.Admin'] }));
+    expect(Object.isFrozen(principal) && Object.isFrozen(principal.roles)).toBe(true);
+  });
+});
 
 describe('the identity provider', () => {
   it("is asked for each tenant's metadata (v1 and v2) once, and its keys once", async () => {

@@ -5,9 +5,10 @@
  * answers each test picks, and an Azurite of the file's own behind a front
  * (test/support/queue-front.ts) that records each message with its visibility timeout, or refuses
  * it. The retry schedule is 30 s then 90 s: a test makes a delivery due by writing its due time, as
- * time passing would.
+ * time passing would. A test hands `attempt` the message the queue would carry.
  */
 import { randomUUID } from 'node:crypto';
+import { QueueServiceClient } from '@azure/storage-queue';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
@@ -87,33 +88,42 @@ async function deliveryOf(event: EventDocument, webhook: WebhookDocument): Promi
   return readDelivery(event.tenantId, deliveryIdOf(event.id, webhook.id));
 }
 
-/** A delivery made as a hand-over makes it, but not attempted: due `dueInMs` from now (negative: overdue). */
-async function madeDelivery(event: EventDocument, webhook: WebhookDocument, dueInMs: number): Promise<DeliveryDocument> {
-  const { makeDeliveries, deliveriesOf } = await repository();
-  const [made] = await makeDeliveries(event.tenantId, deliveriesOf(event, [webhook], dueInMs));
-  return made!.delivery;
+/** A delivery made as the relay makes it, not attempted: due `dueInMs` from now (negative: overdue). */
+async function madeDelivery(event: EventDocument, webhook: WebhookDocument, dueInMs = 0): Promise<DeliveryDocument> {
+  const { makeDeliveries, deliveriesOf, readDelivery } = await repository();
+  const [document] = deliveriesOf(event, [webhook]);
+  await makeDeliveries(event.tenantId, [document!]);
+  const made = (await readDelivery(event.tenantId, document!.id))!;
+  return dueInMs ? change(made, { nextAttemptAt: new Date(Date.now() + dueInMs).toISOString() }) : made;
 }
 
-/** A tenant of its own, subscribed at the receiver, with one event stored. */
+/** A tenant of its own, subscribed at the receiver, with one event stored and its delivery made. */
 async function subscribedTenant() {
   const principal = adminCaller();
   const webhook = await subscription(principal);
   const event = await storedEvent(principal.tenantId);
-  return { principal, webhook, event };
+  const delivery = await madeDelivery(event, webhook);
+  return { principal, tenantId: principal.tenantId, webhook, event, delivery };
+}
+
+/** The next attempt of the delivery, as its queue message asks for it. */
+async function attemptNext(delivery: Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>, attemptNumber = delivery.attempts + 1): Promise<void> {
+  await (await deliveries()).attempt({ attempts: [{ tenantId: delivery.tenantId, deliveryId: delivery.id, attempt: attemptNumber }] });
 }
 
 /** A delivery, of a tenant of its own, whose first attempt got a 500: Pending, attempt 2 queued; made due now unless told otherwise. */
 async function failedOnce(dueInMs = 0) {
-  const { principal, webhook, event } = await subscribedTenant();
+  const { tenantId, webhook, event, delivery: made } = await subscribedTenant();
   answers.push(500);
-  await (await deliveries()).handOverEvents(principal.tenantId, [event]);
+  await attemptNext(made);
   const delivery = await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date(Date.now() + dueInMs).toISOString() });
-  return { tenantId: principal.tenantId, webhook, event, delivery };
+  return { tenantId, webhook, event, delivery };
 }
 
 const requestsFor = (event: EventDocument): ReceivedDelivery[] => receiver.received.filter((request) => request.headers['webhook-id'] === event.id);
+/** The messages the queue took with an attempt of the delivery. */
 const messagesFor = (delivery: Pick<DeliveryDocument, 'id'>) =>
-  messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).filter((entry) => entry.message.deliveryId === delivery.id);
+  messagesTaken<WebhookMessage>(front, WEBHOOKS_QUEUE).filter((entry) => entry.message.attempts.some(({ deliveryId }) => deliveryId === delivery.id));
 const readWebhookDocument = async (webhook: WebhookDocument) =>
   (await import('../../shared/data/webhooks-repository.js')).readWebhook(webhook.tenantId, webhook.id);
 const secondsFromNow = (iso: string | null) => (Date.parse(iso!) - Date.now()) / 1000;
@@ -135,17 +145,21 @@ function gate<T>() {
   return { release, released };
 }
 
-/** Hands the event over and waits for its attempt at the receiver, which answers when the test releases `answer`. */
-async function attemptAtReceiver(tenantId: string, event: EventDocument) {
+/** Attempts the delivery and waits for the attempt at the receiver, which answers when the test releases `answer`. */
+async function attemptAtReceiver(delivery: DeliveryDocument, event: EventDocument) {
   const answer = gate<number>();
   answers.push(answer.released);
-  const handingOver = (await deliveries()).handOverEvents(tenantId, [event]);
+  const attempting = attemptNext(delivery);
   await waitFor(() => requestsFor(event).length === 1);
-  return { answer, handingOver };
+  return { answer, attempting };
 }
 
-/** Every delivery still Pending in the store, of any test, ended: a sweep then sees only the test's own. */
+/** The webhooks queue emptied, as its trigger would have left it. */
+const emptyQueue = () => QueueServiceClient.fromConnectionString(azurite.connectionString).getQueueClient(WEBHOOKS_QUEUE).clearMessages();
+
+/** Every delivery still Pending in the store, of any test, ended, and the queue emptied: a sweep then sees only the test's own. */
 async function endPendingDeliveries() {
+  await emptyQueue();
   const { resources } = await (
     await tenantData()
   ).items
@@ -169,106 +183,189 @@ describe('isDue', () => {
   });
 });
 
-describe('handOverEvents', () => {
-  it('sends each event to each of its subscriptions once, signed with that subscription’s secret, and records each delivery Succeeded', async () => {
+describe('makeDeliveriesOf', () => {
+  it('makes each event’s deliveries to its subscriptions, due at once, and sends nothing: no request, no message', async () => {
     const principal = adminCaller();
     const first = await subscription(principal, `${receiver.url}?to=first`);
     const second = await subscription(principal, `${receiver.url}?to=second`);
     const events = [await storedEvent(principal.tenantId, { id: 'PRJ-1' }), await storedEvent(principal.tenantId, { id: 'PRJ-2' })];
-    const before = Math.floor(Date.now() / 1000);
+    const [requests, messages] = [receiver.received.length, front.requests.length];
 
-    await (await deliveries()).handOverEvents(principal.tenantId, events);
+    await (await deliveries()).makeDeliveriesOf(principal.tenantId, events);
 
     for (const event of events) {
-      const requests = requestsFor(event);
-      expect(requests).toHaveLength(2);
-      for (const [webhook, to] of [
-        [first, 'first'],
-        [second, 'second'],
-      ] as const) {
-        const request = requests.find((one) => signedWith(one, webhook.secret));
-        expect(request, `${event.id} for ${to}`).toBeDefined();
-        expect(JSON.parse(request!.body)).toEqual({ type: 'project.created', timestamp: event.timestamp, data: event.data });
-        expect(Number(request!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
-        expect(Number(request!.headers['webhook-timestamp'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
-        const delivery = await deliveryOf(event, webhook);
-        expect(delivery).toMatchObject({ status: 'Succeeded', attempts: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null });
-        expect(messagesFor(delivery!)).toEqual([]);
+      for (const webhook of [first, second]) {
+        const delivery = (await deliveryOf(event, webhook))!;
+        expect(delivery).toMatchObject({ status: 'Pending', attempts: 0 });
+        expect(secondsFromNow(delivery.nextAttemptAt)).toBeLessThanOrEqual(0);
       }
     }
+    expect([receiver.received.length, front.requests.length]).toEqual([requests, messages]);
   });
 
-  it('delivers the same events handed over twice once', async () => {
-    const { principal, webhook, event } = await subscribedTenant();
-    const { handOverEvents } = await deliveries();
+  it('leaves as they are the deliveries of events handed over again', async () => {
+    const { tenantId, webhook, event } = await subscribedTenant();
+    await attemptNext((await deliveryOf(event, webhook))!);
+    const attempted = await deliveryOf(event, webhook);
 
-    await handOverEvents(principal.tenantId, [event]);
-    const delivered = await deliveryOf(event, webhook);
-    await handOverEvents(principal.tenantId, [event]);
+    await (await deliveries()).makeDeliveriesOf(tenantId, [event]);
+
+    expect(await deliveryOf(event, webhook)).toEqual(attempted);
+    expect(requestsFor(event)).toHaveLength(1);
+  });
+});
+
+describe('queueDue', () => {
+  it('puts the next attempt of each delivery on the webhooks queue, of any tenant, in one message visible at once, and calls no receiver', async () => {
+    const due = await subscribedTenant();
+    const retried = await failedOnce();
+    const requests = receiver.received.length;
+
+    await (await deliveries()).queueDue([due.delivery, retried.delivery]);
+
+    const attempts = [
+      { tenantId: due.tenantId, deliveryId: due.delivery.id, attempt: 1 },
+      { tenantId: retried.tenantId, deliveryId: retried.delivery.id, attempt: 2 },
+    ];
+    expect(messagesFor(due.delivery)).toEqual([{ message: { attempts }, delaySeconds: 0 }]);
+    expect(receiver.received.length).toBe(requests);
+  });
+
+  it('puts up to 50 attempts in a message', async () => {
+    const { ATTEMPTS_PER_MESSAGE } = await import('../../shared/schemas/webhooks.js');
+    const { webhook, event } = await subscribedTenant();
+    const many = Array.from({ length: ATTEMPTS_PER_MESSAGE + 1 }, (_, index) => ({ ...webhook, id: `WHK-${2000 + index}` }));
+    const { deliveriesOf } = await repository();
+    const made = deliveriesOf(event, many) as DeliveryDocument[];
+
+    await (await deliveries()).queueDue(made);
+
+    expect(messagesFor(made[0]!).map(({ message }) => message.attempts.length)).toEqual([ATTEMPTS_PER_MESSAGE]);
+    expect(messagesFor(made.at(-1)!).map(({ message }) => message.attempts.length)).toEqual([1]);
+  });
+
+  it('fails when the queue refuses a message, for the relay’s page to be handed over again', async () => {
+    const { delivery } = await subscribedTenant();
+    front.answer = () => 500;
+    await expect((await deliveries()).queueDue([delivery])).rejects.toMatchObject({ name: 'DependencyUnavailableError', dependency: 'queue' });
+  });
+});
+
+describe('attempt', () => {
+  it('sends the event to its subscription, signed with that subscription’s secret, records the delivery Succeeded, and queues nothing', async () => {
+    const { tenantId, webhook, event, delivery } = await subscribedTenant();
+    const before = Math.floor(Date.now() / 1000);
+
+    await attemptNext(delivery);
+
+    const [request] = requestsFor(event);
+    expect(requestsFor(event)).toHaveLength(1);
+    expect(signedWith(request!, webhook.secret)).toBe(true);
+    expect(JSON.parse(request!.body)).toEqual({ type: 'project.created', timestamp: event.timestamp, data: event.data });
+    expect(Number(request!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
+    expect(Number(request!.headers['webhook-timestamp'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+    expect(await deliveryOf(event, webhook)).toMatchObject({
+      tenantId,
+      status: 'Succeeded',
+      attempts: 1,
+      lastStatusCode: 200,
+      lastError: null,
+      nextAttemptAt: null,
+    });
+    expect(messagesFor(delivery)).toEqual([]);
+  });
+
+  it('sends one request when two runs make the same attempt at once', async () => {
+    const { tenantId, webhook, event, delivery } = await failedOnce();
+    const claims = gate<undefined>();
+    let claimsSeen = 0;
+    embedded.store.intercept = (record) => {
+      if (record.method !== 'PATCH' || !record.path.endsWith(`/docs/${delivery.id}`)) return undefined;
+      if (++claimsSeen === 2) claims.release(undefined);
+      return claims.released;
+    };
+
+    await Promise.all([attemptNext(delivery, 2), attemptNext(delivery, 2)]);
+
+    expect(claimsSeen).toBeGreaterThanOrEqual(2);
+    expect(requestsFor(event)).toHaveLength(2);
+    expect(await deliveryOf(event, webhook)).toMatchObject({ tenantId, attempts: 2, status: 'Succeeded' });
+  });
+
+  it('sends nothing for a delivery that is gone, or for an attempt already made', async () => {
+    const { tenantId, event, delivery } = await failedOnce();
+
+    await expect(attemptNext({ tenantId, id: `dlv_${randomUUID()}`, attempts: 0 })).resolves.toBeUndefined();
+    await attemptNext(delivery, 1);
 
     expect(requestsFor(event)).toHaveLength(1);
-    expect(await deliveryOf(event, webhook)).toEqual(delivered);
+    expect(messagesFor(delivery)).toHaveLength(1);
   });
 
-  it('attempts a delivery made already only when it is due and no run holds it', async () => {
-    const principal = adminCaller();
-    const webhook = await subscription(principal);
-    const held = await storedEvent(principal.tenantId);
-    const due = await storedEvent(principal.tenantId);
-    await madeDelivery(held, webhook, 60_000);
-    await madeDelivery(due, webhook, 0);
+  it('makes an attempt whose message came within the early allowance, and not one that came earlier, nor one another run holds', async () => {
+    const early = await failedOnce(60_000);
+    const almost = await failedOnce(1_000);
 
-    await (await deliveries()).handOverEvents(principal.tenantId, [held, due]);
+    await attemptNext(early.delivery, 2);
+    await attemptNext(almost.delivery, 2);
 
-    expect(requestsFor(held)).toHaveLength(0);
-    expect(await deliveryOf(held, webhook)).toMatchObject({ status: 'Pending', attempts: 0 });
-    expect(requestsFor(due)).toHaveLength(1);
-    expect(await deliveryOf(due, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
-  });
-
-  it('makes the next attempt of a delivery made already whose retry is due, not its first again', async () => {
-    const { tenantId, webhook, event } = await failedOnce();
-
-    await (await deliveries()).handOverEvents(tenantId, [event]);
-
-    expect(requestsFor(event)).toHaveLength(2);
-    expect(await deliveryOf(event, webhook)).toMatchObject({ status: 'Succeeded', attempts: 2, lastStatusCode: 200 });
+    expect(requestsFor(early.event)).toHaveLength(1);
+    expect(await deliveryOf(early.event, early.webhook)).toEqual(early.delivery);
+    expect(requestsFor(almost.event)).toHaveLength(2);
+    expect(await deliveryOf(almost.event, almost.webhook)).toMatchObject({ status: 'Succeeded', attempts: 2 });
   });
 
   it('holds an attempt in flight for its longest run and the grace, beyond which the sweep allows its own grace', async () => {
-    const { principal, webhook, event } = await subscribedTenant();
+    const { webhook, event, delivery } = await subscribedTenant();
     const { sweep, SWEEP_GRACE_MS } = await deliveries();
     const { ATTEMPT_TIMEOUT_MS } = await import('../../shared/webhooks/sender.js');
 
-    const { answer, handingOver } = await attemptAtReceiver(principal.tenantId, event);
+    const { answer, attempting } = await attemptAtReceiver(delivery, event);
     await sweep(Date.now() + ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS + SWEEP_GRACE_MS / 2);
     answer.release(200);
-    await handingOver;
+    await attempting;
 
     expect((await deliveryOf(event, webhook))!.recoveredAt).toBeUndefined();
+  });
+
+  it('ends the delivery Failed without sending when the subscription is switched off or deleted, or the event is no longer kept', async () => {
+    const off = await failedOnce();
+    const deleted = await failedOnce();
+    const expired = await failedOnce();
+    await change(off.webhook, { active: false });
+    await (await tenantData()).item(deleted.webhook.id, deleted.tenantId).delete();
+    await (await tenantData()).item(expired.event.id, expired.tenantId).delete();
+
+    for (const { delivery } of [off, deleted, expired]) await attemptNext(delivery, 2);
+
+    for (const { event } of [off, deleted, expired]) expect(requestsFor(event)).toHaveLength(1);
+    const ended = { status: 'Failed', attempts: 2, lastStatusCode: null, nextAttemptAt: null };
+    expect(await deliveryOf(off.event, off.webhook)).toMatchObject({ ...ended, lastError: 'The subscription is switched off or deleted.' });
+    expect(await deliveryOf(deleted.event, deleted.webhook)).toMatchObject({ ...ended, lastError: 'The subscription is switched off or deleted.' });
+    expect(await deliveryOf(expired.event, expired.webhook)).toMatchObject({ ...ended, lastError: 'The event is no longer kept.' });
+    for (const { delivery } of [off, deleted, expired]) expect(messagesFor(delivery)).toHaveLength(1);
   });
 });
 
 describe('a failed attempt', () => {
   it('is recorded, and the next attempt queued with the schedule’s delay, until the last ends the delivery Failed', async () => {
     const { tenantId, webhook, event, delivery } = await failedOnce();
-    const { attempt } = await deliveries();
 
     expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: 500, lastError: 'The receiver answered 500.' });
-    expect(messagesFor(delivery)).toEqual([{ message: { tenantId, deliveryId: delivery.id, attempt: 2 }, delaySeconds: FIRST_RETRY_S }]);
+    expect(messagesFor(delivery)).toEqual([{ message: { attempts: [{ tenantId, deliveryId: delivery.id, attempt: 2 }] }, delaySeconds: FIRST_RETRY_S }]);
     expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
 
     answers.push(503);
-    await attempt(tenantId, delivery.id, 2);
+    await attemptNext(delivery, 2);
     const second = (await deliveryOf(event, webhook))!;
     expect(second).toMatchObject({ status: 'Pending', attempts: 2, lastStatusCode: 503, lastError: 'The receiver answered 503.' });
     expect(secondsFromNow(second.nextAttemptAt)).toBeGreaterThan(SECOND_RETRY_S - 10);
     expect(secondsFromNow(second.nextAttemptAt)).toBeLessThanOrEqual(SECOND_RETRY_S);
-    expect(messagesFor(delivery)[1]).toEqual({ message: { tenantId, deliveryId: delivery.id, attempt: 3 }, delaySeconds: SECOND_RETRY_S });
+    expect(messagesFor(delivery)[1]).toEqual({ message: { attempts: [{ tenantId, deliveryId: delivery.id, attempt: 3 }] }, delaySeconds: SECOND_RETRY_S });
 
     await change(second, { nextAttemptAt: new Date().toISOString() });
     answers.push(500);
-    await attempt(tenantId, delivery.id, 3);
+    await attemptNext(delivery, 3);
     expect(await deliveryOf(event, webhook)).toMatchObject({ status: 'Failed', attempts: 3, lastStatusCode: 500, nextAttemptAt: null });
     expect(messagesFor(delivery)).toHaveLength(2);
     expect((await readWebhookDocument(webhook))!.failedInARow).toBe(1);
@@ -283,7 +380,7 @@ describe('a failed attempt', () => {
     const webhook = await subscription(principal, url);
     const event = await storedEvent(principal.tenantId);
 
-    await (await deliveries()).handOverEvents(principal.tenantId, [event]);
+    await attemptNext(await madeDelivery(event, webhook));
 
     const delivery = (await deliveryOf(event, webhook))!;
     expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: null });
@@ -295,18 +392,18 @@ describe('a failed attempt', () => {
   it('clears the subscription’s count of failures once a delivery succeeds', async () => {
     const principal = adminCaller();
     const webhook = await change(await subscription(principal), { failedInARow: 2 });
-    await (await deliveries()).handOverEvents(principal.tenantId, [await storedEvent(principal.tenantId)]);
+    await attemptNext(await madeDelivery(await storedEvent(principal.tenantId), webhook));
     expect((await readWebhookDocument(webhook))!.failedInARow).toBe(0);
   });
 
   it('leaves the delivery to the sweep when the queue refuses the next attempt, which the sweep brings back once', async () => {
     await endPendingDeliveries();
-    const { principal, webhook, event } = await subscribedTenant();
+    const { webhook, event, delivery: made } = await subscribedTenant();
     answers.push(500);
     front.answer = () => 500;
-    const { handOverEvents, sweep, SWEEP_GRACE_MS } = await deliveries();
+    const { sweep, SWEEP_GRACE_MS } = await deliveries();
 
-    await handOverEvents(principal.tenantId, [event]);
+    await attemptNext(made);
 
     const delivery = (await deliveryOf(event, webhook))!;
     expect(delivery).toMatchObject({ status: 'Pending', attempts: 1, lastStatusCode: 500 });
@@ -319,11 +416,11 @@ describe('a failed attempt', () => {
   });
 
   it('queues nothing when another writer changed the delivery while it was attempted: that writer carries on', async () => {
-    const { principal, webhook, event } = await subscribedTenant();
-    const { answer, handingOver } = await attemptAtReceiver(principal.tenantId, event);
+    const { webhook, event, delivery } = await subscribedTenant();
+    const { answer, attempting } = await attemptAtReceiver(delivery, event);
     const retried = await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date().toISOString() });
     answer.release(500);
-    await handingOver;
+    await attempting;
 
     expect(await deliveryOf(event, webhook)).toEqual(retried);
     expect(messagesFor(retried)).toEqual([]);
@@ -331,85 +428,57 @@ describe('a failed attempt', () => {
   });
 });
 
-describe('attempt', () => {
-  it('sends one request when two runs make the same attempt at once', async () => {
-    const { tenantId, webhook, event, delivery } = await failedOnce();
-    const claims = gate<undefined>();
-    let claimsSeen = 0;
-    embedded.store.intercept = (record) => {
-      if (record.method !== 'PUT' || !record.path.endsWith(`/docs/${delivery.id}`)) return undefined;
-      if (++claimsSeen === 2) claims.release(undefined);
-      return claims.released;
-    };
-    const { attempt } = await deliveries();
+describe('a tenant’s turns', () => {
+  /** A tenant whose receiver holds every attempt the tenant may have under way, and one more delivery of its, not attempted. */
+  async function tenantHoldingAllTurns() {
+    const { QUICK_ATTEMPTS_PER_TENANT } = await import('../../shared/webhooks/tenant-turns.js');
+    const hanging = await subscribedTenant();
+    const events = await Promise.all(Array.from({ length: QUICK_ATTEMPTS_PER_TENANT }, () => storedEvent(hanging.tenantId)));
+    const [over, ...others] = await Promise.all(events.map((event) => madeDelivery(event, hanging.webhook)));
+    const holding = [hanging.delivery, ...others];
+    const answer = gate<number>();
+    answers.push(...holding.map(() => answer.released));
+    const attempting = Promise.all(holding.map((delivery) => attemptNext(delivery)));
+    const held = (request: ReceivedDelivery) => holding.some((delivery) => request.headers['webhook-id'] === delivery.eventId);
+    await waitFor(() => receiver.received.filter(held).length === holding.length);
+    return { ...hanging, over: over!, overEvent: events[0]!, answer, attempting };
+  }
 
-    await Promise.all([attempt(tenantId, delivery.id, 2), attempt(tenantId, delivery.id, 2)]);
+  it('are all a tenant’s hanging receivers hold: its attempts beyond them wait on the queue, longer each time, while another tenant’s are made', async () => {
+    const { tenantId, webhook, over, overEvent, answer, attempting } = await tenantHoldingAllTurns();
 
-    expect(claimsSeen).toBeGreaterThanOrEqual(2);
-    expect(requestsFor(event)).toHaveLength(2);
-    expect(await deliveryOf(event, webhook)).toMatchObject({ attempts: 2, status: 'Succeeded' });
+    // One more of that tenant's: back on the queue, for 1 s, touching nothing in the store.
+    const fromStore = embedded.store.requests.length;
+    await attemptNext(over);
+    const [waited] = messagesFor(over);
+    const overAttempt = { tenantId, deliveryId: over.id, attempt: 1 };
+    expect(waited).toEqual({ message: { attempts: [overAttempt], waited: 1 }, delaySeconds: 1 });
+    expect(embedded.store.requests.slice(fromStore)).toEqual([]);
+    expect(await deliveryOf(overEvent, webhook)).toEqual(over);
+
+    // Back in a message with another tenant's attempt: that one is made at once, and this one goes back alone, for 2 s.
+    const other = await subscribedTenant();
+    const otherAttempt = { tenantId: other.tenantId, deliveryId: other.delivery.id, attempt: 1 };
+    await (await deliveries()).attempt({ attempts: [overAttempt, otherAttempt], waited: 1 });
+    expect(await deliveryOf(other.event, other.webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
+    expect(messagesFor(over)[1]).toEqual({ message: { attempts: [overAttempt], waited: 2 }, delaySeconds: 2 });
+    expect(await deliveryOf(overEvent, webhook)).toEqual(over);
+
+    // A turn given back is taken by the next of the tenant's messages.
+    answer.release(200);
+    await attempting;
+    await (await deliveries()).attempt(messagesFor(over)[1]!.message);
+    expect(await deliveryOf(overEvent, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1 });
   });
 
-  it('sends nothing for a delivery that is gone, or for an attempt already made', async () => {
-    const { tenantId, event, delivery } = await failedOnce();
-    const { attempt } = await deliveries();
+  it('leave the message to the host when the queue cannot take it back: the attempt fails, and nothing is lost', async () => {
+    const { webhook, over, overEvent, answer, attempting } = await tenantHoldingAllTurns();
 
-    await expect(attempt(tenantId, `dlv_${randomUUID()}`, 1)).resolves.toBeUndefined();
-    await attempt(tenantId, delivery.id, 1);
-
-    expect(requestsFor(event)).toHaveLength(1);
-    expect(messagesFor(delivery)).toHaveLength(1);
-  });
-
-  it('makes an attempt whose message came within the early allowance, and not one that came earlier', async () => {
-    const early = await failedOnce(60_000);
-    const almost = await failedOnce(1_000);
-    const { attempt } = await deliveries();
-
-    await attempt(early.tenantId, early.delivery.id, 2);
-    await attempt(almost.tenantId, almost.delivery.id, 2);
-
-    expect(requestsFor(early.event)).toHaveLength(1);
-    expect(await deliveryOf(early.event, early.webhook)).toEqual(early.delivery);
-    expect(requestsFor(almost.event)).toHaveLength(2);
-    expect(await deliveryOf(almost.event, almost.webhook)).toMatchObject({ status: 'Succeeded', attempts: 2 });
-  });
-
-  it('ends the delivery Failed without sending when the subscription is switched off or deleted, or the event is no longer kept', async () => {
-    const off = await failedOnce();
-    const deleted = await failedOnce();
-    const expired = await failedOnce();
-    await change(off.webhook, { active: false });
-    await (await tenantData()).item(deleted.webhook.id, deleted.tenantId).delete();
-    await (await tenantData()).item(expired.event.id, expired.tenantId).delete();
-    const { attempt } = await deliveries();
-
-    for (const { tenantId, delivery } of [off, deleted, expired]) await attempt(tenantId, delivery.id, 2);
-
-    for (const { event } of [off, deleted, expired]) expect(requestsFor(event)).toHaveLength(1);
-    const ended = { status: 'Failed', attempts: 2, lastStatusCode: null, nextAttemptAt: null };
-    expect(await deliveryOf(off.event, off.webhook)).toMatchObject({ ...ended, lastError: 'The subscription is switched off or deleted.' });
-    expect(await deliveryOf(deleted.event, deleted.webhook)).toMatchObject({ ...ended, lastError: 'The subscription is switched off or deleted.' });
-    expect(await deliveryOf(expired.event, expired.webhook)).toMatchObject({ ...ended, lastError: 'The event is no longer kept.' });
-    for (const { delivery } of [off, deleted, expired]) expect(messagesFor(delivery)).toHaveLength(1);
-  });
-});
-
-describe('attemptDue', () => {
-  it('attempts each delivery it is given that is due, as its next attempt, and none that a run holds', async () => {
-    const principal = adminCaller();
-    const webhook = await subscription(principal);
-    const dueEvent = await storedEvent(principal.tenantId);
-    const heldEvent = await storedEvent(principal.tenantId);
-    const due = await madeDelivery(dueEvent, webhook, 0);
-    const held = await madeDelivery(heldEvent, webhook, 60_000);
-
-    await (await deliveries()).attemptDue([due, held]);
-
-    expect(requestsFor(dueEvent)).toHaveLength(1);
-    expect(await deliveryOf(dueEvent, webhook)).toMatchObject({ status: 'Succeeded', attempts: 1, lastStatusCode: 200 });
-    expect(requestsFor(heldEvent)).toHaveLength(0);
-    expect(await deliveryOf(heldEvent, webhook)).toEqual(held);
+    front.answer = () => 503;
+    await expect(attemptNext(over)).rejects.toMatchObject({ name: 'DependencyUnavailableError', dependency: 'queue' });
+    expect(await deliveryOf(overEvent, webhook)).toEqual(over);
+    answer.release(200);
+    await attempting;
   });
 });
 
@@ -439,5 +508,51 @@ describe('sweep', () => {
     for (const left of [lately, ended, taken]) expect((await recovered(left))!.recoveredAt).toBeUndefined();
     expect(await sweep(Date.now() + 10_000)).toBe(1);
     expect((await recovered(lately))!.recoveredAt).toEqual(expect.any(String));
+  });
+
+  it('brings back no more than its limit in a run, and the rest in the runs after', async () => {
+    await endPendingDeliveries();
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const { sweep, SWEEP_GRACE_MS } = await deliveries();
+    for (let index = 0; index < 3; index++) await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
+
+    expect(await sweep(Date.now(), 2)).toBe(2);
+    expect(await sweep(Date.now(), 2)).toBe(1);
+    expect(await sweep(Date.now(), 2)).toBe(0);
+  });
+
+  it('takes a delivery that looks overdue while the queue has messages waiting for one of them, and brings it back only ten minutes overdue', async () => {
+    await endPendingDeliveries();
+    const principal = adminCaller();
+    const webhook = await subscription(principal);
+    const { sweep, queueDue, SWEEP_GRACE_MS, SWEEP_AGAIN_MS } = await deliveries();
+    const waiting = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_GRACE_MS - 5_000);
+    const long = await madeDelivery(await storedEvent(principal.tenantId), webhook, -SWEEP_AGAIN_MS - 5_000);
+    // A burst's messages, waiting to be handled.
+    await queueDue([await madeDelivery(await storedEvent(principal.tenantId), webhook, 60_000)]);
+
+    expect(await sweep()).toBe(1);
+    const recovered = async (delivery: DeliveryDocument) => (await (await repository()).readDelivery(principal.tenantId, delivery.id))!.recoveredAt;
+    expect(await recovered(long)).toEqual(expect.any(String));
+    expect(await recovered(waiting)).toBeUndefined();
+
+    // Its message handled, the queue has nothing waiting: the one that looked overdue was not among them, and is brought back.
+    await emptyQueue();
+    expect(await sweep()).toBe(1);
+    expect(await recovered(waiting)).toEqual(expect.any(String));
+  });
+
+  it('brings a delivery back again once it has stayed overdue for a while after: the message its bringing back queued may be lost too', async () => {
+    await endPendingDeliveries();
+    const { webhook, event } = await subscribedTenant();
+    const { sweep, SWEEP_GRACE_MS, SWEEP_AGAIN_MS } = await deliveries();
+    await change((await deliveryOf(event, webhook))!, { nextAttemptAt: new Date(Date.now() - SWEEP_GRACE_MS - 1_000).toISOString() });
+
+    expect(await sweep()).toBe(1);
+    const brought = (await deliveryOf(event, webhook))!.recoveredAt;
+    expect(await sweep(Date.now() + SWEEP_AGAIN_MS / 2)).toBe(0);
+    expect(await sweep(Date.now() + SWEEP_AGAIN_MS + 1_000)).toBe(1);
+    expect((await deliveryOf(event, webhook))!.recoveredAt).not.toBe(brought);
   });
 });
