@@ -17,7 +17,7 @@ export default tseslint.config(
             'vitest.config.ts',
             'vitest.mutation.config.ts',
             'tools/*.mjs',
-            'local/functions-core/@azure/functions-core/*.cjs',
+            'local/host/functions-core/@azure/functions-core/*.cjs',
           ],
         },
       },
@@ -33,7 +33,7 @@ export default tseslint.config(
   {
     // Tests read JSON answers as `any` and assert their shape: that is what they are for. Their case
     // tables hand out async producers alike, whether or not a given one awaits anything.
-    files: ['test/**/*.ts', 'local/test/**/*.ts'],
+    files: ['test/**/*.ts'],
     rules: {
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-explicit-any': 'off',

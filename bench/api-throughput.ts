@@ -202,7 +202,7 @@ function runInProcess(stack: LocalStack, url: string, authorization: string, pro
   const child = fork(new URL('./in-process.js', import.meta.url), [], {
     env: {
       ...embeddedSettings(stack),
-      NODE_PATH: join(appRoot(), 'local', 'functions-core'),
+      NODE_PATH: join(appRoot(), 'local', 'host', 'functions-core'),
       BENCH_URL: url,
       BENCH_AUTHORIZATION: authorization,
       ...(profile ? { BENCH_VARIANT: profile.variant } : {}),

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { appFiles } from '../local/registrations.js';
+import { appFiles } from '../local/host/registrations.js';
 import { appRoot } from '../local/stack.js';
 import { median } from './figures.js';
 
@@ -21,7 +21,7 @@ function importTimes(files: string[]): number[] {
   return Array.from({ length: RUNS }, () =>
     Number(
       execFileSync(process.execPath, ['--input-type=module', '-e', IMPORT_ALL, JSON.stringify(files.map((file) => `file://${file}`))], {
-        env: { ...process.env, NODE_PATH: join(root, 'local', 'functions-core') },
+        env: { ...process.env, NODE_PATH: join(root, 'local', 'host', 'functions-core') },
         encoding: 'utf8',
       }).trim(),
     ),

@@ -11,9 +11,9 @@
  * its profile shows where that call's time goes.
  */
 import type { HttpHandler, HttpResponseInit } from '@azure/functions';
-import { answerTo } from '../local/http-answers.js';
-import { httpInvocation } from '../local/http-invocation.js';
-import { registrations, triggerOf } from '../local/registrations.js';
+import { answerTo } from '../local/host/http-answers.js';
+import { httpInvocation } from '../local/host/http-invocation.js';
+import { registrations, triggerOf } from '../local/host/registrations.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 import { floorWork } from './floor-work.js';
 

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { Agent, fetch } from 'undici';
 import { LOCAL_CLIENT_ID } from '../local/defaults.js';
-import { startIdentityProvider } from '../local/identity-provider.js';
+import { startIdentityProvider } from '../local/identity/provider.js';
 import { startStack } from '../local/stack.js';
 import { loadOrCreateTlsCertificate } from '../local/tls.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../tools/webhook-receiver.js';

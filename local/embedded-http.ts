@@ -1,6 +1,6 @@
 /**
  * What the local servers share: listening with a taken port told in plain words, closing with their
- * keep-alive connections, request bodies, and the one way they send a JSON answer.
+ * keep-alive connections, idle connections kept open, request bodies, and the one way they send a JSON answer.
  */
 import { once } from 'node:events';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -47,4 +47,14 @@ export function sendJson(
   const payload = JSON.stringify(body);
   response.writeHead(status, { ...headers, 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) });
   response.end(payload);
+}
+
+/**
+ * Makes an embedded server keep idle connections open, as Azure's services do for minutes. Node's default
+ * closes them after 5 s, racing a client's reuse of a pooled connection on a busy machine: the client's
+ * write then fails with ECONNRESET, which clients do not retry (the Cosmos SDK retries only reads).
+ */
+export function keepIdleConnectionsOpen<S extends { keepAliveTimeout: number }>(server: S): S {
+  server.keepAliveTimeout = 0;
+  return server;
 }

@@ -14,12 +14,12 @@ import { createInterface } from 'node:readline';
 import { appRootAbove } from '../shared/app-root.js';
 import { ON_BEHALF_OF_CREDENTIALS } from '../shared/config.js';
 import { SETTINGS } from '../shared/settings.js';
-import { startAzuriteQueue } from './azurite.js';
-import { startCosmosEmulator, type CosmosEmulator } from './cosmos-emulator.js';
+import { startAzuriteQueue } from './storage/azurite.js';
+import { startCosmosEmulator, type CosmosEmulator } from './cosmos/emulator.js';
 import { embedsIdentityProvider, given, LOCAL_APP_IDENTITY_CLIENT_ID, LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from './defaults.js';
-import type { HostReady } from './functions-host.js';
-import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph-stand-in.js';
-import { v2Issuer } from './entra-token.js';
+import type { HostReady } from './host/functions-host.js';
+import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from './graph/stand-in.js';
+import { v2Issuer } from './identity/entra-token.js';
 import {
   DEFAULT_LOCAL_USERNAME,
   GRAPH_RESOURCE,
@@ -28,8 +28,8 @@ import {
   TOKEN_EXCHANGE_AUDIENCES,
   writeIdentityProviderInfo,
   type IdentityProvider,
-} from './identity-provider.js';
-import { claimDataFolder } from './ports.js';
+} from './identity/provider.js';
+import { claimDataFolder } from './start/ports.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 // The database setting the app and its change feed trigger share, as the settings name it.
@@ -202,7 +202,7 @@ export interface HostProcessOptions {
 /** Runs the app's functions in the local Functions host, as a child process like Azure's worker. */
 export async function startHostProcess(options: HostProcessOptions) {
   const root = appRoot();
-  const script = join(root, 'dist', 'local', 'functions-host.js');
+  const script = join(root, 'dist', 'local', 'host', 'functions-host.js');
   if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first`);
   const functionApp = options.appRoot ?? root;
   const { hostOutput } = options;
@@ -214,7 +214,7 @@ export async function startHostProcess(options: HostProcessOptions) {
     env: {
       ...options.environment,
       PATH: process.env.PATH ?? '',
-      NODE_PATH: join(root, 'local', 'functions-core'),
+      NODE_PATH: join(root, 'local', 'host', 'functions-core'),
       ...(options.extraCaCerts ? { NODE_EXTRA_CA_CERTS: options.extraCaCerts } : {}),
       LOCAL_PORT: String(options.port),
     },

@@ -1,13 +1,13 @@
 /**
  * `npm start`: the API on http://localhost:7071/api (PORT) with embedded parts for every setting not
  * given, their data kept in `.local` (LOCAL_DATA_DIR). Settings come from the environment and, as in
- * `func start`, from local.settings.json (the environment wins); local/start-options.ts checks them all
+ * `func start`, from local.settings.json (the environment wins); local/start/options.ts checks them all
  * first, as tools/before-start.mjs did before the build.
  */
 import { SETTINGS } from '../shared/settings.js';
-import { shellQuoted } from './ports.js';
+import { shellQuoted } from './start/ports.js';
 import { appRoot, startStack } from './stack.js';
-import { startOptions, stopOnStartError } from './start-options.js';
+import { startOptions, stopOnStartError } from './start/options.js';
 
 type MovableSetting = 'PORT' | 'LOCAL_IDP_PORT' | 'LOCAL_DATA_DIR';
 

@@ -16,9 +16,8 @@ const SOURCE_FILES = ['package.json', 'package-lock.json', 'tsconfig.json', 'hos
 const OUTPUT_FOLDERS = ['dist', join('client', 'dist')];
 // Written by other commands than the build: the compiled Bicep and its snapshots (`npm run infra`), azd's package (`npm run package`).
 const NOT_OUTPUTS = new Set([join('dist', 'infra'), join('dist', 'package')]);
-// Never read by the build: packages (the lock stands for them), outputs, the local stack's tests (tsconfig.json leaves
-// them out), and the Bicep CLI's restore.
-const NOT_SOURCES = new Set(['node_modules', 'dist', join('local', 'test'), join('tools', 'bicep', 'obj'), join('tools', 'bicep', 'bin')]);
+// Never read by the build: packages (the lock stands for them), outputs, and the Bicep CLI's restore.
+const NOT_SOURCES = new Set(['node_modules', 'dist', join('tools', 'bicep', 'obj'), join('tools', 'bicep', 'bin')]);
 
 interface Record {
   sources: string;

@@ -12,7 +12,7 @@ import { appRootAbove } from '../shared/app-root.js';
 import { SETTINGS } from '../shared/settings.js';
 import { DEFAULT_API_PORT } from '../local/defaults.js';
 import { close, listen, sendJson } from '../local/embedded-http.js';
-import { localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from '../local/identity-provider.js';
+import { localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from '../local/identity/provider.js';
 import { DEFAULT_TOKEN_REQUEST, requestAccessToken } from './token.js';
 
 /** The signed-in user's role in the sample: enough to list and create projects. */

@@ -14,7 +14,7 @@ import {
   localIdentityDataDir,
   readIdentityProviderInfo,
   type IdentityProviderInfo,
-} from '../local/identity-provider.js';
+} from '../local/identity/provider.js';
 import { appRootAbove } from '../shared/app-root.js';
 
 // The API's allowance for clock skew (its token validator's), told in the help; the CLI's test holds the two together.

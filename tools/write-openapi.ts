@@ -10,13 +10,13 @@ import { fork } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { appFiles, registrations, triggerOf, type Registration } from '../local/registrations.js';
+import { appFiles, registrations, triggerOf, type Registration } from '../local/host/registrations.js';
 import { buildOpenApiDocument, type HttpRegistration } from './openapi-document.js';
 import { documentFile } from '../shared/openapi/document-file.js';
 
 const target = documentFile();
 const appRoot = dirname(target);
-const collector = join(appRoot, 'local', 'functions-core');
+const collector = join(appRoot, 'local', 'host', 'functions-core');
 
 /** The HTTP functions among the registrations, as their `app.http` calls described them. */
 function httpRegistrations(registrations: Registration[]): HttpRegistration[] {

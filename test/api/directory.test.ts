@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { Agent, fetch as fetchTrusting } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph-stand-in.js';
+import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph/stand-in.js';
 import { startHostProcess, startStack } from '../../local/stack.js';
 import { api, apiAt, CLIENT_ID, HOME_TENANT, nextPath, stack, stackAppSettings, token } from '../support/stack.js';
 

@@ -7,9 +7,9 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import type { AzuriteQueue } from '../../local/azurite.js';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import type { AzuriteQueue } from '../../local/storage/azurite.js';
+import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos/emulator.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import { startOAuthAzurite } from '../support/oauth-azurite.js';
 import { startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';

@@ -10,7 +10,7 @@ import { CosmosClient } from '@azure/cosmos';
 import { QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { ownTenantsSettings, startOwnHost, stopOwnHosts } from '../support/own-hosts.js';
 import { apiAt, CLIENT_ID, ownDatabase, stack, stackAppSettings, uniqueEmail } from '../support/stack.js';
 

@@ -9,7 +9,7 @@ import { ChangeFeedStartFrom, CosmosClient } from '@azure/cosmos';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { CONTAINERS } from '../../shared/data/containers.js';
 import { entityTag } from '../../shared/http/etag.js';
 import { startWebhookReceiver, type ReceivedDelivery, type ReceiverOptions, type WebhookReceiver } from '../../tools/webhook-receiver.js';

@@ -5,7 +5,7 @@ import { decodeJwt } from 'jose';
 import { generate } from 'selfsigned';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { LOCAL_APP_IDENTITY_CLIENT_ID } from '../../local/defaults.js';
-import { servicePrincipalObjectId } from '../../local/identity-provider.js';
+import { servicePrincipalObjectId } from '../../local/identity/provider.js';
 import { startHostProcess } from '../../local/stack.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/config.js';

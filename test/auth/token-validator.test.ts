@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { readAuthSettings } from '../../shared/config.js';
 import { createTokenValidator } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';

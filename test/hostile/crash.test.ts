@@ -11,7 +11,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
-import { readIdentityProviderInfo } from '../../local/identity-provider.js';
+import { readIdentityProviderInfo } from '../../local/identity/provider.js';
 import { appRoot } from '../../local/stack.js';
 import { startWebhookReceiver } from '../../tools/webhook-receiver.js';
 import { requestAccessToken } from '../../tools/token.js';
@@ -87,7 +87,7 @@ async function runningProcesses(): Promise<{ parent: number; group: number }[]> 
   return running;
 }
 
-/** Signals the stack's process group, and Azurite's, which is a group of its own (local/azurite.ts): a crash takes it down too. */
+/** Signals the stack's process group, and Azurite's, which is a group of its own (local/storage/azurite.ts): a crash takes it down too. */
 async function signalGroup(stack: StackProcess, signal: NodeJS.Signals): Promise<void> {
   const groupId = stack.child.pid!;
   const children = (await runningProcesses()).filter(({ parent }) => parent === groupId);

@@ -7,7 +7,7 @@
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph-stand-in.js';
+import { generateDirectoryUsers, startGraphStandIn, type GraphStandIn } from '../../local/graph/stand-in.js';
 import { startCosmosProxy, type CosmosProxy } from '../support/cosmos-proxy.js';
 import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
 import { sharedStackSettings, startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';

@@ -19,7 +19,7 @@ import {
 import type { JWTPayload } from 'jose';
 import { generate as generateCertificate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { startCosmosProxy, writesIn, type CosmosProxy } from '../support/cosmos-proxy.js';
 import { hostileTest, type CaseCounter } from '../support/hostile-cases.js';
 import { startOwnHost, stopOwnHosts, type OwnHost } from '../support/own-hosts.js';

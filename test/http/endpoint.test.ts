@@ -7,7 +7,7 @@
 import functions, { type HttpResponseInit } from '@azure/functions';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { badRequest } from '../../shared/errors.js';
 import { listedWithETag, resourceAndMore } from '../../shared/domain/versions.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';

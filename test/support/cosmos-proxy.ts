@@ -5,7 +5,7 @@
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { type AddressInfo } from 'node:net';
-import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
+import { keepIdleConnectionsOpen } from '../../local/embedded-http.js';
 
 export interface CosmosRequestRecord {
   method: string;

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { afterAll, afterEach, beforeAll, inject } from 'vitest';
-import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos-emulator.js';
+import { startCosmosEmulator, type CosmosEmulator } from '../../local/cosmos/emulator.js';
 import { startCosmosProxy, type CosmosProxy } from './cosmos-proxy.js';
 
 export interface EmbeddedStore {

@@ -7,8 +7,7 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
-import { close, listen, readBody, sendJson } from '../../local/embedded-http.js';
-import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
+import { close, keepIdleConnectionsOpen, listen, readBody, sendJson } from '../../local/embedded-http.js';
 
 /** A status answered with the service's error body, or 'drop': the connection is closed without an answer. */
 export type EmbeddingsFailure = number | 'drop';

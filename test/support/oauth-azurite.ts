@@ -5,7 +5,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/storage/azurite.js';
 
 export async function startOAuthAzurite(tls: { cert: string; key: string }): Promise<AzuriteQueue> {
   const folder = await mkdtemp(join(tmpdir(), 'oauth-azurite-'));

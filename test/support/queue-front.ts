@@ -5,7 +5,7 @@
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { QueueClient } from '@azure/storage-queue';
-import type { AzuriteQueue } from '../../local/azurite.js';
+import type { AzuriteQueue } from '../../local/storage/azurite.js';
 import { startSmallServer } from './small-server.js';
 
 export interface QueueRequestRecord {

@@ -6,7 +6,7 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo } from 'node:net';
 import { inject } from 'vitest';
-import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
+import { keepIdleConnectionsOpen } from '../../local/embedded-http.js';
 
 export interface SmallServer {
   url: string;

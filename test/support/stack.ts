@@ -3,7 +3,7 @@ import { importJWK, SignJWT, type JWTPayload } from 'jose';
 import { Agent, fetch } from 'undici';
 import { inject } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
-import { GRAPH_RESOURCE } from '../../local/identity-provider.js';
+import { GRAPH_RESOURCE } from '../../local/identity/provider.js';
 import { CONTAINERS } from '../../shared/data/containers.js';
 
 export const stack = inject('stack');

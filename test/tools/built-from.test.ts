@@ -33,7 +33,6 @@ beforeEach(async () => {
   }
   await write('docs/local-stack.md', '# The local stack');
   await write('test/unit/a.test.ts', '// a test');
-  await write('local/test/stack.test.ts', '// a test of the local stack');
 });
 afterEach(() => rm(root, { recursive: true, force: true }));
 
@@ -45,7 +44,6 @@ describe('what dist/ was built from', () => {
     // Neither the docs nor the tests are built.
     await write('docs/local-stack.md', '# Changed');
     await write('test/unit/a.test.ts', '// changed');
-    await write('local/test/stack.test.ts', '// changed');
     expect(await distIsCurrent(root)).toBe(true);
   });
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_CLIENT_ID, LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID } from '../../local/defaults.js';
-import { startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, writeIdentityProviderInfo, type IdentityProvider } from '../../local/identity/provider.js';
 import { CLOCK_SKEW_SECONDS } from '../../shared/auth/token-validator.js';
 import { parseTokenArguments, runTokenCli, tokenRequestForm, UsageError } from '../../tools/token.js';
 

@@ -5,7 +5,7 @@
 import functions from '@azure/functions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { authenticate, authorize } from '../../shared/auth/authenticate.js';
 import type { Principal } from '../../shared/auth/principal.js';
 

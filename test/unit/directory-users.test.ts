@@ -2,7 +2,7 @@
  * The directory listing (shared/graph/directory-users.ts): the tenant's users from Microsoft Graph,
  * read with the caller's own token exchanged through On-Behalf-Of. The real parts run: msal-node
  * against the local identity provider (over HTTPS, its On-Behalf-Of grant), and Graph's HTTP
- * protocol spoken either by the local Graph stand-in (local/graph-stand-in.ts: token checks, `$top`,
+ * protocol spoken either by the local Graph stand-in (local/graph/stand-in.ts: token checks, `$top`,
  * `$filter`, `@odata.nextLink`) or, for Graph's failures, by a server of this file's own that answers
  * as Graph does (`{ error: { code, message } }`, `Retry-After`). Each failure is also rendered as
  * the API sends it (shared/http/error-mapper.ts), so the contract's error format is what is checked.
@@ -12,8 +12,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT, LOCAL_OTHER_TENANT_ID as OTHER_TENANT } from '../../local/defaults.js';
-import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn, type GraphUser } from '../../local/graph-stand-in.js';
-import { GRAPH_RESOURCE, localUserObjectId, startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { directoryUser, generateDirectoryUsers, startGraphStandIn, type GraphStandIn, type GraphUser } from '../../local/graph/stand-in.js';
+import { GRAPH_RESOURCE, localUserObjectId, startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { Page } from '../../shared/data/paging.js';
 import { pagingParameters } from '../../shared/schemas/common.js';

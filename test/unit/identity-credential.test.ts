@@ -7,7 +7,7 @@ import { DefaultAzureCredential, ManagedIdentityCredential, type TokenCredential
 import { decodeJwt } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
+import { startIdentityProvider, type IdentityProvider } from '../../local/identity/provider.js';
 import { connectionCredential } from '../../shared/identity-credential.js';
 
 const STORAGE_SCOPE = 'https://storage.azure.com/.default';

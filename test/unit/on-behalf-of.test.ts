@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { openIdConfiguration } from '../../local/identity-provider.js';
+import { openIdConfiguration } from '../../local/identity/provider.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/config.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';

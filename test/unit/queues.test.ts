@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
-import { startIdentityProvider } from '../../local/identity-provider.js';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/storage/azurite.js';
+import { startIdentityProvider } from '../../local/identity/provider.js';
 import { enqueueRagWork, enqueueWebhookWork } from '../../shared/queues.js';
 import { ragJobMessage } from '../../shared/schemas/rag.js';
 import { webhookMessage } from '../../shared/schemas/webhooks.js';

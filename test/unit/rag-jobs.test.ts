@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/storage/azurite.js';
 import { startEmbeddingsStandIn, type EmbeddingsStandIn } from '../support/embeddings-stand-in.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { RagJobMessage } from '../../shared/schemas/rag.js';

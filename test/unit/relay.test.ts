@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { ChangeFeedStartFrom } from '@azure/cosmos';
 import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/storage/azurite.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import { CONTAINERS } from '../../shared/data/containers.js';

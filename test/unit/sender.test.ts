@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterEach, describe, expect, inject, it, vi } from 'vitest';
-import { keepIdleConnectionsOpen } from '../../local/idle-connections.js';
+import { keepIdleConnectionsOpen } from '../../local/embedded-http.js';
 import { ANSWER_BODY_LIMIT, ATTEMPT_TIMEOUT_MS, attemptDelivery } from '../../shared/webhooks/sender.js';
 
 /** Short enough for a test, long enough for a loopback exchange on a busy machine. */

@@ -16,9 +16,9 @@ const run = promisify(execFile);
 const appRoot = fileURLToPath(new URL('../../', import.meta.url));
 const listed = new Set(Object.keys(SETTINGS));
 
-/** The TypeScript sources of a folder; tests (`local/test/`) read no settings, only what they hand their own processes. */
+/** The TypeScript sources of a folder. */
 async function sources(folder: string): Promise<{ file: string; text: string }[]> {
-  const files = (await readdir(join(appRoot, folder), { recursive: true })).filter((file) => file.endsWith('.ts') && !file.startsWith('test/'));
+  const files = (await readdir(join(appRoot, folder), { recursive: true })).filter((file) => file.endsWith('.ts'));
   return Promise.all(files.map(async (file) => ({ file: `${folder}/${file}`, text: await readFile(join(appRoot, folder, file), 'utf8') })));
 }
 

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
+import { startAzuriteQueue, type AzuriteQueue } from '../../local/storage/azurite.js';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from '../../tools/webhook-receiver.js';
 import type { Principal } from '../../shared/auth/principal.js';
 import type { EventDocument } from '../../shared/data/events.js';
