@@ -3,10 +3,9 @@
  * one entry per document with its change feed LSN, each write request one transaction synced before its answer.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
-import { StartError } from '../start/ports.js';
 
 /** A document's partition key: one value per level of the container's key (two for a hierarchical one). */
 export type PartitionKeyValue = (string | number | boolean | null)[];
@@ -22,9 +21,6 @@ export type Effect = Kept & { deleted?: boolean };
 type LastLsn = { container: string; lastLsn: number };
 
 const FILE = 'documents.mdb';
-// What versions before 27 November 2026 kept instead: a snapshot, read once into the database, and the journals a crash left.
-const OLD_SNAPSHOT = 'data.json';
-const OLD_JOURNAL = /^journal-\d+\.log$/;
 
 export class DocumentStore {
   readonly #database: RootDatabase<Kept | LastLsn, string>;
@@ -40,16 +36,10 @@ export class DocumentStore {
     this.#partitionKeyOf = partitionKeyOf;
   }
 
-  /** Opens the folder's database (taking in an older version's snapshot once); answers it, every document it keeps and each container's last LSN. */
+  /** Opens the folder's database; answers it, every document it keeps and each container's last LSN. */
   static async open(folder: string, partitionKeyOf: (container: string, document: StoredDocument) => PartitionKeyValue) {
     await mkdir(folder, { recursive: true });
-    const names = await readdir(folder);
-    if (names.some((name) => OLD_JOURNAL.test(name))) {
-      const how = 'start the version that wrote them and stop it with Ctrl+C, which folds them into data.json, or move the folder away to start empty';
-      throw new StartError(`${folder} holds the journals of a local database from before 27 November 2026: ${how}`);
-    }
     const store = new DocumentStore(folder, partitionKeyOf);
-    if (names.includes(OLD_SNAPSHOT)) await store.#takeIn(join(folder, OLD_SNAPSHOT));
     const entries = Array.from(store.#database.getRange(), ({ value }) => value);
     const kept = entries.filter((entry): entry is Kept => 'document' in entry);
     const lastLsns = new Map(entries.flatMap((entry) => ('lastLsn' in entry ? [[entry.container, entry.lastLsn] as const] : [])));
@@ -97,13 +87,5 @@ export class DocumentStore {
   #key(container: string, document: StoredDocument): string {
     const named = JSON.stringify([container, this.#partitionKeyOf(container, document), document.id]);
     return createHash('sha256').update(named).digest('base64url');
-  }
-
-  /** An older version's snapshot, `{"journal": N, "containers": {…}}` or just the containers: kept here, then renamed. */
-  async #takeIn(file: string): Promise<void> {
-    const parsed = JSON.parse(await readFile(file, 'utf8')) as { journal?: number; containers?: Record<string, StoredDocument[]> };
-    const containers = (typeof parsed.journal === 'number' ? parsed.containers : parsed) as Record<string, StoredDocument[]>;
-    await this.record(Object.entries(containers).flatMap(([container, documents]) => documents.map((document) => ({ container, document }))));
-    await rename(file, `${file}.taken-in`);
   }
 }

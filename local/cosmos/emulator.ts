@@ -166,7 +166,6 @@ export async function startCosmosEmulator(options: CosmosEmulatorOptions) {
   installQueryShortcuts();
   // The app's containers, whose documents are kept on disk, with their partition key paths.
   const appContainers = new Map<string, string[]>(Object.values(CONTAINERS).map((definition) => [definition.id, definition.partitionKey.paths]));
-  // First, as it may refuse an older version's folder.
   const opened = options.dataDir
     ? await DocumentStore.open(options.dataDir, (container, document) => partitionKeyAt(appContainers.get(container)!, document))
     : undefined;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { Agent } from 'node:https';
 import { join } from 'node:path';
 import { ChangeFeedStartFrom, CosmosClient, StatusCodes, type Container } from '@azure/cosmos';
@@ -456,37 +456,6 @@ describe('the embedded Cosmos DB', () => {
     const restarted = tenantData(await emulators.start(dataDir));
     expect(await read(restarted, 'first-run')).toBeDefined();
     expect(await read(restarted, 'second-run')).toBeDefined();
-  });
-
-  it('takes in the snapshot that earlier versions wrote, once', async () => {
-    for (const [format, snapshot] of [
-      ['with its journal number', { journal: 3, containers: { 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before', _lsn: 7 }] } }],
-      ['without', { 'tenant-data': [{ id: 'PRJ-1001', tenantId: 't1', name: 'From before' }], 'rag-chunks': [] }],
-    ] as const) {
-      const dataDir = join(emulators.folder, `older-format-${format}`);
-      await emulators.start(dataDir);
-      await emulators.close();
-      await writeFile(join(dataDir, 'data.json'), JSON.stringify(snapshot));
-      const emulator = await emulators.start(dataDir);
-      expect(emulator.restored, format).toBe(1);
-      expect(await read(tenantData(emulator), 'PRJ-1001')).toMatchObject({ name: 'From before' });
-      await tenantData(emulator).items.upsert({ id: 'PRJ-1001', tenantId: 't1', name: 'Changed since' });
-      await emulators.close();
-      expect(await readdir(dataDir), format).toContain('data.json.taken-in');
-
-      expect(await read(tenantData(await emulators.start(dataDir)), 'PRJ-1001'), 'not taken in again').toMatchObject({ name: 'Changed since' });
-      await emulators.close();
-    }
-  });
-
-  it("refuses to start on the journals an earlier version's crash left, rather than start without their writes", async () => {
-    const dataDir = join(emulators.folder, 'older-journal');
-    await emulators.start(dataDir);
-    await emulators.close();
-    await writeFile(join(dataDir, 'journal-5.log'), '');
-    await expect(startCosmosEmulator({ port: 0, host: '127.0.0.1', database: 'lms', tls: emulators.tls, dataDir })).rejects.toThrow(
-      /holds the journals of a local database from before/,
-    );
   });
 
   it('refuses a port that is taken with a message naming it, rather than end the process with an unhandled error', async () => {
