@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { QueueServiceClient } from '@azure/storage-queue';
 import { describe, expect, it } from 'vitest';
 import { startStack } from '../../local/stack.js';
 import { stack, stackAppSettings, token } from '../support/stack.js';
@@ -16,6 +17,16 @@ const alive = (pid: number) => {
 };
 
 describe('the local stack', () => {
+  it('has an Azurite queue service the tests can reach', async () => {
+    const queue = QueueServiceClient.fromConnectionString(stack.storageConnectionString).getQueueClient(`stack-${crypto.randomUUID().slice(0, 8)}`);
+    const message = Buffer.from('"hello"').toString('base64');
+    await queue.create();
+    await queue.sendMessage(message);
+    const { peekedMessageItems } = await queue.peekMessages();
+    expect(peekedMessageItems[0]?.messageText).toBe(message);
+    await queue.delete();
+  });
+
   it(
     'starts the Functions host again on its port when it dies (a crash, an out-of-memory kill), as Azure starts its worker again',
     { timeout: 90_000 },

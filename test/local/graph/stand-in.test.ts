@@ -58,8 +58,8 @@ describe('local Microsoft Graph stand-in', () => {
     });
 
   beforeAll(async () => {
-    // The stack's certificate: test workers trust it (NODE_EXTRA_CA_CERTS), so fetch reaches this provider.
-    provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID], clientId: LOCAL_CLIENT_ID, tls: inject('stack').tls });
+    // A certificate the test workers trust (NODE_EXTRA_CA_CERTS), so fetch reaches this provider.
+    provider = await startIdentityProvider({ tenants: [LOCAL_HOME_TENANT_ID, LOCAL_OTHER_TENANT_ID], clientId: LOCAL_CLIENT_ID, tls: inject('trustedTls') });
     graph = await startGraphStandIn({
       identityProvider: provider,
       users: { [LOCAL_HOME_TENANT_ID]: HOME_USERS, [LOCAL_OTHER_TENANT_ID]: OTHER_USERS },

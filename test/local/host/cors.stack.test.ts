@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { corsPolicyFrom, corsSettingsFromLocalSettings } from '../../../local/host/cors.js';
 import { startHostProcess } from '../../../local/stack.js';
 import { stack, stackAppSettings } from '../../support/stack.js';
 
@@ -131,29 +130,5 @@ describe('CORS in the local host, as the Function App applies its CORS setting',
     // The app's catch-all answers the OPTIONS request like any other method the path does not take.
     expect(response.status).toBe(405);
     expect(hostCorsHeaders(response)).toEqual({});
-  });
-});
-
-describe('the CORS setting', () => {
-  it("takes local.settings.json's Host.CORS and Host.CORSCredentials as the settings Azure hands the host", () => {
-    expect(corsSettingsFromLocalSettings({ CORS: `${LOCAL_PAGE},${ADD_IN}`, CORSCredentials: false, LocalHttpPort: 7071 })).toEqual({
-      CORS_ALLOWED_ORIGINS: `${LOCAL_PAGE},${ADD_IN}`,
-      CORS_SUPPORT_CREDENTIALS: 'false',
-    });
-    expect(corsSettingsFromLocalSettings({ LocalHttpPort: 7071 })).toEqual({});
-  });
-
-  it("reads a comma-separated list or Azure's JSON array, compares origins as browsers send them, and refuses what is no origin", () => {
-    expect(corsPolicyFrom({ CORS_ALLOWED_ORIGINS: ' HTTPS://AddIn.Contoso.test/ , http://localhost:3000' })).toEqual({
-      origins: [ADD_IN, LOCAL_PAGE],
-      supportCredentials: false,
-    });
-    expect(corsPolicyFrom({ CORS_ALLOWED_ORIGINS: `["${ADD_IN}"]`, CORS_SUPPORT_CREDENTIALS: 'True' })).toEqual({
-      origins: [ADD_IN],
-      supportCredentials: true,
-    });
-    expect(corsPolicyFrom({ CORS_ALLOWED_ORIGINS: ' ' })).toBeUndefined();
-    expect(() => corsPolicyFrom({ CORS_ALLOWED_ORIGINS: `${ADD_IN}/taskpane.html` })).toThrow(/is not an origin/);
-    expect(() => corsPolicyFrom({ CORS_ALLOWED_ORIGINS: `*,${ADD_IN}` })).toThrow(/cannot be listed with others/);
   });
 });

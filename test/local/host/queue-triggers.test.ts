@@ -1,16 +1,9 @@
-import { appendFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { InvocationContext } from '@azure/functions';
 import { QueueServiceClient } from '@azure/storage-queue';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../../local/storage/azurite.js';
 import type { Registration } from '../../../local/host/registrations.js';
 import { pollingBackOff, queueExtensionSettings, startQueueTriggers, type QueueTriggers } from '../../../local/host/queue-triggers.js';
-import { startHostProcess } from '../../../local/stack.js';
 import { waitFor } from '../../support/wait.js';
 
 // Like the test app's host.json would say: retries after 1 s, polls at least every 200 ms.
@@ -320,120 +313,5 @@ describe("the wait between polls of an empty queue, as Azure's listener backs of
     emptyPolls(backOff, 10);
     expect(backOff(true)).toBe(100);
     expect(emptyPolls(backOff, 3)).toEqual([200, 300, 500]);
-  });
-});
-
-describe('queue triggers of an app in the local Functions host process', () => {
-  let appDir: string;
-
-  beforeAll(async () => {
-    appDir = await mkdtemp(join(tmpdir(), 'lms-queue-app-'));
-    // The app lives outside this repository, so it imports @azure/functions by path: the same module the host loads.
-    const functionsUrl = pathToFileURL(createRequire(import.meta.url).resolve('@azure/functions')).href;
-    await writeFile(join(appDir, 'package.json'), JSON.stringify({ type: 'module', main: 'functions/*.js' }));
-    await writeFile(join(appDir, 'host.json'), JSON.stringify({ version: '2.0', extensions: { queues: FAST } }));
-    await mkdir(join(appDir, 'functions'));
-    await writeFile(
-      join(appDir, 'functions', 'record.js'),
-      `import { appendFileSync } from 'node:fs';
-import { app } from '${functionsUrl}';
-app.storageQueue('recordJob', {
-  queueName: '%JOBS_QUEUE%',
-  connection: 'AzureWebJobsStorage',
-  handler: (item, context) => appendFileSync(process.env.RECORD_FILE, JSON.stringify({ item, metadata: context.triggerMetadata }) + '\\n'),
-});
-app.http('ping', { handler: () => ({ body: 'pong' }) });
-`,
-    );
-  });
-
-  afterAll(async () => {
-    await rm(appDir, { recursive: true, force: true });
-  });
-
-  it('runs app.storageQueue handlers and lists them in the ready message', async () => {
-    const queue = uniqueQueue('hosted');
-    const recordFile = join(appDir, 'calls.jsonl');
-    appendFileSync(recordFile, '');
-    const hostLog: string[] = [];
-    const host = await startHostProcess({
-      appRoot: appDir,
-      port: 0,
-      environment: { AzureWebJobsStorage: azurite.connectionString, JOBS_QUEUE: queue, RECORD_FILE: recordFile },
-      hostOutput: (line) => hostLog.push(line),
-    });
-    try {
-      expect(host.queueFunctions).toEqual([{ name: 'recordJob', queue }]);
-      expect(host.routes.map((route) => route.name)).toEqual(['ping']);
-
-      await send(queue, base64('{"jobId":"job-5","tenantId":"t"}'));
-      const line = await waitFor(async () => (await readFile(recordFile, 'utf8')).trim());
-      expect(JSON.parse(line)).toMatchObject({ item: { jobId: 'job-5', tenantId: 't' }, metadata: { dequeueCount: 1 } });
-      await waitFor(async () => (await messageCount(queue)) === 0);
-    } finally {
-      await host.stop();
-    }
-    expect(hostLog.some((entry) => entry.includes("Executed 'Functions.recordJob' (Succeeded"))).toBe(true);
-  });
-
-  it('leaves out a function switched off by the app setting AzureWebJobs.<name>.Disabled, its name in any case', async () => {
-    const environment = { AzureWebJobsStorage: azurite.connectionString, JOBS_QUEUE: uniqueQueue('off'), 'azurewebjobs.RECORDJOB.disabled': ' True ' };
-    const host = await startHostProcess({ appRoot: appDir, port: 0, environment });
-    try {
-      expect(host.queueFunctions).toEqual([]);
-      expect(host.routes.map((route) => route.name)).toEqual(['ping']);
-    } finally {
-      await host.stop();
-    }
-  });
-});
-
-describe("the local stack's storage", () => {
-  it('is an Azurite queue service the tests can reach', async () => {
-    const stackService = QueueServiceClient.fromConnectionString(inject('stack').storageConnectionString);
-    const queue = stackService.getQueueClient(uniqueQueue('stack'));
-    await queue.create();
-    await queue.sendMessage(base64('"hello"'));
-    const { peekedMessageItems } = await queue.peekMessages();
-    expect(peekedMessageItems[0]?.messageText).toBe(base64('"hello"'));
-    await queue.delete();
-  });
-});
-
-describe('Azurite with a data folder', () => {
-  it("is in a process group of its own: a terminal's Ctrl+C reaches the stack, which closes it after the host has settled its messages", async () => {
-    const processGroup = async (pid: number) => (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ')[2];
-    const own = await startAzuriteQueue();
-    try {
-      expect(await processGroup(own.pid)).not.toBe(await processGroup(process.pid));
-    } finally {
-      await own.close();
-    }
-  });
-
-  it('keeps through a crash every change it answered: messages sent, deleted and received (still invisible) stay so', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'azurite-crash-'));
-    try {
-      const crashing = await startAzuriteQueue({ dataDir: folder });
-      const queue = QueueServiceClient.fromConnectionString(crashing.connectionString).getQueueClient('crash');
-      await queue.create();
-      for (const text of ['first', 'second', 'third']) await queue.sendMessage(text);
-      const [taken] = (await queue.receiveMessages()).receivedMessageItems;
-      await queue.deleteMessage(taken!.messageId, taken!.popReceipt);
-      await queue.receiveMessages({ visibilityTimeout: 60 });
-      // At once, as a crash comes: Azure Storage answers a change once it is kept, and so must the local stack's queue.
-      process.kill(crashing.pid, 'SIGKILL');
-      await crashing.close();
-      const restarted = await startAzuriteQueue({ dataDir: folder });
-      try {
-        const again = QueueServiceClient.fromConnectionString(restarted.connectionString).getQueueClient('crash');
-        expect((await again.peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((message) => message.messageText)).toEqual(['third']);
-        expect((await again.getProperties()).approximateMessagesCount).toBe(2);
-      } finally {
-        await restarted.close();
-      }
-    } finally {
-      await rm(folder, { recursive: true, force: true });
-    }
   });
 });

@@ -31,7 +31,7 @@ import {
   type TokenOptions,
 } from '../../../local/identity/provider.js';
 
-const projectRoot = fileURLToPath(new URL('..', import.meta.url));
+const projectRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const UNKNOWN_TENANT_ID = '00000000-1111-4222-8333-444444444444';
 const V1_ISSUER = `https://sts.windows.net/${LOCAL_HOME_TENANT_ID}/`;
 const V1_AUDIENCE = `api://${LOCAL_CLIENT_ID}`;

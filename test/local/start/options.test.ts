@@ -7,9 +7,10 @@
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { appRoot, closedPort, heldPort, runCommand } from '../../support/commands.js';
-import { stack } from '../../support/stack.js';
+import { temporaryEmulators } from '../../support/temporary-emulators.js';
+import { EMULATOR_KEY } from '../../../local/cosmos/emulator.js';
 import { StartError } from '../../../local/start/ports.js';
 import { startOptions } from '../../../local/start/options.js';
 
@@ -129,23 +130,26 @@ describe('local.settings.json', () => {
 });
 
 describe('a database that is given', () => {
+  const emulators = temporaryEmulators('start-options-test', { tls: inject('trustedTls') });
+
   it('that cannot be reached stops the start at once, naming the setting and the account', async () => {
-    const unresolvable = `AccountEndpoint=https://lms-account.invalid/;AccountKey=${stack.cosmosKey};`;
+    const unresolvable = `AccountEndpoint=https://lms-account.invalid/;AccountKey=${EMULATOR_KEY};`;
     expect(await startWith(JSON.stringify({ Values: { COSMOS_CONNECTION: unresolvable } }))).toMatch(
       new RegExp(
         "^The database of COSMOS_CONNECTION, https://lms-account\\.invalid, cannot be reached \\((ENOTFOUND|EAI_AGAIN)\\): check the account's name, " +
           "this machine's network \\(a VPN, a firewall\\), or that the emulator runs\\. Without the setting, `npm start` embeds a database of its own\\.$",
       ),
     );
-    const closed = `AccountEndpoint=https://127.0.0.1:${await closedPort()}/;AccountKey=${stack.cosmosKey};`;
+    const closed = `AccountEndpoint=https://127.0.0.1:${await closedPort()}/;AccountKey=${EMULATOR_KEY};`;
     expect(await startWith('{}', { ...FREE, COSMOS_CONNECTION: closed })).toMatch(
       /^The database of COSMOS_CONNECTION, https:\/\/127\.0\.0\.1:\d+, cannot be reached \(ECONNREFUSED\)/,
     );
   });
 
   it('that answers is used as given', async () => {
-    expect(await startWith('{}', { ...FREE, COSMOS_CONNECTION: stack.cosmosConnectionString })).toMatchObject({
-      settings: { COSMOS_CONNECTION: stack.cosmosConnectionString },
+    const { connectionString } = await emulators.start();
+    expect(await startWith('{}', { ...FREE, COSMOS_CONNECTION: connectionString })).toMatchObject({
+      settings: { COSMOS_CONNECTION: connectionString },
     });
   });
 });
