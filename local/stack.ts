@@ -29,7 +29,7 @@ import {
   writeIdentityProviderInfo,
   type IdentityProvider,
 } from './identity/provider.js';
-import { claimDataFolder } from './start/ports.js';
+import { claimDataFolder } from './ports.js';
 import { loadOrCreateTlsCertificate } from './tls.js';
 
 // The database setting the app and its change feed trigger share, as the settings name it.

@@ -5,7 +5,7 @@
  * first, as tools/before-start.mjs did before the build.
  */
 import { SETTINGS } from '../shared/settings.js';
-import { shellQuoted } from './start/ports.js';
+import { shellQuoted } from './ports.js';
 import { appRoot, startStack } from './stack.js';
 import { startOptions, stopOnStartError } from './start/options.js';
 

@@ -10,7 +10,7 @@ import { parse, type MemberNode, type StringNode, type ValueNode } from '@humanw
 import leven from 'leven';
 import { SETTINGS, type Setting } from '../../shared/settings.js';
 import { corsSettingsFromLocalSettings } from '../host/cors.js';
-import { StartError } from './ports.js';
+import { StartError } from '../ports.js';
 
 export const LOCAL_SETTINGS_FILE = 'local.settings.json';
 

@@ -9,9 +9,9 @@ import { connect } from 'node:net';
 import { retiredSettingsGiven, SETTINGS } from '../../shared/settings.js';
 import { embedsIdentityProvider, given, localDataDir } from '../defaults.js';
 import { readLocalSettings } from './local-settings.js';
-import { ensureOwnPlace, portSetting, StartError } from './ports.js';
+import { ensureOwnPlace, portSetting, StartError } from '../ports.js';
 
-export { stopOnStartError } from './ports.js';
+export { stopOnStartError } from '../ports.js';
 
 // How long a given database has to accept a connection at start.
 const DATABASE_CONNECT_TIMEOUT_MS = 5_000;

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { appRoot, closedPort, heldPort, runCommand } from '../../support/commands.js';
 import { temporaryEmulators } from '../../support/temporary-emulators.js';
 import { EMULATOR_KEY } from '../../../local/cosmos/emulator.js';
-import { StartError } from '../../../local/start/ports.js';
+import { StartError } from '../../../local/ports.js';
 import { startOptions } from '../../../local/start/options.js';
 
 let root: string;

@@ -6,7 +6,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { isAbsolute, join, relative } from 'node:path';
-import { close, listen } from '../embedded-http.js';
+import { close, listen } from './embedded-http.js';
 
 /** A mistake the user can fix from its message alone: `npm start` prints the message, not a stack. */
 export class StartError extends Error {}
