@@ -1,13 +1,29 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/** Where tests live (local/test/ until its tests move to test/local/). */
+const FOLDERS = ['test', 'local/test'];
+/** A test that needs the shared stack of test/global-setup.ts, or starts a Functions host of its own. */
+export const STACK_TEST = '**/*.stack.test.ts';
+/** The fast tests: every other test, in process, with a TLS certificate the workers trust. */
+export const FAST_TESTS = {
+  include: FOLDERS.map((folder) => `${folder}/**/*.test.ts`),
+  exclude: [...configDefaults.exclude, STACK_TEST],
+  globalSetup: ['test/support/trusted-tls-setup.ts'],
+};
 
 export default defineConfig({
   test: {
-    // The app's tests, and the local stack's own (local/test/), against one stack.
-    include: ['test/**/*.test.ts', 'local/test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
     // The hostile suite ends the run with the number of attack cases it tried.
     reporters: ['default', './test/hostile/hostile-cases-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // `npm test` runs both; `npm run test:fast` the fast ones alone.
+    projects: [
+      { extends: true, test: { name: 'fast', ...FAST_TESTS } },
+      {
+        extends: true,
+        test: { name: 'stack', include: FOLDERS.map((folder) => `${folder}/${STACK_TEST}`), globalSetup: ['test/global-setup.ts'] },
+      },
+    ],
   },
 });
