@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { UnloadedFileReporter } from './test/support/unloaded-file-reporter.js';
+import { FAST_TESTS } from './vitest.config.js';
 
 /**
  * The fast tests Stryker runs against each mutant (`npm run mutation`): in process, with no host and no
@@ -8,10 +9,10 @@ import { UnloadedFileReporter } from './test/support/unloaded-file-reporter.js';
  */
 export default defineConfig({
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/http/*.test.ts', 'test/rag/*.test.ts'],
-    // Lists every file of the project: not a test of the mutated modules, and slow.
-    exclude: ['test/unit/settings.test.ts'],
-    globalSetup: ['test/unit/trusted-tls-setup.ts'],
+    ...FAST_TESTS,
+    // Not tests of the mutated modules: the local stack's, the Bicep's (they read `npm run infra`'s output), and the
+    // settings test, which lists every file of the project and is slow.
+    exclude: [...FAST_TESTS.exclude, 'test/local/**', 'test/infra/**', '**/settings.test.ts'],
     // A file that cannot be imported is a failed test, so that Stryker counts the mutant that broke it as killed.
     reporters: [new UnloadedFileReporter(), 'default'],
     testTimeout: 30_000,

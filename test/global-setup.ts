@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startStack, type LocalStack } from '../local/stack.js';
+import { trustInTestWorkers } from './support/trusted-tls-setup.js';
 
 const GIVEN_SETTINGS = /^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|WEBHOOKS_|CURSOR_|AzureWebJobs)/;
 
@@ -42,7 +43,8 @@ declare module 'vitest' {
 let stack: LocalStack | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
-  const hostLogFile = join(mkdtempSync(join(tmpdir(), 'lms-test-')), 'host.log');
+  const folder = mkdtempSync(join(tmpdir(), 'lms-test-'));
+  const hostLogFile = join(folder, 'host.log');
   writeFileSync(hostLogFile, '');
   // The suite always runs on embedded parts, whatever the developer's shell has set.
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !GIVEN_SETTINGS.test(name)));
@@ -54,7 +56,7 @@ export async function setup(project: TestProject): Promise<void> {
   });
   const { identityProvider, cosmos } = stack;
   // Test workers start after this, so they trust the embedded parts' certificate as the host does.
-  process.env.NODE_EXTRA_CA_CERTS = stack.caCertPath;
+  await trustInTestWorkers(stack.caCertPath, folder);
   project.provide('trustedTls', stack.tls);
   project.provide('stack', {
     apiBaseUrl: stack.apiBaseUrl,

@@ -26,7 +26,7 @@ export default class HostileCasesReporter implements Reporter {
         tests += 1;
         if (test.result().state === 'failed') failed += 1;
       }
-      if (fileCases) perFile.push(`${basename(testModule.moduleId).replace(/\.test\.ts$/, '')} ${fileCases}`);
+      if (fileCases) perFile.push(`${basename(testModule.moduleId).replace(/(\.stack)?\.test\.ts$/, '')} ${fileCases}`);
       cases += fileCases;
     }
     if (tests === 0) return;

@@ -15,7 +15,7 @@ namespace Lms.Platform.Api.Tests.Support;
 /// <summary>
 /// The running API the tests call, and tokens from its identity provider, as a real client gets them.
 ///
-/// <c>npm test</c> runs these tests against the local stack it starts (test/openapi/dotnet-client.test.ts)
+/// <c>npm test</c> runs these tests against the local stack it starts (test/openapi/dotnet-client.stack.test.ts)
 /// and gives them through the environment: LMS_TEST_API_BASE_URL (the API, <c>/api</c> included),
 /// LMS_TEST_AUTHORITY_HOST (the local identity provider), LMS_TEST_CA_CERT (the certificate it
 /// serves), LMS_TEST_CLIENT_ID, and LMS_TEST_HOME_TENANT and LMS_TEST_OTHER_TENANT (the two local

@@ -1,6 +1,6 @@
 /**
  * Hostile request bodies against every write endpoint (POST/PUT projects, POST/PUT tasks, POST
- * rag/index): each is a 4xx in the contract's shape, and stores nothing. test/api/errors.test.ts
+ * rag/index): each is a 4xx in the contract's shape, and stores nothing. test/api/errors.stack.test.ts
  * covers a few of these for POST /api/projects; this file takes every family to every endpoint,
  * and checks after each family that the target data did not change.
  */

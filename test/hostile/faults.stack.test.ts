@@ -2,7 +2,7 @@
  * A failing world: the database gone and back, the database throttling, the identity provider
  * unreachable at start, a RAG worker killed mid-job. Each runs on a host of its own with the part
  * under test of its own too, so that breaking it disturbs no other test. (The queue being down is
- * covered by test/api/rag.test.ts: "gives 503 and leaves no stuck job when the queue cannot be
+ * covered by test/api/rag.stack.test.ts: "gives 503 and leaves no stuck job when the queue cannot be
  * reached".)
  */
 import { randomUUID } from 'node:crypto';

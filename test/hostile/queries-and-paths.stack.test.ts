@@ -2,8 +2,8 @@
  * Hostile query strings and ids against every list endpoint and every `{id}` route: each is a 4xx in
  * the contract's shape or a page whose every item matches the filter, never a 500, and never another
  * tenant's data. The host of this file reaches the database through a recording proxy, so that
- * "an id that cannot be an id costs no database call" can be checked too. test/api/projects.test.ts,
- * tasks.test.ts and users.test.ts cover a few of these cases; this file takes each to every endpoint.
+ * "an id that cannot be an id costs no database call" can be checked too. test/api/projects.stack.test.ts,
+ * tasks.stack.test.ts and users.stack.test.ts cover a few of these cases; this file takes each to every endpoint.
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,7 +92,7 @@ beforeAll(async () => {
     await call('POST', '/tasks', { token: await otherAdmin(), body: { projectId: other.project, title: `${MARKER} task`, assignee: HOME_OWNER } }),
   );
   const otherManager = await token({ tenant: OTHER_TENANT, roles: ['LMS.Manager'], username: `${MARKER}-manager@contoso.test` });
-  // Jobs of the other tenant only: a job of the home tenant would hold the lock that test/api/rag.test.ts counts on.
+  // Jobs of the other tenant only: a job of the home tenant would hold the lock that test/api/rag.stack.test.ts counts on.
   other.jobs.push(await finishedJob(otherManager, other.project), await finishedJob(otherManager, other.project));
 }, 90_000);
 
@@ -189,7 +189,7 @@ const LISTS: ListEndpoint[] = [
     bearer: homeAdmin,
     filters: {},
     sorts: [],
-    // The home tenant's RAG jobs belong to test/api/rag.test.ts; this file's jobs are the other tenant's.
+    // The home tenant's RAG jobs belong to test/api/rag.stack.test.ts; this file's jobs are the other tenant's.
     paged: () => 'limit=1',
     pagedIn: OTHER_TENANT,
     otherFilters: () => [],

@@ -2,7 +2,7 @@
  * Hostile tokens against a host of this file's own, whose database is reached only through a
  * recording proxy and whose identity provider counts what it is asked: each bad token must be a 401
  * (or, for a valid token without a known role, a 403) and must cost no database call at all.
- * test/api/auth.test.ts checks the 401s against the shared stack; this file adds the attacks it
+ * test/api/auth.stack.test.ts checks the 401s against the shared stack; this file adds the attacks it
  * lacks and the proof that nothing reaches the database.
  */
 import {

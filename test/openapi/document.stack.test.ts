@@ -97,7 +97,7 @@ describe('the OpenAPI document', () => {
       expect(post.security, type).toEqual([]);
       const headers = (post.parameters as Record<string, any>[]).filter((parameter) => parameter.in === 'header' && parameter.required);
       expect(headers.map((parameter) => parameter.name).sort(), type).toEqual(['webhook-id', 'webhook-signature', 'webhook-timestamp']);
-      // The body is { type, timestamp, data }, its type this one or its sibling's (created and updated share a body); test/api/webhooks.test.ts
+      // The body is { type, timestamp, data }, its type this one or its sibling's (created and updated share a body); test/api/webhooks.stack.test.ts
       // checks real deliveries against it.
       const { schema } = post.requestBody.content['application/json'];
       expect(schema.required, type).toEqual(['type', 'timestamp', 'data']);

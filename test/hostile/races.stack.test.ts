@@ -1,6 +1,6 @@
 /**
  * Races at the sizes the issue names: concurrent creates, concurrent conditional writes, deletes
- * racing updates and creates. test/api/projects.test.ts and tasks.test.ts have smaller versions
+ * racing updates and creates. test/api/projects.stack.test.ts and tasks.stack.test.ts have smaller versions
  * (100 creates, 20 project PUTs, 40 task creates racing a delete); these add the stated sizes and
  * the cases they lack. Every answer is checked by send(): never a 5xx body that leaks, always the
  * contract's headers.
