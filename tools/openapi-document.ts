@@ -12,7 +12,7 @@ import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
 import { IDEMPOTENCY_KEY } from '../shared/http/endpoint.js';
 import { API_BASE_PATH } from '../shared/http/routes.js';
 import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
-import { translate, type MessageKey } from '../shared/messages.js';
+import { translate, type MessageKey } from '../shared/messages/catalog.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
 import { EVENT_BODIES } from '../shared/schemas/event-payloads.js';
 import { EVENT_TYPES, eventId } from '../shared/schemas/events.js';

@@ -5,7 +5,7 @@ import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';
 import { lazily } from '../lazy.js';
 import { readBefore } from '../http/read-before.js';
-import { translate, type MessageKey } from '../messages.js';
+import { translate, type MessageKey } from '../messages/catalog.js';
 import { settleAll } from '../settle-all.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';

@@ -9,7 +9,7 @@ import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
 import { carriesETag, versionedPart, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
-import { translate } from '../messages.js';
+import { translate } from '../messages/catalog.js';
 import { parseOrThrow } from '../validation.js';
 import { readJsonObject } from './body.js';
 import { errorResponse } from './error-mapper.js';

@@ -1,7 +1,7 @@
 import type { HttpHandler } from '@azure/functions';
 import type { z } from 'zod';
 import type { Permission } from '../roles.js';
-import type { MessageKey } from '../messages.js';
+import type { MessageKey } from '../messages/catalog.js';
 import type { PathParameter } from '../schemas/common.js';
 
 /** Request headers an operation may honour; each brings the answers it can cause (If-Match: 412, …). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { MessageKey } from '../messages.js';
+import type { MessageKey } from '../messages/catalog.js';
 import { integerParameter, patterned, text } from '../validation.js';
 
 /**

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { AuthSettings } from '../../shared/config.js';
 import { CLOCK_SKEW_SECONDS, createTokenValidator, invalidToken, TOKEN_REFUSAL_REASONS } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
-import { translate, type MessageKey } from '../../shared/messages.js';
+import { translate, type MessageKey } from '../../shared/messages/catalog.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiError } from '../../shared/errors.js';
-import { translate, type MessageKey } from '../../shared/messages.js';
+import { translate, type MessageKey } from '../../shared/messages/catalog.js';
 import { createWebhookBody, updateWebhookBody } from '../../shared/schemas/webhooks.js';
 import { email, integerParameter, parseOrThrow, text } from '../../shared/validation.js';
 

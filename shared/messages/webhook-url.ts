@@ -1,4 +1,4 @@
-import type { Messages } from '../message-types.js';
+import type { Messages } from './types.js';
 
 /** What the webhook URL rules (url-rules.ts) tell a caller whose URL they refuse. */
 export const webhookUrlMessages = {

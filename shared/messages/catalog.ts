@@ -1,5 +1,5 @@
-import type { Language, MessageParams, Messages } from './message-types.js';
-import { webhookUrlMessages } from './webhooks/url-messages.js';
+import type { Language, MessageParams, Messages } from './types.js';
+import { webhookUrlMessages } from './webhook-url.js';
 
 export type { Language };
 
