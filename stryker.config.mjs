@@ -35,7 +35,7 @@ export default {
     'shared/http/body.ts',
     // If-Match and If-None-Match, the input rules and their wording, the caller's language.
     // A body's read ends at its request's deadline, though Node's fetch leaves it pending (nodejs/node#56917).
-    'shared/http/read-before.ts',
+    'shared/lib/read-before.ts',
     'shared/http/etag.ts',
     'shared/validation.ts',
     'shared/http/language.ts',

@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 import { ON_BEHALF_OF_CREDENTIALS } from '../shared/config.js';
 import { SETTINGS } from '../shared/settings.js';
 import { startAzuriteQueue } from './azurite.js';

@@ -2,7 +2,7 @@ import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
 import { queueSettings } from './config.js';
 import { DependencyUnavailableError } from './errors.js';
 import { connectionCredential } from './identity-credential.js';
-import { lazily } from './lazy.js';
+import { lazily } from './lib/lazy.js';
 import type { RagJobMessage } from './schemas/rag.js';
 import type { WebhookMessage } from './schemas/webhooks.js';
 

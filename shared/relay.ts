@@ -13,7 +13,7 @@ import type { RagJobDocument } from './data/rag-jobs-repository.js';
 import type { DeliveryDocument } from './data/deliveries-repository.js';
 import { dispatch } from './rag/jobs.js';
 import { EVENT_TYPES } from './schemas/events.js';
-import { settleAll } from './settle-all.js';
+import { settleAll } from './lib/settle-all.js';
 import { DELIVERY_STATUSES } from './schemas/webhooks.js';
 import { isDue, makeDeliveriesOf, queueDue } from './webhooks/deliveries.js';
 

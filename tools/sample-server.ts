@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 import { SETTINGS } from '../shared/settings.js';
 import { DEFAULT_API_PORT } from '../local/defaults.js';
 import { close, listen, sendJson } from '../local/embedded-http.js';

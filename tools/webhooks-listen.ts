@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 import { DEFAULT_API_PORT } from '../local/defaults.js';
 import { localIdentityDataDir, readIdentityProviderInfo } from '../local/identity-provider.js';
 import { SETTINGS } from '../shared/settings.js';

@@ -7,7 +7,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 import { CONTAINERS } from '../shared/data/containers.js';
 import { SETTINGS, type Setting } from '../shared/settings.js';
 

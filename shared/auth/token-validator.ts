@@ -1,12 +1,12 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { AuthSettings } from '../config.js';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../lib/bounded-map.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';
-import { lazily } from '../lazy.js';
-import { readBefore } from '../http/read-before.js';
+import { lazily } from '../lib/lazy.js';
+import { readBefore } from '../lib/read-before.js';
 import { translate, type MessageKey } from '../messages/catalog.js';
-import { settleAll } from '../settle-all.js';
+import { settleAll } from '../lib/settle-all.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';
 

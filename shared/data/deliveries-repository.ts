@@ -8,7 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import type { AfterAttempt } from '../domain/webhooks.js';
 import { conflict, notFound } from '../errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
-import { settleAll } from '../settle-all.js';
+import { settleAll } from '../lib/settle-all.js';
 import { MAX_OPERATIONS, sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from './events.js';

@@ -5,7 +5,7 @@
  * whatever no operation takes, by the operations of the document the app carries.
  */
 import { ApiError } from '../errors.js';
-import { lazily } from '../lazy.js';
+import { lazily } from '../lib/lazy.js';
 import { servedDocument } from '../openapi/document-file.js';
 
 /** The path every operation of this version of the API lives under. */

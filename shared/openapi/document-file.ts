@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { appRootAbove } from '../app-root.js';
-import { lazily } from '../lazy.js';
+import { appRootAbove } from '../lib/app-root.js';
+import { lazily } from '../lib/lazy.js';
 
 /**
  * openapi.json at the app root: `npm run openapi` writes it there, the deployment carries it there,

@@ -9,7 +9,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigurationError } from '../errors.js';
-import { readBefore } from '../http/read-before.js';
+import { readBefore } from '../lib/read-before.js';
 
 export interface EmbeddingsSettings {
   /**

@@ -27,7 +27,7 @@ import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets } from '../
 import { afterAttempt } from '../domain/webhooks.js';
 import { enqueueWebhookWork, webhookWorkWaiting } from '../queues.js';
 import { ATTEMPTS_PER_MESSAGE, type WebhookMessage } from '../schemas/webhooks.js';
-import { settleAll } from '../settle-all.js';
+import { settleAll } from '../lib/settle-all.js';
 import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
 import { signedHeaders } from './signing.js';
 import { takeTurn, turnWaitSeconds, type TenantTurn } from './tenant-turns.js';

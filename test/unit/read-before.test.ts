@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { readBefore } from '../../shared/http/read-before.js';
+import { readBefore } from '../../shared/lib/read-before.js';
 
 /** A body read that never settles, as Node's fetch can leave one whose signal aborted after it began (nodejs/node#56917). */
 const neverSettles = new Promise<string>(() => undefined);

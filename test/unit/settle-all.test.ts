@@ -1,6 +1,6 @@
-/** settleAll (shared/settle-all.ts): Promise.all's answer, given only once every promise has settled. */
+/** settleAll (shared/lib/settle-all.ts): Promise.all's answer, given only once every promise has settled. */
 import { describe, expect, it } from 'vitest';
-import { settleAll } from '../../shared/settle-all.js';
+import { settleAll } from '../../shared/lib/settle-all.js';
 
 describe('settleAll', () => {
   it("gives every promise's value, in order", async () => {
