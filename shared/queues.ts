@@ -1,7 +1,7 @@
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
-import { queueSettings } from './config.js';
+import { queueSettings } from './settings/read.js';
 import { DependencyUnavailableError } from './errors.js';
-import { connectionCredential } from './identity-credential.js';
+import { connectionCredential } from './settings/connection-credential.js';
 import { lazily } from './lib/lazy.js';
 import type { RagJobMessage } from './schemas/rag.js';
 import type { WebhookMessage } from './schemas/webhooks.js';

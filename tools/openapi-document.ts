@@ -16,7 +16,7 @@ import { translate, type MessageKey } from '../shared/messages/catalog.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
 import { EVENT_BODIES } from '../shared/schemas/event-payloads.js';
 import { EVENT_TYPES, eventId } from '../shared/schemas/events.js';
-import { SETTINGS } from '../shared/settings.js';
+import { SETTINGS } from '../shared/settings/catalog.js';
 import { parseOrThrow } from '../shared/validation.js';
 import { ANSWER_BODY_LIMIT, ATTEMPT_TIMEOUT_MS } from '../shared/webhooks/sender.js';
 import { NAMED_SCHEMAS } from '../shared/openapi/components.js';

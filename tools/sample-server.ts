@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { appRootAbove } from '../shared/lib/app-root.js';
-import { SETTINGS } from '../shared/settings.js';
+import { SETTINGS } from '../shared/settings/catalog.js';
 import { DEFAULT_API_PORT } from '../local/defaults.js';
 import { close, listen, sendJson } from '../local/embedded-http.js';
 import { localIdentityDataDir, readIdentityProviderInfo, type IdentityProviderInfo } from '../local/identity-provider.js';

@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import type { AuthSettings } from '../config.js';
+import type { AuthSettings } from '../settings/read.js';
 import { BoundedMap } from '../lib/bounded-map.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
 import { GUID } from '../guid.js';

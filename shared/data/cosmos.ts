@@ -1,6 +1,6 @@
 import { CosmosClient, type Container, type CosmosClientOptions } from '@azure/cosmos';
-import { cosmosSettings } from '../config.js';
-import { connectionCredential } from '../identity-credential.js';
+import { cosmosSettings } from '../settings/read.js';
+import { connectionCredential } from '../settings/connection-credential.js';
 import { lazily } from '../lib/lazy.js';
 import { CONTAINERS, type ContainerName } from './containers.js';
 

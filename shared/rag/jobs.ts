@@ -20,7 +20,7 @@
  * its traces so the next run counts exactly: each chunk names the job that wrote it, and removals are
  * recorded before they are made.
  */
-import { embeddingsSettings } from '../config.js';
+import { embeddingsSettings } from '../settings/read.js';
 import { projectSources } from '../data/projects-repository.js';
 import {
   chunkPages,

@@ -12,7 +12,7 @@
  * At least once: every step can run twice without harm, and each attempt is claimed before it is made,
  * so that two runs of it send it once.
  */
-import { webhookSettings } from '../config.js';
+import { webhookSettings } from '../settings/read.js';
 import { payloadOf, readEvent, type EventDocument } from '../data/events.js';
 import {
   bringBack,

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import { SETTINGS } from '../settings.js';
+import { SETTINGS } from '../settings/catalog.js';
 
 const DURATION = /^(\d{1,9})(ms|s|m|h)$/;
 const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;

@@ -8,7 +8,7 @@ import { LOCAL_APP_IDENTITY_CLIENT_ID } from '../../local/defaults.js';
 import { servicePrincipalObjectId } from '../../local/identity-provider.js';
 import { startHostProcess } from '../../local/stack.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/config.js';
+import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/settings/read.js';
 import { startSmallServer } from '../support/small-server.js';
 import { CLIENT_ID, HOME_TENANT, signToken, stack, stackAppSettings, token } from '../support/stack.js';
 

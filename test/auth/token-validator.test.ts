@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import { readAuthSettings } from '../../shared/config.js';
+import { readAuthSettings } from '../../shared/settings/read.js';
 import { createTokenValidator } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
 import { CLIENT_ID, HOME_TENANT, stack } from '../support/stack.js';

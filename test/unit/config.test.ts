@@ -7,9 +7,9 @@ import {
   readOnBehalfOfCredential,
   readQueueSettings,
   readWebhookSettings,
-} from '../../shared/config.js';
+} from '../../shared/settings/read.js';
 import { ConfigurationError } from '../../shared/errors.js';
-import { SETTINGS } from '../../shared/settings.js';
+import { SETTINGS } from '../../shared/settings/catalog.js';
 
 /** The problems a settings reader names, or none when it reads them. */
 function problemsOf(read: () => unknown): string[] {
@@ -301,12 +301,12 @@ describe('webhook settings', () => {
 describe('the settings every instance needs', () => {
   afterEach(() => vi.unstubAllEnvs());
 
-  /** shared/config.ts loaded afresh over these settings alone: it reads each group once per process. */
+  /** shared/settings/read.ts loaded afresh over these settings alone: it reads each group once per process. */
   async function configWith(env: Record<string, string>) {
     vi.resetModules();
     for (const name of [...Object.keys(SETTINGS), 'WEBSITE_INSTANCE_ID']) vi.stubEnv(name, undefined);
     for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
-    return import('../../shared/config.js');
+    return import('../../shared/settings/read.js');
   }
 
   const complete = {

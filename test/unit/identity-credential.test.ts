@@ -8,7 +8,7 @@ import { decodeJwt } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
-import { connectionCredential } from '../../shared/identity-credential.js';
+import { connectionCredential } from '../../shared/settings/connection-credential.js';
 
 const STORAGE_SCOPE = 'https://storage.azure.com/.default';
 const SYSTEM_ASSIGNED = randomUUID();

@@ -13,7 +13,7 @@ import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { openIdConfiguration } from '../../local/identity-provider.js';
 import type { Principal } from '../../shared/auth/principal.js';
-import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/config.js';
+import { ON_BEHALF_OF_CREDENTIALS } from '../../shared/settings/read.js';
 import { startSmallServer, type SmallServer } from '../support/small-server.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';

@@ -3,7 +3,7 @@
  * given, a clear configuration error for anything else, and each attempt's next try that far ahead.
  */
 import { describe, expect, it } from 'vitest';
-import { readWebhookSettings } from '../../shared/config.js';
+import { readWebhookSettings } from '../../shared/settings/read.js';
 import { afterAttempt } from '../../shared/domain/webhooks.js';
 import { ConfigurationError } from '../../shared/errors.js';
 import { parseRetrySchedule } from '../../shared/webhooks/retry-schedule.js';

@@ -1,5 +1,5 @@
 /**
- * The one list of settings (shared/settings.ts) against what reads settings and what shows them:
+ * The one list of settings (shared/settings/catalog.ts) against what reads settings and what shows them:
  * local.settings.example.json and docs/configuration.md are what `npm run settings` writes from it,
  * every binding of functions/ names a setting the example holds, and every setting the code reads
  * is on the list.
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../shared/settings.js';
+import { SETTINGS } from '../../shared/settings/catalog.js';
 
 const run = promisify(execFile);
 const appRoot = fileURLToPath(new URL('../../', import.meta.url));

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { AuthSettings } from '../../shared/config.js';
+import type { AuthSettings } from '../../shared/settings/read.js';
 import { CLOCK_SKEW_SECONDS, createTokenValidator, invalidToken, TOKEN_REFUSAL_REASONS } from '../../shared/auth/token-validator.js';
 import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
 import { translate, type MessageKey } from '../../shared/messages/catalog.js';

@@ -1,9 +1,9 @@
-import { ConfigurationError } from './errors.js';
-import { isRole, type Role } from './roles.js';
-import { GUID } from './guid.js';
-import { readEmbeddingsSettings } from './rag/embeddings.js';
-import { retiredSettingsGiven, SETTINGS } from './settings.js';
-import { parseRetrySchedule } from './webhooks/retry-schedule.js';
+import { ConfigurationError } from '../errors.js';
+import { isRole, type Role } from '../roles.js';
+import { GUID } from '../guid.js';
+import { readEmbeddingsSettings } from '../rag/embeddings.js';
+import { retiredSettingsGiven, SETTINGS } from './catalog.js';
+import { parseRetrySchedule } from '../webhooks/retry-schedule.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
 export const DEFAULT_RAG_QUEUE_NAME = SETTINGS.RAG_QUEUE_NAME.default;

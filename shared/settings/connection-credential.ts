@@ -4,7 +4,7 @@
  * clients and the triggers of the same connection sign in as one identity.
  */
 import type { TokenCredential } from '@azure/identity';
-import type { ConnectionIdentity } from './config.js';
+import type { ConnectionIdentity } from './read.js';
 
 export async function connectionCredential({ managedIdentity, clientId }: ConnectionIdentity): Promise<TokenCredential> {
   // The identity library loads only for an identity-based connection, in a chunk of its own.
