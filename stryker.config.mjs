@@ -46,9 +46,7 @@ export default {
     'shared/http/operation.ts',
     // The queue functions' one policy for a message that can never fit its queue.
     'shared/queue-work.ts',
-    // Where WEBHOOKS_RETRY_SCHEDULE is parsed (shared/settings/read.ts reads it through this).
-    'shared/webhooks/retry-schedule.ts',
-    // The settings: a deployment missing one fails closed, and each connection signs in as the identity its settings name.
+    // The settings: a deployment missing one fails closed, WEBHOOKS_RETRY_SCHEDULE and the embeddings endpoint checked, and each connection signs in as the identity its settings name.
     'shared/settings/read.ts',
     'shared/settings/connection-credential.ts',
     // What a committed change sets going, read from the change feed: events to their subscriptions, due deliveries, Queued RAG jobs.

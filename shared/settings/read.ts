@@ -1,9 +1,7 @@
+import { z } from 'zod';
 import { ConfigurationError } from '../errors.js';
 import { isRole, type Role } from '../roles.js';
-import { GUID } from '../guid.js';
-import { readEmbeddingsSettings } from '../rag/embeddings.js';
 import { retiredSettingsGiven, SETTINGS } from './catalog.js';
-import { parseRetrySchedule } from '../webhooks/retry-schedule.js';
 
 /** The contract's queue for RAG jobs; the queue trigger binds to `%RAG_QUEUE_NAME%`, so a deployment sets it too. */
 export const DEFAULT_RAG_QUEUE_NAME = SETTINGS.RAG_QUEUE_NAME.default;
@@ -67,10 +65,10 @@ function readAuthSettings(env: NodeJS.ProcessEnv): AuthSettings {
   const homeTenantId = env.AUTH_TENANT_ID?.trim() ?? '';
   const clientId = env.AUTH_CLIENT_ID?.trim() ?? '';
   if (!homeTenantId) problems.push('AUTH_TENANT_ID is not set');
-  else if (!GUID.test(homeTenantId.toLowerCase())) problems.push('AUTH_TENANT_ID is not a GUID');
+  else if (!z.regexes.guid.test(homeTenantId.toLowerCase())) problems.push('AUTH_TENANT_ID is not a GUID');
   if (!clientId) problems.push('AUTH_CLIENT_ID is not set');
   const allowedTenants = list(env.AUTH_ALLOWED_TENANTS).map((tenant) => tenant.toLowerCase());
-  for (const tenant of allowedTenants) if (!GUID.test(tenant)) problems.push(`AUTH_ALLOWED_TENANTS has "${tenant}", which is not a GUID`);
+  for (const tenant of allowedTenants) if (!z.regexes.guid.test(tenant)) problems.push(`AUTH_ALLOWED_TENANTS has "${tenant}", which is not a GUID`);
   const defaultRole = env.AUTH_DEFAULT_ROLE?.trim() || undefined;
   if (defaultRole && !isRole(defaultRole)) problems.push(`AUTH_DEFAULT_ROLE "${defaultRole}" is not one of the app roles`);
   const authorityHost = httpsOrigin('AUTH_AUTHORITY_HOST', env.AUTH_AUTHORITY_HOST?.trim() || SETTINGS.AUTH_AUTHORITY_HOST.default, problems);
@@ -150,6 +148,28 @@ function connectionIdentity(env: NodeJS.ProcessEnv, connection: string, problems
   return { managedIdentity: credential === 'managedidentity', clientId: env[`${connection}__clientId`]?.trim() || undefined };
 }
 
+const DURATION = /^(\d{1,9})(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
+
+/**
+ * `WEBHOOKS_RETRY_SCHEDULE` as the waits before each retry of a delivery, in milliseconds: durations
+ * such as 5s, 10m or 2h, comma-separated. Unset or blank is the contract's schedule (5 s, 5 min,
+ * 30 min, 2 h, 5 h, 10 h and 10 h); any item that is not a duration, an empty one included, is a
+ * configuration error naming the item, never a fallback.
+ */
+export function parseRetrySchedule(value: string | undefined): number[] {
+  return durations(value?.trim() ? value : SETTINGS.WEBHOOKS_RETRY_SCHEDULE.default).map((duration) => {
+    const match = DURATION.exec(duration);
+    if (!match) throw new ConfigurationError([`WEBHOOKS_RETRY_SCHEDULE has "${duration}", which is not a duration such as 5s, 10m or 2h`]);
+    return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  });
+}
+
+/** The items between the commas, each of which must be a duration: an empty one (`1s,,2s`, a trailing comma) is not. */
+function durations(value: string): string[] {
+  return value.split(',').map((item) => item.trim());
+}
+
 export interface WebhookSettings {
   /** The waits before each retry of a delivery, in milliseconds; after the last, the delivery is Failed. */
   retrySchedule: number[];
@@ -164,6 +184,48 @@ function readWebhookSettings(env: NodeJS.ProcessEnv): WebhookSettings {
   if (allowLoopback && env.WEBSITE_INSTANCE_ID?.trim())
     throw new ConfigurationError(["WEBHOOKS_ALLOW_LOOPBACK=true is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)"]);
   return { retrySchedule, allowLoopback };
+}
+
+export interface EmbeddingsSettings {
+  /**
+   * An OpenAI-style base URL (`https://api.openai.com/v1`, requests go to `<base>/embeddings`), or a full URL
+   * ending in `/embeddings` (an Azure OpenAI deployment's, with its `api-version` query).
+   */
+  endpoint: string;
+  apiKey?: string;
+  /** Sent as `model`; OpenAI needs it, an Azure deployment already names its model. */
+  model?: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Undefined when EMBEDDINGS_ENDPOINT is not set: embeddings are optional. */
+export function readEmbeddingsSettings(env: NodeJS.ProcessEnv): EmbeddingsSettings | undefined {
+  const endpoint = env.EMBEDDINGS_ENDPOINT?.trim();
+  if (!endpoint) return undefined;
+  const problems: string[] = [];
+  let url: URL | undefined;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    problems.push('EMBEDDINGS_ENDPOINT is not a URL');
+  }
+  // The key would travel in the clear; plain HTTP is for a stand-in on this machine.
+  if (url && url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    problems.push('EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)');
+  } else if (url?.protocol === 'http:' && env.WEBSITE_INSTANCE_ID?.trim()) {
+    // Azure sets WEBSITE_INSTANCE_ID on every instance (as for WEBHOOKS_ALLOW_LOOPBACK): a stand-in on localhost is a developer's.
+    problems.push("EMBEDDINGS_ENDPOINT over plain http is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)");
+  }
+  // Azure answers a bare 404 without it, which says nothing about why.
+  if (url && url.pathname.includes('/openai/deployments/') && !url.searchParams.has('api-version')) {
+    problems.push('EMBEDDINGS_ENDPOINT names an Azure OpenAI deployment but has no api-version query (e.g. ?api-version=2024-10-21)');
+  }
+  const apiKey = env.EMBEDDINGS_API_KEY?.trim() || undefined;
+  // fetch would refuse such a header on every request, which would read as a service that cannot be reached.
+  if (apiKey && !/^[\x21-\x7e]+$/.test(apiKey)) problems.push('EMBEDDINGS_API_KEY has characters an HTTP header cannot carry (spaces, or beyond ASCII)');
+  if (problems.length) throw new ConfigurationError(problems);
+  return { endpoint, apiKey, model: env.EMBEDDINGS_MODEL?.trim() || undefined };
 }
 
 /** The key that signs paging cursors, so that a client can neither forge nor edit one. */

@@ -9,10 +9,9 @@ import {
   EmbeddingsRequestError,
   EmbeddingsThrottledError,
   EmbeddingsUnavailableError,
-  readEmbeddingsSettings,
   type EmbedderOptions,
-  type EmbeddingsSettings,
 } from '../../shared/rag/embeddings.js';
+import { readEmbeddingsSettings, type EmbeddingsSettings } from '../../shared/settings/read.js';
 
 const API_KEY = 'sk-local-test-key-0123456789';
 const MODEL = 'text-embedding-3-small';

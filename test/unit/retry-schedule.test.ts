@@ -3,10 +3,9 @@
  * given, a clear configuration error for anything else, and each attempt's next try that far ahead.
  */
 import { describe, expect, it } from 'vitest';
-import { readWebhookSettings } from '../../shared/settings/read.js';
+import { parseRetrySchedule, readWebhookSettings } from '../../shared/settings/read.js';
 import { afterAttempt } from '../../shared/domain/webhooks.js';
 import { ConfigurationError } from '../../shared/errors.js';
-import { parseRetrySchedule } from '../../shared/webhooks/retry-schedule.js';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
