@@ -37,13 +37,13 @@ export default {
     // A body's read ends at its request's deadline, though Node's fetch leaves it pending (nodejs/node#56917).
     'shared/lib/read-before.ts',
     'shared/http/etag.ts',
-    'shared/validation.ts',
+    'shared/schemas/validation.ts',
     'shared/http/language.ts',
     'shared/http/error-mapper.ts',
     // The HTTP edge: authentication first, query and path parameters, the answer the definition declares.
     'shared/http/endpoint.ts',
     // A body with no required field may be left out.
-    'shared/http/operation.ts',
+    'shared/http/operation-definition.ts',
     // The queue functions' one policy for a message that can never fit its queue.
     'shared/queue-work.ts',
     // The settings: a deployment missing one fails closed, WEBHOOKS_RETRY_SCHEDULE and the embeddings endpoint checked, and each connection signs in as the identity its settings name.

@@ -10,13 +10,13 @@ import { recordCaller } from '../data/users-repository.js';
 import { carriesETag, versionedPart, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
 import { translate } from '../messages/catalog.js';
-import { parseOrThrow } from '../validation.js';
+import { parseOrThrow } from '../schemas/validation.js';
 import { readJsonObject } from './body.js';
 import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation-definition.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { MessageKey } from '../messages/catalog.js';
-import { integerParameter, patterned, text } from '../validation.js';
+import { integerParameter, patterned, text } from './validation.js';
 
 /**
  * A path parameter naming a resource: its form, the 404 a value of any other form gets (it cannot

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listedWithETag } from '../domain/versions.js';
-import { patterned } from '../validation.js';
+import { patterned } from './validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { projectId } from './projects.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listedWithETag, resourceAndMore } from '../domain/versions.js';
-import { atLeastOneField, patterned, text } from '../validation.js';
+import { atLeastOneField, patterned, text } from './validation.js';
 import { pagingParameters, timestamp, type PathParameter } from './common.js';
 import { CHANGE_EVENT_TYPES, EVENT_TYPES } from './events.js';
 

@@ -12,7 +12,7 @@ import { badRequest } from '../../shared/errors.js';
 import { listedWithETag, resourceAndMore } from '../../shared/domain/versions.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
 import { entityTag } from '../../shared/http/etag.js';
-import type { OperationDefinition } from '../../shared/http/operation.js';
+import type { OperationDefinition } from '../../shared/http/operation-definition.js';
 import type { PathParameter } from '../../shared/schemas/common.js';
 import { LOCAL_CLIENT_ID as CLIENT_ID, LOCAL_HOME_TENANT_ID as HOME_TENANT } from '../../local/defaults.js';
 

@@ -1,11 +1,11 @@
 /**
- * The one rule an operation's definition carries as code (shared/http/operation.ts): a body schema
+ * The one rule an operation's definition carries as code (shared/http/operation-definition.ts): a body schema
  * with no required field may be left out of the request, whatever the operation; the HTTP edge and
  * the API description both read it from there.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { bodyMayBeOmitted } from '../../shared/http/operation.js';
+import { bodyMayBeOmitted } from '../../shared/http/operation-definition.js';
 import { createProjectBody } from '../../shared/schemas/projects.js';
 import { startRagIndexBody } from '../../shared/schemas/rag.js';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError } from '../../shared/errors.js';
 import { translate, type MessageKey } from '../../shared/messages/catalog.js';
 import { createWebhookBody, updateWebhookBody } from '../../shared/schemas/webhooks.js';
-import { email, integerParameter, parseOrThrow, text } from '../../shared/validation.js';
+import { email, integerParameter, parseOrThrow, text } from '../../shared/schemas/validation.js';
 
 function problems(schema: z.ZodType, input: unknown, language: 'en' | 'ja' = 'en') {
   try {

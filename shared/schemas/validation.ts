@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { badRequest, type ErrorDetail } from './errors.js';
-import type { MessageParams } from './messages/types.js';
-import { translate, type Language, type MessageKey } from './messages/catalog.js';
+import { badRequest, type ErrorDetail } from '../errors.js';
+import type { MessageParams } from '../messages/types.js';
+import { translate, type Language, type MessageKey } from '../messages/catalog.js';
 
 const localeErrorMaps = { en: z.locales.en().localeError, ja: z.locales.ja().localeError };
 
