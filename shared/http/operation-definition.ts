@@ -14,6 +14,11 @@ export type SuccessHeader = 'ETag' | 'Location' | 'Link';
 export interface SuccessAnswer {
   status: 200 | 201 | 202 | 204;
   body?: z.ZodType;
+  /**
+   * For a body that shows more than its resource (a secret, shown once): the resource's schema. The
+   * ETag is then the resource's version, as a read of it tags it, so that a client can send it in If-Match.
+   */
+  versionOf?: z.ZodObject;
   headers?: SuccessHeader[];
   mediaTypes?: string[];
   /** For work that goes on after the answer: the seconds to wait before looking at `Location`, sent as `Retry-After`. */

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { listedWithETag } from '../domain/versions.js';
 import { patterned } from './validation.js';
-import { pagingParameters, timestamp, type PathParameter } from './common.js';
+import { listedWithETag, pagingParameters, type PathParameter, timestamp } from './common.js';
 import { projectId } from './projects.js';
 
 export const RAG_MODES = ['incremental', 'full'] as const;

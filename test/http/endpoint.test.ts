@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { startIdentityProvider, type IdentityProvider } from '../../local/identity-provider.js';
 import { badRequest } from '../../shared/errors.js';
-import { listedWithETag, resourceAndMore } from '../../shared/domain/versions.js';
+import { listedWithETag } from '../../shared/schemas/common.js';
 import type { EndpointInput, Outcome } from '../../shared/http/endpoint.js';
 import { entityTag } from '../../shared/http/etag.js';
 import type { OperationDefinition } from '../../shared/http/operation-definition.js';
@@ -446,15 +446,15 @@ describe('endpoint()', () => {
   });
 
   it("tags a body that shows more than its resource (a secret shown once) with the resource's version, as a read of it tags it", async () => {
-    const withSecret = resourceAndMore(item, item.extend({ secret: z.string() }));
+    const withSecret = item.extend({ secret: z.string() });
     const shown = { id: 'ITM-1', name: 'x', secret: 'whsec_new' };
-    const rotated = echo({ success: { status: 200, body: withSecret } }, () => ({ body: shown }));
+    const rotated = echo({ success: { status: 200, body: withSecret, versionOf: item } }, () => ({ body: shown }));
     const answer = await call(rotated.handler, { method: 'POST' });
     expect(answer.jsonBody).toEqual(shown);
     const read = echo({ honours: ['If-None-Match'] }, () => ({ body: { id: 'ITM-1', name: 'x' } }));
     expect(answer.headers.ETag).toBe((await call(read.handler)).headers.ETag);
     // Whatever the secret: it is no part of the version.
-    const another = echo({ success: { status: 201, body: withSecret } }, () => ({
+    const another = echo({ success: { status: 201, body: withSecret, versionOf: item } }, () => ({
       created: { resource: { ...shown, secret: 'whsec_other' }, replayed: false },
     }));
     expect((await call(another.handler, { method: 'POST' })).headers.ETag).toBe(answer.headers.ETag);
