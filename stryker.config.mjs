@@ -22,7 +22,7 @@ export default {
     'shared/webhooks/url-rules.ts',
     'shared/webhooks/signing.ts',
     'shared/webhooks/sender.ts',
-    'shared/rag/jobs.ts',
+    'shared/background/rag-queue.ts',
     // What the RAG index is made of: whole sentences, within the limit, none lost, with overlap.
     'shared/rag/chunker.ts',
     // The embeddings client: batches in order, retries within a budget, 429 handed back, no redirect followed, no key in an error.
@@ -45,19 +45,20 @@ export default {
     // A body with no required field may be left out.
     'shared/http/operation-definition.ts',
     // The queue functions' one policy for a message that can never fit its queue.
-    'shared/queue-work.ts',
+    'shared/background/queue-work.ts',
     // The settings: a deployment missing one fails closed, WEBHOOKS_RETRY_SCHEDULE and the embeddings endpoint checked, and each connection signs in as the identity its settings name.
     'shared/settings/read.ts',
     'shared/settings/connection-credential.ts',
     // What a committed change sets going, read from the change feed: events to their subscriptions, due deliveries, Queued RAG jobs.
-    'shared/relay.ts',
+    'shared/background/change-feed.ts',
     // Work on the storage queues as the triggers take it: base64 JSON, visible after its delay; a failing queue a DependencyUnavailableError.
-    'shared/queues.ts',
+    'shared/background/queues.ts',
     // The one conditional write (the change and its event together, 412, 404, retried races) and the readable ids' sequences.
     'shared/data/tenant-data.ts',
     'shared/data/sequence.ts',
-    // Webhook delivery: hand-over, claimed attempts, retries on the queue, the sweep.
-    'shared/webhooks/deliveries.ts',
+    // Webhook delivery: claimed attempts and retries on the queue; the sweep (the hand-over is the change feed's, above).
+    'shared/background/webhooks-queue.ts',
+    'shared/background/webhooks-sweep.ts',
     // Reads as readers see them: the caller's tenant only, hidden documents left out, filters as parameters, cursors bound to their list.
     'shared/data/tenant-queries.ts',
     // The RAG index: each chunk in its (tenant, project) partition; every read and delete of the caller's tenant only.

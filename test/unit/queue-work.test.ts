@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ragIndexPoison } from '../../functions/rag-index-poison.js';
 import { ragIndexWorker } from '../../functions/rag-index-worker.js';
 import { webhooksDeliver } from '../../functions/webhooks-deliver.js';
-import { queueWork } from '../../shared/queue-work.js';
+import { queueWork } from '../../shared/background/queue-work.js';
 import { loggedInvocation } from '../support/logged-invocation.js';
 
 describe('queue work', () => {

@@ -1,5 +1,5 @@
 /**
- * Work put on the storage queues (shared/queues.ts) as the queue triggers take it, against an Azurite of
+ * Work put on the storage queues (shared/background/queues.ts) as the queue triggers take it, against an Azurite of
  * this file's own, read back with the real storage client: base64 JSON (host.json's messageEncoding),
  * visible after its delay, on the queue its settings name. A front between the app and Azurite
  * (test/support/queue-front.ts) records each request and can fail it, as a queue service that is down would.
@@ -9,7 +9,7 @@ import { QueueServiceClient, type QueueClient } from '@azure/storage-queue';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
 import { startAzuriteQueue, type AzuriteQueue } from '../../local/azurite.js';
 import { startIdentityProvider } from '../../local/identity-provider.js';
-import { enqueueRagWork, enqueueWebhookWork } from '../../shared/queues.js';
+import { enqueueRagWork, enqueueWebhookWork } from '../../shared/background/queues.js';
 import { ragJobMessage } from '../../shared/schemas/rag.js';
 import { webhookMessage } from '../../shared/schemas/webhooks.js';
 import { startOAuthAzurite } from '../support/oauth-azurite.js';
@@ -101,7 +101,7 @@ describe('a queue that fails', () => {
   it('is a DependencyUnavailableError of the queue after two tries, without making the queue, and sends nothing', async () => {
     // The client, and the retry policy it is made with, are made once a process: here, for this test.
     vi.resetModules();
-    const queues = await import('../../shared/queues.js');
+    const queues = await import('../../shared/background/queues.js');
     // The queue service fails the first two puts, and would take the next.
     front.answer = (request) => (request.method === 'POST' && messagesPut().length <= 2 ? 500 : undefined);
     await expect(queues.enqueueRagWork({ tenantId: 't', jobId: 'j' })).rejects.toMatchObject({ name: 'DependencyUnavailableError', dependency: 'queue' });
@@ -137,7 +137,7 @@ describe('the connection', () => {
   it('that the storage library cannot read is the queue failing: a DependencyUnavailableError of the queue', async () => {
     vi.stubEnv('AzureWebJobsStorage', 'Not=a;storage=connection');
     vi.resetModules();
-    const queues = await import('../../shared/queues.js');
+    const queues = await import('../../shared/background/queues.js');
     // With the storage library's own reason, for whoever reads the log: it finds no queue endpoint URL in it.
     await expect(queues.enqueueRagWork({ tenantId: 't', jobId: 'j' })).rejects.toMatchObject({
       name: 'DependencyUnavailableError',
@@ -164,7 +164,7 @@ describe('the connection', () => {
       vi.stubEnv('AzureWebJobsStorage__clientId', storageIdentity);
       for (const [name, value] of Object.entries(provider.managedIdentity!)) vi.stubEnv(name, value);
       vi.resetModules();
-      const queues = await import('../../shared/queues.js');
+      const queues = await import('../../shared/background/queues.js');
       const message = { tenantId: 't', jobId: 'j' };
       await queues.enqueueRagWork(message);
       const received = QueueServiceClient.fromConnectionString(secured.connectionString).getQueueClient(RAG_QUEUE);

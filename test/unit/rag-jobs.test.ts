@@ -1,5 +1,5 @@
 /**
- * The RAG job's state machine (shared/rag/jobs.ts) driven step by step, in process: the embedded
+ * The RAG job's state machine (shared/background/rag-queue.ts) driven step by step, in process: the embedded
  * Cosmos store of the local stack started by this file, the embeddings stand-in, and an Azurite of
  * the file's own behind a front that records each message with its delay (test/support/queue-front.ts),
  * so a test hands each message to its step itself and sees what every step queued. The store is reached
@@ -90,7 +90,7 @@ afterAll(async () => {
   await azurite?.close();
 });
 
-const jobs = () => import('../../shared/rag/jobs.js');
+const jobs = () => import('../../shared/background/rag-queue.js');
 const repository = () => import('../../shared/data/rag-jobs-repository.js');
 const batches = () => import('../../shared/data/rag-batches-repository.js');
 /** The run that holds a batch: one delivery of its message. */

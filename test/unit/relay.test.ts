@@ -1,5 +1,5 @@
 /**
- * What a committed change sets going (shared/relay.ts), in process: the embedded Cosmos store of the local
+ * What a committed change sets going (shared/background/change-feed.ts), in process: the embedded Cosmos store of the local
  * stack and an Azurite, both started by this file, and webhook receivers on loopback. Changes are made
  * with the app's own repositories and read back from the store's change feed, a tenant's partition at a
  * time, as the trigger hands them over; a page is handed over again as the trigger does when an
@@ -20,9 +20,9 @@ import { createProject } from '../../shared/data/projects-repository.js';
 import { createJob, readJobDocument } from '../../shared/data/rag-jobs-repository.js';
 import { createTask } from '../../shared/data/tasks-repository.js';
 import { createWebhook, updateWebhook } from '../../shared/data/webhooks-repository.js';
-import { relayChanges } from '../../shared/relay.js';
+import { relayChanges } from '../../shared/background/change-feed.js';
 import { webhookMessage, type CreateWebhookBody, type WebhookMessage } from '../../shared/schemas/webhooks.js';
-import { attempt } from '../../shared/webhooks/deliveries.js';
+import { attempt } from '../../shared/background/webhooks-queue.js';
 import { STORE_FAILURE } from '../support/cosmos-proxy.js';
 import { embeddedStoreForTests } from '../support/embedded-store.js';
 import { adminCaller } from '../support/principals.js';

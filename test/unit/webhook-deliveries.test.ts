@@ -1,5 +1,5 @@
 /**
- * Webhook delivery (shared/webhooks/deliveries.ts) driven in process against real parts this file
+ * Webhook delivery (shared/background/: change-feed.ts, webhooks-queue.ts, webhooks-sweep.ts) driven in process against real parts this file
  * starts: the embedded Cosmos store of the local stack behind a proxy (test/support/cosmos-proxy.ts)
  * that can hold a request while something else happens first, a webhook receiver on loopback whose
  * answers each test picks, and an Azurite of the file's own behind a front
@@ -57,7 +57,11 @@ afterAll(async () => {
   await azurite?.close();
 });
 
-const deliveries = () => import('../../shared/webhooks/deliveries.js');
+const deliveries = async () => ({
+  ...(await import('../../shared/background/change-feed.js')),
+  ...(await import('../../shared/background/webhooks-queue.js')),
+  ...(await import('../../shared/background/webhooks-sweep.js')),
+});
 const repository = () => import('../../shared/data/deliveries-repository.js');
 const tenantData = async () => (await import('../../shared/data/tenant-data.js')).tenantData();
 

@@ -1,10 +1,10 @@
 import type { QueueClient, QueueServiceClient } from '@azure/storage-queue';
-import { queueSettings } from './settings/read.js';
-import { DependencyUnavailableError } from './errors.js';
-import { connectionCredential } from './settings/connection-credential.js';
-import { lazily } from './lib/lazy.js';
-import type { RagJobMessage } from './schemas/rag.js';
-import type { WebhookMessage } from './schemas/webhooks.js';
+import { queueSettings } from '../settings/read.js';
+import { DependencyUnavailableError } from '../errors.js';
+import { connectionCredential } from '../settings/connection-credential.js';
+import { lazily } from '../lib/lazy.js';
+import type { RagJobMessage } from '../schemas/rag.js';
+import type { WebhookMessage } from '../schemas/webhooks.js';
 
 /** One queue service client per process; the storage library loads only when a message is first sent. */
 const queueService = lazily(async (): Promise<QueueServiceClient> => {

@@ -1,78 +1,34 @@
 /**
  * Delivery, in three steps, each the whole work of its trigger:
- * - the change feed relay (shared/relay.ts) makes each event's deliveries, due at once (makeDeliveriesOf),
+ * - the change feed relay (change-feed.ts) makes each event's deliveries, due at once (makeDeliveriesOf),
  *   and puts the attempt of every delivery the feed shows due on the webhooks queue, several in a message
  *   (queueDue): the first attempt of a delivery just made, a ping, a retry asked for, one the sweep
  *   brought back. It calls no receiver;
- * - the webhooks queue's trigger makes a message's attempts side by side (attempt), each within its
+ * - the webhooks queue's trigger makes a message's attempts side by side (attempt, here), each within its
  *   tenant's turns in the instance, and puts each next one, if the schedule has one, back on the queue
  *   for its time (no function sleeps);
- * - the sweep (sweep) brings back through the change feed every delivery whose attempt nothing carries
+ * - the sweep (webhooks-sweep.ts) brings back through the change feed every delivery whose attempt nothing carries
  *   any more.
  * At least once: every step can run twice without harm, and each attempt is claimed before it is made,
  * so that two runs of it send it once.
  */
 import { webhookSettings } from '../settings/read.js';
-import { payloadOf, readEvent, type EventDocument } from '../data/events.js';
-import {
-  bringBack,
-  claimAttempt,
-  deliveriesOf,
-  makeDeliveries,
-  overdueDeliveries,
-  recordAttempt,
-  type DeliveryDocument,
-} from '../data/deliveries-repository.js';
-import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
+import { payloadOf, readEvent } from '../data/events.js';
+import { claimAttempt, recordAttempt } from '../data/deliveries-repository.js';
+import { readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
 import { afterAttempt } from '../domain/webhooks.js';
-import { enqueueWebhookWork, webhookWorkWaiting } from '../queues.js';
-import { ATTEMPTS_PER_MESSAGE, type WebhookMessage } from '../schemas/webhooks.js';
+import { enqueueWebhookWork } from './queues.js';
+import type { WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../lib/settle-all.js';
-import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from './sender.js';
-import { signedHeaders } from './signing.js';
-import { takeTurn, turnWaitSeconds, type TenantTurn } from './tenant-turns.js';
+import { ATTEMPT_TIMEOUT_MS, attemptDelivery } from '../webhooks/sender.js';
+import { signedHeaders } from '../webhooks/signing.js';
+import { takeTurn, turnWaitSeconds, type TenantTurn } from '../webhooks/tenant-turns.js';
+import { SWEEP_GRACE_MS } from './webhooks-sweep.js';
 
-/** What the sweep leaves alone while the queue has nothing waiting: attempts this recently due are still on their way through it. */
-export const SWEEP_GRACE_MS = 10_000;
-/** A delivery the sweep brought back is brought back again if it is still overdue this long after: its message may have been lost too. */
-export const SWEEP_AGAIN_MS = 10 * 60_000;
-/** The most deliveries one run of the sweep brings back. */
-export const SWEEP_LIMIT = 500;
 /** A queue message may turn up this much before its attempt is due (the queue's clock is not ours). */
 const EARLY_MS = 2_000;
 /** How long an attempt is held by whoever makes it: its longest run and the sweep's grace. */
 const ATTEMPT_LEASE_MS = ATTEMPT_TIMEOUT_MS + SWEEP_GRACE_MS;
-
-/** Whether the delivery's next attempt is due (within `earlyMs`): Pending, and no run holds it. */
-export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now(), earlyMs = 0): boolean {
-  return delivery.status === 'Pending' && delivery.nextAttemptAt !== null && Date.parse(delivery.nextAttemptAt) <= now + earlyMs;
-}
-
-/**
- * Makes a tenant's events' deliveries, one per subscription that asked for the event, each due at
- * once: the change feed shows them to the relay, which queues their first attempts. Its subscriptions
- * are read once; a delivery made already (the same events handed over again) is left as it is.
- */
-export async function makeDeliveriesOf(tenantId: string, events: readonly EventDocument[]): Promise<void> {
-  const subscriptions = await allWebhooks(tenantId);
-  await makeDeliveries(
-    tenantId,
-    events.flatMap((event) => deliveriesOf(event, subscriptions)),
-  );
-}
-
-/**
- * Puts the next attempt of each delivery the change feed shows due on the webhooks queue, up to 50 in
- * a message (a page of changes shows up to 100): a few queue messages a page, where one each would
- * make every delivery three requests to the queue service. Fails if the queue refuses one.
- */
-export async function queueDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
-  const attempts = deliveries.map(({ tenantId, id, attempts: made }) => ({ tenantId, deliveryId: id, attempt: made + 1 }));
-  const messages = Array.from({ length: Math.ceil(attempts.length / ATTEMPTS_PER_MESSAGE) }, (_, index) =>
-    attempts.slice(index * ATTEMPTS_PER_MESSAGE, (index + 1) * ATTEMPTS_PER_MESSAGE),
-  );
-  await settleAll(messages.map((batch) => enqueueWebhookWork({ attempts: batch })));
-}
 
 /**
  * The attempts a queue message carries, side by side, each in one of its tenant's turns. Those whose
@@ -138,25 +94,4 @@ async function attemptNow(tenantId: string, deliveryId: string, attemptNumber: n
     return;
   }
   await recordDeliveryEnd(subscription, deliveryId, after);
-}
-
-/**
- * Brings back through the change feed the deliveries whose attempt nothing carries any more (a queue
- * message lost, an attempt cut off by a crash): overdue, and not brought back since they fell due, or
- * not for SWEEP_AGAIN_MS (the message the relay queued for it may have been lost in its turn). It
- * writes them and queues nothing: the relay queues their attempts. While the queue has messages
- * waiting to be handled, a delivery that looks overdue may be waiting among them (a burst, a tenant
- * waiting for its turn): then only those overdue for SWEEP_AGAIN_MS are brought back. At most `limit`
- * a run; the next runs bring back the rest.
- */
-export async function sweep(now = Date.now(), limit = SWEEP_LIMIT): Promise<number> {
-  const busy = await webhookWorkWaiting();
-  const before = new Date(now - (busy ? SWEEP_AGAIN_MS : SWEEP_GRACE_MS)).toISOString();
-  const again = new Date(now - SWEEP_AGAIN_MS).toISOString();
-  let broughtBack = 0;
-  for await (const page of overdueDeliveries(before, again)) {
-    broughtBack += (await Promise.all(page.slice(0, limit - broughtBack).map(bringBack))).filter(Boolean).length;
-    if (broughtBack >= limit) break;
-  }
-  return broughtBack;
 }

@@ -60,10 +60,10 @@ import {
   type SourceKind,
 } from '../data/rag-jobs-repository.js';
 import { taskSources } from '../data/tasks-repository.js';
-import { enqueueRagWork } from '../queues.js';
+import { enqueueRagWork } from './queues.js';
 import type { RagCounts } from '../schemas/rag.js';
-import { projectChunks, taskChunks } from './chunker.js';
-import { createEmbedder, EmbeddingsThrottledError, EmbeddingsUnavailableError, type Embedder } from './embeddings.js';
+import { projectChunks, taskChunks } from '../rag/chunker.js';
+import { createEmbedder, EmbeddingsThrottledError, EmbeddingsUnavailableError, type Embedder } from '../rag/embeddings.js';
 
 /** Sources per batch: what one invocation chunks, embeds and writes. */
 export const BATCH_SOURCES = 500;

@@ -8,14 +8,15 @@
  * it succeeds, and after a crash the next lease holder reads the page again.
  */
 import { z } from 'zod';
-import type { EventDocument } from './data/events.js';
-import type { RagJobDocument } from './data/rag-jobs-repository.js';
-import type { DeliveryDocument } from './data/deliveries-repository.js';
-import { dispatch } from './rag/jobs.js';
-import { EVENT_TYPES } from './schemas/events.js';
-import { settleAll } from './lib/settle-all.js';
-import { DELIVERY_STATUSES } from './schemas/webhooks.js';
-import { isDue, makeDeliveriesOf, queueDue } from './webhooks/deliveries.js';
+import type { EventDocument } from '../data/events.js';
+import type { RagJobDocument } from '../data/rag-jobs-repository.js';
+import { deliveriesOf, makeDeliveries, type DeliveryDocument } from '../data/deliveries-repository.js';
+import { allWebhooks } from '../data/webhooks-repository.js';
+import { dispatch } from './rag-queue.js';
+import { EVENT_TYPES } from '../schemas/events.js';
+import { settleAll } from '../lib/settle-all.js';
+import { ATTEMPTS_PER_MESSAGE, DELIVERY_STATUSES } from '../schemas/webhooks.js';
+import { enqueueWebhookWork } from './queues.js';
 
 /** The fields the relay reads of each kind of document; any other document is none of its business. */
 const stored = { id: z.string().min(1), tenantId: z.string().min(1), _etag: z.string() };
@@ -60,4 +61,35 @@ export async function relayChanges(documents: readonly unknown[]): Promise<strin
   }
   await settleAll([...[...events].map(([tenantId, list]) => makeDeliveriesOf(tenantId, list)), queueDue(due), ...jobs.map(dispatch)]);
   return malformed;
+}
+
+/** Whether the delivery's next attempt is due (within `earlyMs`): Pending, and no run holds it. */
+export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt'>, now = Date.now(), earlyMs = 0): boolean {
+  return delivery.status === 'Pending' && delivery.nextAttemptAt !== null && Date.parse(delivery.nextAttemptAt) <= now + earlyMs;
+}
+
+/**
+ * Makes a tenant's events' deliveries, one per subscription that asked for the event, each due at
+ * once: the change feed shows them to the relay, which queues their first attempts. Its subscriptions
+ * are read once; a delivery made already (the same events handed over again) is left as it is.
+ */
+export async function makeDeliveriesOf(tenantId: string, events: readonly EventDocument[]): Promise<void> {
+  const subscriptions = await allWebhooks(tenantId);
+  await makeDeliveries(
+    tenantId,
+    events.flatMap((event) => deliveriesOf(event, subscriptions)),
+  );
+}
+
+/**
+ * Puts the next attempt of each delivery the change feed shows due on the webhooks queue, up to 50 in
+ * a message (a page of changes shows up to 100): a few queue messages a page, where one each would
+ * make every delivery three requests to the queue service. Fails if the queue refuses one.
+ */
+export async function queueDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
+  const attempts = deliveries.map(({ tenantId, id, attempts: made }) => ({ tenantId, deliveryId: id, attempt: made + 1 }));
+  const messages = Array.from({ length: Math.ceil(attempts.length / ATTEMPTS_PER_MESSAGE) }, (_, index) =>
+    attempts.slice(index * ATTEMPTS_PER_MESSAGE, (index + 1) * ATTEMPTS_PER_MESSAGE),
+  );
+  await settleAll(messages.map((batch) => enqueueWebhookWork({ attempts: batch })));
 }
