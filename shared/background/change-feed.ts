@@ -8,29 +8,26 @@
  * it succeeds, and after a crash the next lease holder reads the page again.
  */
 import { z } from 'zod';
-import type { EventDocument } from '../data/events.js';
-import type { RagJobDocument } from '../data/rag-jobs-repository.js';
-import { deliveriesOf, makeDeliveries, type DeliveryDocument } from '../data/deliveries-repository.js';
+import { deliveriesOf, makeDeliveries, type DeliveryDocument, type EventToDeliver } from '../data/deliveries-repository.js';
 import { allWebhooks } from '../data/webhooks-repository.js';
 import { dispatch } from './rag-queue.js';
 import { EVENT_TYPES } from '../schemas/events.js';
 import { settleAll } from '../lib/settle-all.js';
-import { ATTEMPTS_PER_MESSAGE, DELIVERY_STATUSES } from '../schemas/webhooks.js';
+import { ATTEMPTS_PER_MESSAGE, delivery } from '../schemas/webhooks.js';
+import { ragJob } from '../schemas/rag.js';
 import { enqueueWebhookWork } from './queues.js';
 
-/** The fields the relay reads of each kind of document; any other document is none of its business. */
-const stored = { id: z.string().min(1), tenantId: z.string().min(1), _etag: z.string() };
+/**
+ * What the relay reads of each kind of document, as the resources' schemas say it (no more, so that no
+ * part of a document it does not read can stop the feed); any other document is none of its business.
+ */
+const stored = { id: z.string().min(1), tenantId: z.string().min(1) };
 const relayed = z.discriminatedUnion('type', [
-  z.looseObject({ ...stored, type: z.literal('event'), eventType: z.enum(EVENT_TYPES), timestamp: z.string(), webhookId: z.string().optional() }),
-  z.looseObject({
-    ...stored,
-    type: z.literal('delivery'),
-    status: z.enum(DELIVERY_STATUSES),
-    nextAttemptAt: z.string().nullable(),
-    attempts: z.number().int(),
-  }),
-  z.looseObject({ ...stored, type: z.literal('ragJob'), status: z.string(), dispatched: z.literal(true).optional() }),
+  z.object({ ...stored, type: z.literal('event'), eventType: z.enum(EVENT_TYPES), timestamp: z.string(), webhookId: z.string().optional() }),
+  z.object({ ...stored, type: z.literal('delivery'), ...delivery.pick({ status: true, nextAttemptAt: true, attempts: true }).shape }),
+  z.object({ ...stored, type: z.literal('ragJob'), status: ragJob.shape.status, dispatched: z.literal(true).optional() }),
 ]);
+type Relayed<Type> = Extract<z.output<typeof relayed>, { type: Type }>;
 const RELAYED_TYPES: readonly unknown[] = ['event', 'delivery', 'ragJob'];
 
 /**
@@ -39,9 +36,9 @@ const RELAYED_TYPES: readonly unknown[] = ['event', 'delivery', 'ragJob'];
  * app writes them: left alone, so that they can never stop the feed.
  */
 export async function relayChanges(documents: readonly unknown[]): Promise<string[]> {
-  const events = new Map<string, EventDocument[]>();
-  const due: DeliveryDocument[] = [];
-  const jobs: RagJobDocument[] = [];
+  const events = new Map<string, Relayed<'event'>[]>();
+  const due: Relayed<'delivery'>[] = [];
+  const jobs: Relayed<'ragJob'>[] = [];
   const malformed: string[] = [];
   for (const document of documents) {
     if (!RELAYED_TYPES.includes((document as { type?: unknown } | null)?.type)) continue;
@@ -54,10 +51,10 @@ export async function relayChanges(documents: readonly unknown[]): Promise<strin
     // A ping's event comes with its delivery, which the feed shows on its own.
     if (change.type === 'event' && !change.webhookId) {
       const ofTenant = events.get(change.tenantId) ?? [];
-      ofTenant.push(change as unknown as EventDocument);
+      ofTenant.push(change);
       events.set(change.tenantId, ofTenant);
-    } else if (change.type === 'delivery' && isDue(change)) due.push(change as unknown as DeliveryDocument);
-    else if (change.type === 'ragJob') jobs.push(change as unknown as RagJobDocument);
+    } else if (change.type === 'delivery' && isDue(change)) due.push(change);
+    else if (change.type === 'ragJob') jobs.push(change);
   }
   await settleAll([...[...events].map(([tenantId, list]) => makeDeliveriesOf(tenantId, list)), queueDue(due), ...jobs.map(dispatch)]);
   return malformed;
@@ -73,7 +70,7 @@ export function isDue(delivery: Pick<DeliveryDocument, 'status' | 'nextAttemptAt
  * once: the change feed shows them to the relay, which queues their first attempts. Its subscriptions
  * are read once; a delivery made already (the same events handed over again) is left as it is.
  */
-export async function makeDeliveriesOf(tenantId: string, events: readonly EventDocument[]): Promise<void> {
+export async function makeDeliveriesOf(tenantId: string, events: readonly EventToDeliver[]): Promise<void> {
   const subscriptions = await allWebhooks(tenantId);
   await makeDeliveries(
     tenantId,
@@ -86,7 +83,7 @@ export async function makeDeliveriesOf(tenantId: string, events: readonly EventD
  * a message (a page of changes shows up to 100): a few queue messages a page, where one each would
  * make every delivery three requests to the queue service. Fails if the queue refuses one.
  */
-export async function queueDue(deliveries: readonly DeliveryDocument[]): Promise<void> {
+export async function queueDue(deliveries: readonly Pick<DeliveryDocument, 'tenantId' | 'id' | 'attempts'>[]): Promise<void> {
   const attempts = deliveries.map(({ tenantId, id, attempts: made }) => ({ tenantId, deliveryId: id, attempt: made + 1 }));
   const messages = Array.from({ length: Math.ceil(attempts.length / ATTEMPTS_PER_MESSAGE) }, (_, index) =>
     attempts.slice(index * ATTEMPTS_PER_MESSAGE, (index + 1) * ATTEMPTS_PER_MESSAGE),
