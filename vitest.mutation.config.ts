@@ -8,10 +8,10 @@ import { UnloadedFileReporter } from './test/support/unloaded-file-reporter.js';
  */
 export default defineConfig({
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/http/*.test.ts', 'test/rag/*.test.ts'],
+    include: ['test/unit/**/*.test.ts', 'test/http/*.test.ts', 'test/shared/**/*.test.ts'],
     // Lists every file of the project: not a test of the mutated modules, and slow.
-    exclude: ['test/unit/settings.test.ts'],
-    globalSetup: ['test/unit/trusted-tls-setup.ts'],
+    exclude: ['test/shared/settings/catalog.test.ts', 'test/**/*.stack.test.ts'],
+    globalSetup: ['test/support/trusted-tls-setup.ts'],
     // A file that cannot be imported is a failed test, so that Stryker counts the mutant that broke it as killed.
     reporters: [new UnloadedFileReporter(), 'default'],
     testTimeout: 30_000,

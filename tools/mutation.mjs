@@ -4,7 +4,7 @@
  *
  * The fast tests include stand-ins that must speak HTTPS (msal-node refuses plain http). Stryker runs
  * them in worker threads, which trust only what NODE_EXTRA_CA_CERTS named when the process started:
- * so the certificate is made here, before Stryker starts, and test/unit/trusted-tls-setup.ts loads it.
+ * so the certificate is made here, before Stryker starts, and test/support/trusted-tls-setup.ts loads it.
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
