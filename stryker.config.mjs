@@ -46,7 +46,8 @@ export default {
     'shared/http/operation-definition.ts',
     // The queue functions' one policy for a message that can never fit its queue.
     'shared/background/queue-work.ts',
-    // The settings: a deployment missing one fails closed, WEBHOOKS_RETRY_SCHEDULE and the embeddings endpoint checked, and each connection signs in as the identity its settings name.
+    // The settings: a deployment missing one fails closed (the retry schedule and the embeddings endpoint checked too),
+    // and each connection signs in as the identity its settings name.
     'shared/settings/read.ts',
     'shared/settings/connection-credential.ts',
     // What a committed change sets going, read from the change feed: events to their subscriptions, due deliveries, Queued RAG jobs.
