@@ -44,15 +44,14 @@ export default {
     'shared/http/endpoint.ts',
     // A body with no required field may be left out.
     'shared/http/operation-definition.ts',
-    // The queue functions' one policy for a message that can never fit its queue.
-    'shared/background/queue-work.ts',
     // The settings: a deployment missing one fails closed (the retry schedule and the embeddings endpoint checked too),
     // and each connection signs in as the identity its settings name.
     'shared/settings/read.ts',
     'shared/settings/connection-credential.ts',
     // What a committed change sets going, read from the change feed: events to their subscriptions, due deliveries, Queued RAG jobs.
     'shared/background/change-feed.ts',
-    // Work on the storage queues as the triggers take it: base64 JSON, visible after its delay; a failing queue a DependencyUnavailableError.
+    // Work on the storage queues as the triggers take it: base64 JSON, visible after its delay; a failing queue a DependencyUnavailableError;
+    // the queue functions' one policy for a message that can never fit its queue.
     'shared/background/queues.ts',
     // The one conditional write (the change and its event together, 412, 404, retried races) and the readable ids' sequences.
     'shared/data/tenant-data.ts',

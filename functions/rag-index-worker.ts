@@ -2,7 +2,7 @@ import { app, type InvocationContext } from '@azure/functions';
 import { recordBatchError } from '../shared/data/rag-batches-repository.js';
 import { recordAttemptError } from '../shared/data/rag-jobs-repository.js';
 import { finish, plan, runBatch } from '../shared/background/rag-queue.js';
-import { queueWork } from '../shared/background/queue-work.js';
+import { queueWork } from '../shared/background/queues.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
 /** The queue message's id, the same at every delivery of it. */

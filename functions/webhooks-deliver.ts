@@ -1,5 +1,5 @@
 import { app } from '@azure/functions';
-import { queueWork } from '../shared/background/queue-work.js';
+import { queueWork } from '../shared/background/queues.js';
 import { webhookMessage } from '../shared/schemas/webhooks.js';
 import { attempt } from '../shared/background/webhooks-queue.js';
 
