@@ -20,7 +20,7 @@ import { createProject } from '../../../shared/data/projects-repository.js';
 import { createJob, readJobDocument } from '../../../shared/data/rag-jobs-repository.js';
 import { createTask } from '../../../shared/data/tasks-repository.js';
 import { createWebhook, updateWebhook } from '../../../shared/data/webhooks-repository.js';
-import { relayChanges } from '../../../shared/background/change-feed.js';
+import { isDue, relayChanges } from '../../../shared/background/change-feed.js';
 import { webhookMessage, type CreateWebhookBody, type WebhookMessage } from '../../../shared/schemas/webhooks.js';
 import { attempt } from '../../../shared/background/webhooks-queue.js';
 import { STORE_FAILURE } from '../../support/cosmos-proxy.js';
@@ -371,5 +371,19 @@ describe('the relay', () => {
     const [toStore, toQueue] = [embedded.store.requests.length, front.requests.length];
     await expect(relayChanges(changes)).resolves.toEqual(['msg_broken', 'msg_nameless', 'dlv_broken', 'job']);
     expect([embedded.store.requests.length, front.requests.length]).toEqual([toStore, toQueue]);
+  });
+});
+
+describe('isDue', () => {
+  it('is true for a Pending delivery whose attempt time has come, or comes within the early allowance, and for nothing else', () => {
+    const now = Date.parse('2026-01-01T00:00:10.000Z');
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:10.000Z' }, now)).toBe(true);
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:10.001Z' }, now)).toBe(false);
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:12.000Z' }, now, 2_000)).toBe(true);
+    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:12.001Z' }, now, 2_000)).toBe(false);
+    expect(isDue({ status: 'Succeeded', nextAttemptAt: '2026-01-01T00:00:00.000Z' }, now)).toBe(false);
+    expect(isDue({ status: 'Failed', nextAttemptAt: '2026-01-01T00:00:00.000Z' }, now)).toBe(false);
+    expect(isDue({ status: 'Pending', nextAttemptAt: null }, now)).toBe(false);
+    expect(isDue({ status: 'Pending', nextAttemptAt: new Date(Date.now() - 1).toISOString() })).toBe(true);
   });
 });

@@ -172,21 +172,6 @@ async function endPendingDeliveries() {
   for (const pending of resources) await change(pending, { status: 'Failed', nextAttemptAt: null });
 }
 
-describe('isDue', () => {
-  it('is true for a Pending delivery whose attempt time has come, or comes within the early allowance, and for nothing else', async () => {
-    const { isDue } = await deliveries();
-    const now = Date.parse('2026-01-01T00:00:10.000Z');
-    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:10.000Z' }, now)).toBe(true);
-    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:10.001Z' }, now)).toBe(false);
-    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:12.000Z' }, now, 2_000)).toBe(true);
-    expect(isDue({ status: 'Pending', nextAttemptAt: '2026-01-01T00:00:12.001Z' }, now, 2_000)).toBe(false);
-    expect(isDue({ status: 'Succeeded', nextAttemptAt: '2026-01-01T00:00:00.000Z' }, now)).toBe(false);
-    expect(isDue({ status: 'Failed', nextAttemptAt: '2026-01-01T00:00:00.000Z' }, now)).toBe(false);
-    expect(isDue({ status: 'Pending', nextAttemptAt: null }, now)).toBe(false);
-    expect(isDue({ status: 'Pending', nextAttemptAt: new Date(Date.now() - 1).toISOString() })).toBe(true);
-  });
-});
-
 describe('makeDeliveriesOf', () => {
   it('makes each event’s deliveries to its subscriptions, due at once, and sends nothing: no request, no message', async () => {
     const principal = adminCaller();
