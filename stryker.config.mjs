@@ -22,7 +22,7 @@ export default {
     'shared/webhooks/url-rules.ts',
     'shared/webhooks/signing.ts',
     'shared/webhooks/sender.ts',
-    'shared/rag/jobs.ts',
+    'shared/background/rag-queue.ts',
     // What the RAG index is made of: whole sentences, within the limit, none lost, with overlap.
     'shared/rag/chunker.ts',
     // The embeddings client: batches in order, retries within a budget, 429 handed back, no redirect followed, no key in an error.
@@ -35,31 +35,30 @@ export default {
     'shared/http/body.ts',
     // If-Match and If-None-Match, the input rules and their wording, the caller's language.
     // A body's read ends at its request's deadline, though Node's fetch leaves it pending (nodejs/node#56917).
-    'shared/http/read-before.ts',
+    'shared/lib/read-before.ts',
     'shared/http/etag.ts',
-    'shared/validation.ts',
+    'shared/schemas/validation.ts',
     'shared/http/language.ts',
     'shared/http/error-mapper.ts',
     // The HTTP edge: authentication first, query and path parameters, the answer the definition declares.
     'shared/http/endpoint.ts',
     // A body with no required field may be left out.
-    'shared/http/operation.ts',
-    // The queue functions' one policy for a message that can never fit its queue.
-    'shared/queue-work.ts',
-    // Where WEBHOOKS_RETRY_SCHEDULE is parsed (shared/config.ts reads it through this).
-    'shared/webhooks/retry-schedule.ts',
-    // The settings: a deployment missing one fails closed, and each connection signs in as the identity its settings name.
-    'shared/config.ts',
-    'shared/identity-credential.ts',
+    'shared/http/operation-definition.ts',
+    // The settings: a deployment missing one fails closed (the retry schedule and the embeddings endpoint checked too),
+    // and each connection signs in as the identity its settings name.
+    'shared/settings/read.ts',
+    'shared/settings/connection-credential.ts',
     // What a committed change sets going, read from the change feed: events to their subscriptions, due deliveries, Queued RAG jobs.
-    'shared/relay.ts',
-    // Work on the storage queues as the triggers take it: base64 JSON, visible after its delay; a failing queue a DependencyUnavailableError.
-    'shared/queues.ts',
+    'shared/background/change-feed.ts',
+    // Work on the storage queues as the triggers take it: base64 JSON, visible after its delay; a failing queue a DependencyUnavailableError;
+    // the queue functions' one policy for a message that can never fit its queue.
+    'shared/background/queues.ts',
     // The one conditional write (the change and its event together, 412, 404, retried races) and the readable ids' sequences.
     'shared/data/tenant-data.ts',
     'shared/data/sequence.ts',
-    // Webhook delivery: hand-over, claimed attempts, retries on the queue, the sweep.
-    'shared/webhooks/deliveries.ts',
+    // Webhook delivery: claimed attempts and retries on the queue; the sweep (the hand-over is the change feed's, above).
+    'shared/background/webhooks-queue.ts',
+    'shared/background/webhooks-sweep.ts',
     // Reads as readers see them: the caller's tenant only, hidden documents left out, filters as parameters, cursors bound to their list.
     'shared/data/tenant-queries.ts',
     // The RAG index: each chunk in its (tenant, project) partition; every read and delete of the caller's tenant only.

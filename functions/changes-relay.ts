@@ -1,10 +1,10 @@
 import { app, type InvocationContext } from '@azure/functions';
 import { CONTAINERS } from '../shared/data/containers.js';
-import { relayChanges } from '../shared/relay.js';
+import { relayChanges } from '../shared/background/change-feed.js';
 
 /**
  * The change feed of `tenant-data`, a page at a time: each committed change's background work is
- * handed over here (shared/relay.ts), in a few writes and queue messages, never a call to a receiver.
+ * handed over here (shared/background/change-feed.ts), in a few writes and queue messages, never a call to a receiver.
  * A failure of ours (the database, the queue) fails the invocation, and the retry policy runs it
  * again, without end, before the lease's checkpoint moves past the page: no change is ever skipped.
  */

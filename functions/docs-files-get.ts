@@ -1,7 +1,7 @@
 import { app } from '@azure/functions';
 import { pathParameters, publicOperation, respond } from '../shared/http/endpoint.js';
 import { apiRoute } from '../shared/http/routes.js';
-import type { OperationDefinition } from '../shared/http/operation.js';
+import type { OperationDefinition } from '../shared/http/operation-definition.js';
 import { pageFile, PAGE_FILE_TYPES, pageFileParameter } from '../shared/openapi/reference-page.js';
 
 // The files change only with the swagger-ui-dist version, so browsers may keep them for a day.

@@ -3,7 +3,7 @@ import { publicOperation, respond } from '../shared/http/endpoint.js';
 import { apiRoute } from '../shared/http/routes.js';
 import { notModifiedOr } from '../shared/http/responses.js';
 import { openApiDocument } from '../shared/openapi/components.js';
-import { servedDocument } from '../shared/openapi/document-file.js';
+import { servedDocument } from '../shared/http/served-document.js';
 
 export const openapiGet = publicOperation(
   {

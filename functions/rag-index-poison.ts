@@ -1,7 +1,7 @@
 import { app } from '@azure/functions';
 import { readBatch } from '../shared/data/rag-batches-repository.js';
 import { finishJob } from '../shared/data/rag-jobs-repository.js';
-import { queueWork } from '../shared/queue-work.js';
+import { queueWork } from '../shared/background/queues.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
 /**

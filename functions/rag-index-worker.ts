@@ -1,8 +1,8 @@
 import { app, type InvocationContext } from '@azure/functions';
 import { recordBatchError } from '../shared/data/rag-batches-repository.js';
 import { recordAttemptError } from '../shared/data/rag-jobs-repository.js';
-import { finish, plan, runBatch } from '../shared/rag/jobs.js';
-import { queueWork } from '../shared/queue-work.js';
+import { finish, plan, runBatch } from '../shared/background/rag-queue.js';
+import { queueWork } from '../shared/background/queues.js';
 import { ragJobMessage } from '../shared/schemas/rag.js';
 
 /** The queue message's id, the same at every delivery of it. */
@@ -13,7 +13,7 @@ function queueMessageId(context: InvocationContext): string {
 
 /**
  * Runs a RAG index job's work from the queue: its planning, one of its batches, or its finishing
- * (shared/rag/jobs.ts). A failure is thrown back to the Functions host, which retries the message
+ * (shared/background/rag-queue.ts). A failure is thrown back to the Functions host, which retries the message
  * after host.json's visibilityTimeout and, after maxDequeueCount tries, moves it to the poison queue
  * (see rag-index-poison). Work for a job that has ended does nothing.
  */

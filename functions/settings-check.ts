@@ -1,5 +1,5 @@
 import { app } from '@azure/functions';
-import { settingsProblems } from '../shared/config.js';
+import { settingsProblems } from '../shared/settings/read.js';
 
 /**
  * When the worker starts, settings that are missing or wrong (WEBHOOKS_ALLOW_LOOPBACK in Azure, a bad

@@ -1,10 +1,10 @@
 import { app } from '@azure/functions';
-import { webhookSettings } from '../shared/config.js';
+import { webhookSettings } from '../shared/settings/read.js';
 import { createWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { apiRoute } from '../shared/http/routes.js';
 import { CHANGE_EVENT_TYPES } from '../shared/schemas/events.js';
-import { createWebhookBody, webhookWithSecret } from '../shared/schemas/webhooks.js';
+import { createWebhookBody, webhook, webhookWithSecret } from '../shared/schemas/webhooks.js';
 import { checkWebhookUrl, URL_RULES } from '../shared/webhooks/url-rules.js';
 import { newSecret } from '../shared/webhooks/signing.js';
 
@@ -12,7 +12,7 @@ export const webhooksCreate = endpoint({
   permission: 'webhooks:manage',
   body: createWebhookBody,
   honours: ['Idempotency-Key'],
-  success: { status: 201, body: webhookWithSecret, headers: ['Location'] },
+  success: { status: 201, body: webhookWithSecret, versionOf: webhook, headers: ['Location'] },
   docs: {
     summary: 'Subscribe to events',
     description:

@@ -1,7 +1,7 @@
 import { app } from '@azure/functions';
-import { queueWork } from '../shared/queue-work.js';
+import { queueWork } from '../shared/background/queues.js';
 import { webhookMessage } from '../shared/schemas/webhooks.js';
-import { attempt } from '../shared/webhooks/deliveries.js';
+import { attempt } from '../shared/background/webhooks-queue.js';
 
 /**
  * The webhooks queue's work: a delivery's next attempt, put there by the change feed relay when it

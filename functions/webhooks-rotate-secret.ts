@@ -2,13 +2,13 @@ import { app } from '@azure/functions';
 import { rotateSecret } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { apiRoute } from '../shared/http/routes.js';
-import { webhookIdParameter, webhookWithSecret } from '../shared/schemas/webhooks.js';
+import { webhookIdParameter, webhook, webhookWithSecret } from '../shared/schemas/webhooks.js';
 import { newSecret } from '../shared/webhooks/signing.js';
 
 export const webhooksRotateSecret = endpoint({
   permission: 'webhooks:manage',
   params: { webhookId: webhookIdParameter },
-  success: { status: 200, body: webhookWithSecret },
+  success: { status: 200, body: webhookWithSecret, versionOf: webhook },
   docs: {
     summary: "Rotate a subscription's secret",
     description:

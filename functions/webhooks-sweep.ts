@@ -1,5 +1,5 @@
 import { app, type InvocationContext, type Timer } from '@azure/functions';
-import { sweep } from '../shared/webhooks/deliveries.js';
+import { sweep } from '../shared/background/webhooks-sweep.js';
 
 /**
  * Every half minute by default (`WEBHOOKS_SWEEP_SCHEDULE`): brings back through the change feed the

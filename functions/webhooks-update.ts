@@ -1,5 +1,5 @@
 import { app } from '@azure/functions';
-import { webhookSettings } from '../shared/config.js';
+import { webhookSettings } from '../shared/settings/read.js';
 import { updateWebhook } from '../shared/data/webhooks-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { apiRoute } from '../shared/http/routes.js';

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { SETTINGS } from '../shared/settings.js';
+import { SETTINGS } from '../shared/settings/catalog.js';
 
 // Fixed identities of the embedded stack, so tokens, docs and examples stay stable across machines.
 export const LOCAL_HOME_TENANT_ID = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';

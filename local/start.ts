@@ -4,7 +4,7 @@
  * `func start`, from local.settings.json (the environment wins); local/start/options.ts checks them all
  * first, as tools/before-start.mjs did before the build.
  */
-import { SETTINGS } from '../shared/settings.js';
+import { SETTINGS } from '../shared/settings/catalog.js';
 import { shellQuoted } from './ports.js';
 import { appRoot, startStack } from './stack.js';
 import { startOptions, stopOnStartError } from './start/options.js';

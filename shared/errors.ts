@@ -1,4 +1,4 @@
-import type { MessageKey } from './messages.js';
+import type { MessageKey } from './messages/catalog.js';
 
 /** The short names the contract gives each status (the specification's own for 400–404 and 500). */
 export const STATUS_NAMES: Readonly<Record<number, string>> = {

@@ -11,13 +11,13 @@ import { ApiError, STATUS_NAMES } from '../shared/errors.js';
 import { FAILED_DELIVERIES_TO_DISABLE } from '../shared/domain/webhooks.js';
 import { IDEMPOTENCY_KEY } from '../shared/http/endpoint.js';
 import { API_BASE_PATH } from '../shared/http/routes.js';
-import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation.js';
-import { translate, type MessageKey } from '../shared/messages.js';
+import { bodyMayBeOmitted, type HonouredHeader, type OperationDefinition } from '../shared/http/operation-definition.js';
+import { translate, type MessageKey } from '../shared/messages/catalog.js';
 import { errorBody, pagingParameters } from '../shared/schemas/common.js';
 import { EVENT_BODIES } from '../shared/schemas/event-payloads.js';
 import { EVENT_TYPES, eventId } from '../shared/schemas/events.js';
-import { SETTINGS } from '../shared/settings.js';
-import { parseOrThrow } from '../shared/validation.js';
+import { SETTINGS } from '../shared/settings/catalog.js';
+import { parseOrThrow } from '../shared/schemas/validation.js';
 import { ANSWER_BODY_LIMIT, ATTEMPT_TIMEOUT_MS } from '../shared/webhooks/sender.js';
 import { NAMED_SCHEMAS } from '../shared/openapi/components.js';
 

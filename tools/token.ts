@@ -15,7 +15,7 @@ import {
   readIdentityProviderInfo,
   type IdentityProviderInfo,
 } from '../local/identity/provider.js';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 
 // The API's allowance for clock skew (its token validator's), told in the help; the CLI's test holds the two together.
 const API_CLOCK_SKEW_MINUTES = 5;

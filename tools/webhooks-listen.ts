@@ -5,10 +5,10 @@
  */
 import { parseArgs } from 'node:util';
 import { Webhook } from 'standardwebhooks';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 import { DEFAULT_API_PORT } from '../local/defaults.js';
 import { localIdentityDataDir, readIdentityProviderInfo } from '../local/identity/provider.js';
-import { SETTINGS } from '../shared/settings.js';
+import { SETTINGS } from '../shared/settings/catalog.js';
 import { DEFAULT_TOKEN_REQUEST, requestAccessToken } from './token.js';
 import { startWebhookReceiver, type ReceivedDelivery, type WebhookReceiver } from './webhook-receiver.js';
 

@@ -5,7 +5,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { documentFile } from '../shared/openapi/document-file.js';
+import { documentFile } from '../shared/http/served-document.js';
 import { csharpTypes, type OpenApiDocument } from './csharp-types.js';
 
 const source = documentFile();

@@ -12,7 +12,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { appFiles, registrations, triggerOf, type Registration } from '../local/host/registrations.js';
 import { buildOpenApiDocument, type HttpRegistration } from './openapi-document.js';
-import { documentFile } from '../shared/openapi/document-file.js';
+import { documentFile } from '../shared/http/served-document.js';
 
 const target = documentFile();
 const appRoot = dirname(target);

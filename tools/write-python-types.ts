@@ -5,7 +5,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { documentFile } from '../shared/openapi/document-file.js';
+import { documentFile } from '../shared/http/served-document.js';
 import { pythonTypes, type OpenApiDocument } from './python-types.js';
 
 const source = documentFile();

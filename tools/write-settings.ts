@@ -1,21 +1,21 @@
 /**
  * `npm run settings`: writes local.settings.example.json and the settings table of
- * docs/configuration.md from the one list of settings, shared/settings.ts, and infra/generated.json,
+ * docs/configuration.md from the one list of settings, shared/settings/catalog.ts, and infra/generated.json,
  * what the Bicep of infra/ takes from the code: the containers of shared/data/containers.ts, the
  * queues and the app settings that Azure requires and that have a value to start from. `--check`
  * writes nothing and fails when a file is not what the code would write.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { appRootAbove } from '../shared/app-root.js';
+import { appRootAbove } from '../shared/lib/app-root.js';
 import { CONTAINERS } from '../shared/data/containers.js';
-import { SETTINGS, type Setting } from '../shared/settings.js';
+import { SETTINGS, type Setting } from '../shared/settings/catalog.js';
 
 const root = appRootAbove(import.meta.url);
 const EXAMPLE_FILE = join(root, 'local.settings.example.json');
 const DOC_FILE = join(root, 'docs', 'configuration.md');
 const INFRA_FILE = join(root, 'infra', 'generated.json');
-const TABLE_START = '<!-- The table is written by `npm run settings` from shared/settings.ts: change the list, not the table. -->';
+const TABLE_START = '<!-- The table is written by `npm run settings` from shared/settings/catalog.ts: change the list, not the table. -->';
 const TABLE_END = '<!-- End of the settings table. -->';
 
 const settings = Object.entries(SETTINGS) as [string, Setting][];
@@ -45,7 +45,7 @@ function infrastructure(): string {
   const withValues = settings.filter(([, setting]) => setting.azure === 'required' && setting.default !== undefined);
   const queues = settings.filter(([, setting]) => setting.queue).flatMap(([, setting]) => [setting.default!, `${setting.default!}-poison`]);
   const generated = {
-    $comment: 'Written by `npm run settings` from shared/settings.ts and shared/data/containers.ts: change those, not this file.',
+    $comment: 'Written by `npm run settings` from shared/settings/catalog.ts and shared/data/containers.ts: change those, not this file.',
     containers: Object.values(CONTAINERS),
     queues,
     appSettings: Object.fromEntries(withValues.map(([name, setting]) => [name, setting.default])),

@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { QueueServiceClient, type QueueClient, type ReceivedMessageItem } from '@azure/storage-queue';
 import { z } from 'zod';
-import { SETTINGS } from '../../shared/settings.js';
+import { SETTINGS } from '../../shared/settings/catalog.js';
 import {
   connectionSetting,
   errorMessage,

@@ -1,6 +1,6 @@
 /**
  * local.settings.json, read as `func start` reads it and checked before `npm start` builds: JSON, with the line
- * and column of a mistake; `Values` a map of strings, each named as a setting of shared/settings.ts (or as one
+ * and column of a mistake; `Values` a map of strings, each named as a setting of shared/settings/catalog.ts (or as one
  * of the Functions host's and Node.js's, which func hands on too), with the setting a misspelled name is
  * nearest to; `Host` with func's three fields. Every mistake of the file is told at once.
  */
@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse, type MemberNode, type StringNode, type ValueNode } from '@humanwhocodes/momoa';
 import leven from 'leven';
-import { SETTINGS, type Setting } from '../../shared/settings.js';
+import { SETTINGS, type Setting } from '../../shared/settings/catalog.js';
 import { corsSettingsFromLocalSettings } from '../host/cors.js';
 import { StartError } from '../ports.js';
 

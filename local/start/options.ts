@@ -6,7 +6,7 @@
  * environment wins).
  */
 import { connect } from 'node:net';
-import { retiredSettingsGiven, SETTINGS } from '../../shared/settings.js';
+import { retiredSettingsGiven, SETTINGS } from '../../shared/settings/catalog.js';
 import { embedsIdentityProvider, given, localDataDir } from '../defaults.js';
 import { readLocalSettings } from './local-settings.js';
 import { ensureOwnPlace, portSetting, StartError } from '../ports.js';

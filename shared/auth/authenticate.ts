@@ -1,5 +1,5 @@
 import type { HttpRequest } from '@azure/functions';
-import { authSettings } from '../config.js';
+import { authSettings } from '../settings/read.js';
 import { ApiError } from '../errors.js';
 import type { Principal } from './principal.js';
 import { allows, type Permission } from '../roles.js';

@@ -1,11 +1,11 @@
 import { createHash, createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { ConfidentialClientApplication, Configuration } from '@azure/msal-node';
-import { BoundedMap } from '../bounded-map.js';
-import { authSettings, onBehalfOfCredential, type OnBehalfOfCredential } from '../config.js';
+import { BoundedMap } from '../lib/bounded-map.js';
+import { authSettings, onBehalfOfCredential, type OnBehalfOfCredential } from '../settings/read.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
-import { connectionCredential } from '../identity-credential.js';
-import { lazily } from '../lazy.js';
+import { connectionCredential } from '../settings/connection-credential.js';
+import { lazily } from '../lib/lazy.js';
 import type { Principal } from './principal.js';
 
 const CACHE_LIMIT = 500;

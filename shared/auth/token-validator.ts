@@ -1,12 +1,12 @@
+import { z } from 'zod';
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import type { AuthSettings } from '../config.js';
-import { BoundedMap } from '../bounded-map.js';
+import type { AuthSettings } from '../settings/read.js';
+import { BoundedMap } from '../lib/bounded-map.js';
 import { ApiError, DependencyUnavailableError } from '../errors.js';
-import { GUID } from '../guid.js';
-import { lazily } from '../lazy.js';
-import { readBefore } from '../http/read-before.js';
-import { translate, type MessageKey } from '../messages.js';
-import { settleAll } from '../settle-all.js';
+import { lazily } from '../lib/lazy.js';
+import { readBefore } from '../lib/read-before.js';
+import { translate, type MessageKey } from '../messages/catalog.js';
+import { settleAll } from '../lib/settle-all.js';
 import type { Principal } from './principal.js';
 import { isRole, type Role } from '../roles.js';
 
@@ -193,7 +193,7 @@ export function createTokenValidator(settings: AuthSettings) {
     // jose checks `iat` only for a maximum age: a token issued in the future is refused here.
     if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw refusedBecause('tokenNotYetValid');
     const objectId = stringClaim(payload, 'oid');
-    if (!objectId || !GUID.test(objectId.toLowerCase())) throw invalidToken();
+    if (!objectId || !z.regexes.guid.test(objectId)) throw invalidToken();
 
     const scopes = stringClaim(payload, 'scp');
     const kind: Principal['kind'] = payload.idtyp === 'app' || scopes === undefined ? 'app' : 'user';

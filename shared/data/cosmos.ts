@@ -1,7 +1,7 @@
 import { CosmosClient, type Container, type CosmosClientOptions } from '@azure/cosmos';
-import { cosmosSettings } from '../config.js';
-import { connectionCredential } from '../identity-credential.js';
-import { lazily } from '../lazy.js';
+import { cosmosSettings } from '../settings/read.js';
+import { connectionCredential } from '../settings/connection-credential.js';
+import { lazily } from '../lib/lazy.js';
 import { CONTAINERS, type ContainerName } from './containers.js';
 
 /** One client per process, made on first use, so that settings are read only when needed. */

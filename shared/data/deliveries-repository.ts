@@ -8,7 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import type { AfterAttempt } from '../domain/webhooks.js';
 import { conflict, notFound } from '../errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
-import { settleAll } from '../settle-all.js';
+import { settleAll } from '../lib/settle-all.js';
 import { MAX_OPERATIONS, sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from './events.js';
@@ -68,15 +68,18 @@ function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>
   };
 }
 
+/** What of an event its deliveries are made from. */
+export type EventToDeliver = Pick<EventDocument, 'id' | 'tenantId' | 'eventType' | 'timestamp' | 'webhookId'>;
+
 /** Whether a subscription receives an event: active, asked for it, and there when it happened (a ping: the one pinged). */
-export function receives(subscription: WebhookDocument, event: EventDocument): boolean {
+export function receives(subscription: WebhookDocument, event: EventToDeliver): boolean {
   if (!subscription.active) return false;
   if (event.webhookId) return subscription.id === event.webhookId;
   return subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp;
 }
 
 /** The deliveries of an event, one per subscription it is for, each due at once. */
-export function deliveriesOf(event: EventDocument, subscriptions: readonly WebhookDocument[]): Omit<DeliveryDocument, '_etag'>[] {
+export function deliveriesOf(event: EventToDeliver, subscriptions: readonly WebhookDocument[]): Omit<DeliveryDocument, '_etag'>[] {
   return subscriptions.filter((subscription) => receives(subscription, event)).map((subscription) => newDelivery(event, subscription.id));
 }
 

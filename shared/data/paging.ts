@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Container, SqlQuerySpec } from '@azure/cosmos';
-import { cursorSigningKey } from '../config.js';
+import { cursorSigningKey } from '../settings/read.js';
 import { badRequest } from '../errors.js';
 import { cosmosStatus } from './cosmos.js';
 

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
 import { ApiError, preconditionFailed } from '../errors.js';
-import { settleAll } from '../settle-all.js';
+import { settleAll } from '../lib/settle-all.js';
 import { sendBatch } from './batches.js';
 import { container } from './cosmos.js';
 import { eventWrite, type NewEvent } from './events.js';

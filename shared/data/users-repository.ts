@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.js';
-import { BoundedMap } from '../bounded-map.js';
+import { BoundedMap } from '../lib/bounded-map.js';
 import { notFound } from '../errors.js';
 import { user, type ListUsersQuery, type User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';

@@ -1,6 +1,6 @@
 import { ApiError, conflict } from '../errors.js';
 import { MAX_MEMBERS, type Project, type ProjectStatus } from '../schemas/projects.js';
-import { email } from '../validation.js';
+import { email } from '../schemas/validation.js';
 
 /** The contract's status moves. Archived has none: an archived project is read-only. */
 export const STATUS_MOVES: Readonly<Record<ProjectStatus, readonly ProjectStatus[]>> = {

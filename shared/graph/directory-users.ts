@@ -1,9 +1,9 @@
 import { onBehalfOf } from '../auth/on-behalf-of.js';
 import type { Principal } from '../auth/principal.js';
-import { graphSettings } from '../config.js';
+import { graphSettings } from '../settings/read.js';
 import { ApiError, badRequest } from '../errors.js';
 import { decodeCursor, encodeCursor, type Page } from '../data/paging.js';
-import { readBefore } from '../http/read-before.js';
+import { readBefore } from '../lib/read-before.js';
 import type { ListUsersQuery, User } from '../schemas/users.js';
 
 const REQUEST_TIMEOUT_MS = 10_000;

@@ -7,16 +7,16 @@ import type { Idempotency } from '../data/idempotency.js';
 import type { Page } from '../data/paging.js';
 import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
-import { carriesETag, versionedPart, type ExpectedVersion } from '../domain/versions.js';
+import type { ExpectedVersion } from '../domain/versions.js';
 import { ApiError, badRequest, notFound } from '../errors.js';
-import { translate } from '../messages.js';
-import { parseOrThrow } from '../validation.js';
+import { translate } from '../messages/catalog.js';
+import { parseOrThrow } from '../schemas/validation.js';
 import { readJsonObject } from './body.js';
 import { errorResponse } from './error-mapper.js';
 import { entityTag, expectedVersion, isNotModified } from './etag.js';
 import { preferredLanguage, type Language } from './language.js';
 import type { PathParameter } from '../schemas/common.js';
-import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation.js';
+import { bodyMayBeOmitted, type DescribedHandler, type OperationDefinition, type SuccessAnswer, type SuccessHeader } from './operation-definition.js';
 import { nextPageLink, responseHeaders } from './responses.js';
 
 type Schema = z.ZodType;
@@ -178,22 +178,27 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
   };
 }
 
-/** A page's items as sent: each with its `etag` where the page's item schema says so (listedWithETag). */
+/** A page's items as sent: each with its `etag` where the page's item schema has one (listedWithETag). */
 function pageItems(definition: OperationDefinition, items: unknown[]): unknown[] {
   const { body } = definition.success;
-  if (!(body instanceof z.ZodArray) || !carriesETag(body.element as z.ZodType)) return items;
+  if (!(body instanceof z.ZodArray && body.element instanceof z.ZodObject && 'etag' in body.element.shape)) return items;
   return items.map((item) => ({ ...(item as object), etag: entityTag(item) }));
+}
+
+/** The resource's fields of a body that shows more, in the resource's order, as a read of it shows them. */
+function resourceIn(resource: z.ZodObject, body: unknown): unknown {
+  return Object.fromEntries(Object.keys(resource.shape).map((name) => [name, (body as Record<string, unknown>)[name]]));
 }
 
 /** The successful answer the definition declares, made from what the handler answered. */
 function answer(definition: OperationDefinition, outcome: Outcome, request: HttpRequest, url: URL, path: string): HttpResponseInit {
-  const { status, headers: declared = [] } = definition.success;
+  const { status, headers: declared = [], versionOf } = definition.success;
   const { page, created } = outcome;
   const body = page ? pageItems(definition, page.items) : created ? created.resource : outcome.body;
   const headers: Record<string, string> = {};
   if (declared.includes('ETag')) {
     // The resource's version, as a read of it tags it: a body that shows more than the resource (a secret) names the resource's.
-    const tag = entityTag(versionedPart(definition.success.body, body));
+    const tag = entityTag(versionOf ? resourceIn(versionOf, body) : body);
     if (definition.honours?.includes('If-None-Match') && isNotModified(request.headers.get('if-none-match'), tag)) {
       return { status: 304, headers: { ETag: tag } };
     }

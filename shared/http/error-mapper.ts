@@ -1,6 +1,6 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
 import { ApiError, ConfigurationError, DependencyUnavailableError, STATUS_NAMES } from '../errors.js';
-import { translate, type MessageKey } from '../messages.js';
+import { translate, type MessageKey } from '../messages/catalog.js';
 import type { Language } from './language.js';
 import { responseHeaders } from './responses.js';
 

@@ -1,4 +1,4 @@
-import type { Language } from '../messages.js';
+import type { Language } from '../messages/catalog.js';
 
 export type { Language };
 

@@ -5,8 +5,8 @@
  * whatever no operation takes, by the operations of the document the app carries.
  */
 import { ApiError } from '../errors.js';
-import { lazily } from '../lazy.js';
-import { servedDocument } from '../openapi/document-file.js';
+import { lazily } from '../lib/lazy.js';
+import { servedDocument } from './served-document.js';
 
 /** The path every operation of this version of the API lives under. */
 export const API_BASE_PATH = 'api';

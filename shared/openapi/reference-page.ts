@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { lazily } from '../lazy.js';
+import { lazily } from '../lib/lazy.js';
 import type { PathParameter } from '../schemas/common.js';
 
 /**

@@ -8,19 +8,8 @@
  * The API key is sent only in its header: it never appears in an error or a log line.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigurationError } from '../errors.js';
-import { readBefore } from '../http/read-before.js';
-
-export interface EmbeddingsSettings {
-  /**
-   * An OpenAI-style base URL (`https://api.openai.com/v1`, requests go to `<base>/embeddings`), or a full URL
-   * ending in `/embeddings` (an Azure OpenAI deployment's, with its `api-version` query).
-   */
-  endpoint: string;
-  apiKey?: string;
-  /** Sent as `model`; OpenAI needs it, an Azure deployment already names its model. */
-  model?: string;
-}
+import { readBefore } from '../lib/read-before.js';
+import type { EmbeddingsSettings } from '../settings/read.js';
 
 export interface EmbedderOptions {
   /** Inputs per request. Default 16. */
@@ -97,40 +86,6 @@ const MAX_THROTTLED_MS = 10 * 60_000;
 const RETRIED_STATUSES = new Set([500, 502, 503, 504]);
 // Azure OpenAI and Azure AI services take the key in `api-key`; everything else as a bearer token.
 const API_KEY_HEADER_HOST_SUFFIXES = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-// ---------------------------------------------------------------- settings
-
-/** Undefined when EMBEDDINGS_ENDPOINT is not set: embeddings are optional. */
-export function readEmbeddingsSettings(env: NodeJS.ProcessEnv): EmbeddingsSettings | undefined {
-  const endpoint = env.EMBEDDINGS_ENDPOINT?.trim();
-  if (!endpoint) return undefined;
-  const problems: string[] = [];
-  let url: URL | undefined;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    problems.push('EMBEDDINGS_ENDPOINT is not a URL');
-  }
-  // The key would travel in the clear; plain HTTP is for a stand-in on this machine.
-  if (url && url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
-    problems.push('EMBEDDINGS_ENDPOINT must be an https URL (plain http only on localhost)');
-  } else if (url?.protocol === 'http:' && env.WEBSITE_INSTANCE_ID?.trim()) {
-    // Azure sets WEBSITE_INSTANCE_ID on every instance (as for WEBHOOKS_ALLOW_LOOPBACK): a stand-in on localhost is a developer's.
-    problems.push("EMBEDDINGS_ENDPOINT over plain http is for a developer's machine and must not be set in Azure (WEBSITE_INSTANCE_ID is set)");
-  }
-  // Azure answers a bare 404 without it, which says nothing about why.
-  if (url && url.pathname.includes('/openai/deployments/') && !url.searchParams.has('api-version')) {
-    problems.push('EMBEDDINGS_ENDPOINT names an Azure OpenAI deployment but has no api-version query (e.g. ?api-version=2024-10-21)');
-  }
-  const apiKey = env.EMBEDDINGS_API_KEY?.trim() || undefined;
-  // fetch would refuse such a header on every request, which would read as a service that cannot be reached.
-  if (apiKey && !/^[\x21-\x7e]+$/.test(apiKey)) problems.push('EMBEDDINGS_API_KEY has characters an HTTP header cannot carry (spaces, or beyond ASCII)');
-  if (problems.length) throw new ConfigurationError(problems);
-  return { endpoint, apiKey, model: env.EMBEDDINGS_MODEL?.trim() || undefined };
-}
-
-// ---------------------------------------------------------------- client
 
 export function createEmbedder(settings: EmbeddingsSettings, options: EmbedderOptions = {}): Embedder {
   const url = embeddingsUrl(settings.endpoint);

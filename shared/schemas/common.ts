@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { MessageKey } from '../messages.js';
-import { integerParameter, patterned, text } from '../validation.js';
+import type { MessageKey } from '../messages/catalog.js';
+import { integerParameter, patterned, text } from './validation.js';
 
 /**
  * A path parameter naming a resource: its form, the 404 a value of any other form gets (it cannot
@@ -65,3 +65,14 @@ export const errorBody = z.object({
   claims: z.string().optional().describe("A 401 of On-Behalf-Of's `interactionRequired`: the claims challenge to sign the user in again with"),
   activeJobId: z.string().optional().describe("The 409 of `POST /api/rag/index` (`ragJobActive`): the tenant's active RAG job"),
 });
+
+/**
+ * A list item's schema: the resource as a read of it shows it, and `etag`, the ETag that read answers,
+ * so that a change after a list needs no read first (If-Match takes it as it is). `endpoint()` fills
+ * `etag` in each item of a page whose item schema has one.
+ */
+export function listedWithETag<R extends z.ZodObject>(resource: R) {
+  return resource.extend({
+    etag: z.string().describe('The ETag a read of this resource answers now: send it in If-Match to change this version, without reading it first'),
+  });
+}

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { listedWithETag } from '../domain/versions.js';
-import { patterned } from '../validation.js';
-import { pagingParameters, sortParameter, timeParameter, timestamp, type PathParameter } from './common.js';
+import { patterned } from './validation.js';
+import { listedWithETag, pagingParameters, type PathParameter, sortParameter, timeParameter, timestamp } from './common.js';
 
 /** Every event there is; `webhook.ping` only ever goes to the subscription pinged, and is not listed. */
 export const EVENT_TYPES = [

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { listedWithETag } from '../domain/versions.js';
-import { atLeastOneField, email, patterned, text } from '../validation.js';
-import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
+import { atLeastOneField, email, patterned, text } from './validation.js';
+import { listedWithETag, pagingParameters, type PathParameter, recordDescription, recordStamps, recordTitle, sortParameter } from './common.js';
 
 export const PROJECT_STATUSES = ['Planning', 'Active', 'OnHold', 'Completed', 'Archived'] as const;
 export type ProjectStatus = (typeof PROJECT_STATUSES)[number];

@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { listedWithETag } from '../domain/versions.js';
-import { GUID } from '../guid.js';
-import { patterned } from '../validation.js';
-import { pagingParameters, timestamp, type PathParameter } from './common.js';
+import { patterned } from './validation.js';
+import { listedWithETag, pagingParameters, type PathParameter, timestamp } from './common.js';
 import { projectId } from './projects.js';
 
 export const RAG_MODES = ['incremental', 'full'] as const;
@@ -31,6 +29,8 @@ export const ragCounts = z.object({
 export type RagCounts = z.infer<typeof ragCounts>;
 
 /** A job id is a UUID as `randomUUID()` writes it (lower case). */
+/** A GUID as `randomUUID()` writes it: lower-case hex in 8-4-4-4-12 groups. */
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const jobId = patterned(GUID, 'idForm', { example: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' }).meta({ format: 'uuid' });
 export const jobIdParameter: PathParameter = { schema: jobId, notFound: 'ragJobNotFound', example: '5b0e8f3a-9c2d-4e1f-8a7b-6c5d4e3f2a1b' };
 

@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { listedWithETag } from '../domain/versions.js';
-import { atLeastOneField, email, patterned } from '../validation.js';
-import { pagingParameters, recordDescription, recordStamps, recordTitle, sortParameter, type PathParameter } from './common.js';
+import { atLeastOneField, email, patterned } from './validation.js';
+import { listedWithETag, pagingParameters, type PathParameter, recordDescription, recordStamps, recordTitle, sortParameter } from './common.js';
 import { projectId } from './projects.js';
 
 export const TASK_STATUSES = ['Todo', 'InProgress', 'Blocked', 'Done'] as const;

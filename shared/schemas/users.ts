@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ROLES } from '../roles.js';
-import { text } from '../validation.js';
+import { text } from './validation.js';
 import { pagingParameters, timestamp } from './common.js';
 
 export const user = z.object({

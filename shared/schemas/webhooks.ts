@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { listedWithETag, resourceAndMore } from '../domain/versions.js';
-import { atLeastOneField, patterned, text } from '../validation.js';
-import { pagingParameters, timestamp, type PathParameter } from './common.js';
+import { atLeastOneField, patterned, text } from './validation.js';
+import { listedWithETag, pagingParameters, type PathParameter, timestamp } from './common.js';
 import { CHANGE_EVENT_TYPES, EVENT_TYPES } from './events.js';
 
 export const MAX_WEBHOOKS_PER_TENANT = 20;
@@ -33,18 +32,15 @@ export type Webhook = z.infer<typeof webhook>;
 /** A subscription as a list shows it: with `etag`, the ETag a read of it answers. */
 export const webhookListItem = listedWithETag(webhook);
 
-/** Only the answers to a create and to a rotation show the secret, which is no part of the webhook's version: their ETag is the webhook's. */
-export const webhookWithSecret = resourceAndMore(
-  webhook,
-  webhook.extend({
-    secret: z
-      .string()
-      .describe(
-        '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
-          'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
-      ),
-  }),
-);
+/** Only the answers to a create and to a rotation show the secret, which is no part of the webhook's version: they declare `versionOf: webhook`. */
+export const webhookWithSecret = webhook.extend({
+  secret: z
+    .string()
+    .describe(
+      '`whsec_` and the base64 of 32 random bytes: the key of the HMAC-SHA256 signatures. Shown only here. After a rotation, the ' +
+        'secrets of the last 24 hours keep signing beside it (every delivery carries a signature for each).',
+    ),
+});
 export type WebhookWithSecret = z.infer<typeof webhookWithSecret>;
 
 /** A URL as a subscription takes it; the rules that need the network (what the host resolves to) are checked beside. */

@@ -8,7 +8,7 @@ import { Agent as HttpAgent, request as httpRequest, type AgentOptions } from 'n
 import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import { ApiError } from '../errors.js';
-import { translate } from '../messages.js';
+import { translate } from '../messages/catalog.js';
 import { bareHost, resolveWebhookHost, webhookUrl, type ResolvedAddress } from './url-rules.js';
 
 export const ATTEMPT_TIMEOUT_MS = 10_000;

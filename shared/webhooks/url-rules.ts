@@ -7,7 +7,7 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { ApiError } from '../errors.js';
-import type { MessageKey } from '../messages.js';
+import type { MessageKey } from '../messages/catalog.js';
 import { MAX_WEBHOOK_URL_LENGTH } from '../schemas/webhooks.js';
 
 export interface ResolvedAddress {

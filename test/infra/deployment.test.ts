@@ -2,14 +2,14 @@
  * The deployment against the code: the resources `azd provision` would create, as Bicep evaluates them
  * (dist/infra/<environment>.snapshot.json) from the compiled template (dist/infra/main.json), both written by
  * `npm run infra` (which `npm test` runs first). What the code decides is read here from the code itself:
- * the containers of shared/data/containers.ts, the settings of shared/settings.ts and the bindings of functions/.
+ * the containers of shared/data/containers.ts, the settings of shared/settings/catalog.ts and the bindings of functions/.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CONTAINERS } from '../../shared/data/containers.js';
-import { SETTINGS, type Setting } from '../../shared/settings.js';
+import { SETTINGS, type Setting } from '../../shared/settings/catalog.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 

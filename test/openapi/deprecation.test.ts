@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { OperationDefinition } from '../../shared/http/operation.js';
+import type { OperationDefinition } from '../../shared/http/operation-definition.js';
 import { buildOpenApiDocument } from '../../tools/openapi-document.js';
 import { project } from '../../shared/schemas/projects.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort as findClosedPort, heldPort, runCommand } from '../support/commands.js';
-import { SETTINGS } from '../../shared/settings.js';
+import { SETTINGS } from '../../shared/settings/catalog.js';
 import { api, stack, token } from '../support/stack.js';
 
 let held: Awaited<ReturnType<typeof heldPort>>;
