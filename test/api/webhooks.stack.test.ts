@@ -556,7 +556,7 @@ describe('no event is lost', () => {
     await second.stop();
   });
 
-  it('a burst of 1,000 changes reaches 10 subscriptions: every event arrives', { timeout: 240_000 }, async () => {
+  it('a burst of 1,000 changes reaches 10 subscriptions: every event arrives', { timeout: 480_000 }, async () => {
     const receiving = await Promise.all(Array.from({ length: 10 }, () => receiver()));
     for (const to of receiving) await subscribe(to, { events: ['project.created'] });
     const owner = uniqueEmail('burst');
@@ -573,7 +573,9 @@ describe('no event is lost', () => {
     );
     const wanted = new Set(ids);
     const arrived = (to: WebhookReceiver) => new Set(to.received.map((delivery) => payload(delivery).data.id as string).filter((id) => wanted.has(id)));
-    await Promise.all(receiving.map((to) => to.waitFor(() => arrived(to).size === wanted.size, 200_000)));
+    // Every attempt goes through the queue, a tenant's turns at a time: the pace is the bench's to show (about 90 s on a quiet
+    // machine); this waits for every event, as slowly as a loaded one brings them.
+    await Promise.all(receiving.map((to) => to.waitFor(() => arrived(to).size === wanted.size, 420_000)));
     const lost = receiving.reduce((sum, to) => sum + (wanted.size - arrived(to).size), 0);
     const duplicates = receiving.reduce((sum, to) => sum + to.received.length - new Set(to.received.map((delivery) => delivery.headers['webhook-id'])).size, 0);
     console.log(`Webhook burst: ${wanted.size} events × ${receiving.length} subscriptions, ${lost} lost, ${duplicates} duplicates`);
