@@ -6,7 +6,7 @@
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import type { AfterAttempt } from '../domain/webhooks.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, notFound } from '../domain/errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';
 import { MAX_OPERATIONS, sendBatch } from './batches.js';

@@ -3,7 +3,7 @@
  * GET /api/events/{eventId} reads one; pings left out.
  */
 import type { Principal } from '../auth/principal.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { allows } from '../roles.js';
 import { EVENT_TYPES, type Event, type ListEventsQuery } from '../schemas/events.js';
 import { payloadOf, type EventDocument } from './events.js';

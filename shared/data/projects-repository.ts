@@ -2,7 +2,7 @@ import type { Container, OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner, ownerOf } from '../domain/projects.js';
 import type { ExpectedVersion } from '../domain/versions.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
 import { sendBatch, writeInBatches, type Tally } from './batches.js';
 import { eventWrite } from './events.js';

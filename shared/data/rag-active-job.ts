@@ -4,7 +4,7 @@
  * the job's end lets it go in the batch that ends the job.
  */
 import type { OperationInput } from '@azure/cosmos';
-import { ApiError } from '../errors.js';
+import { RuleError } from '../domain/errors.js';
 import { cosmosStatus } from './cosmos.js';
 import { asJson, readDocument, tenantData, type StoredDocument } from './tenant-data.js';
 
@@ -60,6 +60,6 @@ export async function releaseStaleLock(tenantId: string, stale: HeldLock): Promi
 }
 
 /** The 409 of a start while another job is active, naming it. */
-export function activeJobConflict(jobId: string): ApiError {
-  return new ApiError(409, 'ragJobActive', { id: jobId }, { extra: { activeJobId: jobId } });
+export function activeJobConflict(jobId: string): RuleError {
+  return new RuleError('conflict', 'ragJobActive', { id: jobId }, { activeJobId: jobId });
 }

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
 import { requestedJob } from '../domain/rag-jobs.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, notFound } from '../domain/errors.js';
 import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';

@@ -2,7 +2,7 @@ import type { Principal } from '../auth/principal.js';
 import { assertWritable } from '../domain/projects.js';
 import { priorityRank, TASK_DEFAULTS } from '../domain/tasks.js';
 import type { ExpectedVersion } from '../domain/versions.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { task, type CreateTaskBody, type ListTasksQuery, type Task, type UpdateTaskBody } from '../schemas/tasks.js';
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';

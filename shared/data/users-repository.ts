@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.js';
 import { BoundedMap } from '../bounded-map.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { user, type ListUsersQuery, type User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';

@@ -7,7 +7,7 @@
 import type { Principal } from '../auth/principal.js';
 import { DISABLED_BECAUSE, FAILED_DELIVERIES_TO_DISABLE, type AfterAttempt } from '../domain/webhooks.js';
 import type { ExpectedVersion } from '../domain/versions.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { conflict, notFound, RuleError } from '../domain/errors.js';
 import {
   MAX_WEBHOOKS_PER_TENANT,
   webhook,
@@ -248,6 +248,6 @@ export async function recordDeliveryEnd(subscription: WebhookDocument, deliveryI
     },
   }).catch((error: unknown) => {
     // Deleted meanwhile: nothing to record.
-    if (!(error instanceof ApiError && error.status === 404)) throw error;
+    if (!(error instanceof RuleError && error.refusal === 'notFound')) throw error;
   });
 }

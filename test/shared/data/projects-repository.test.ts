@@ -3,17 +3,17 @@
  * local stack started by this file: the readable ids, the owner and members, the status moves, an
  * Archived project read-only, If-Match, the caller's tenant only, the event each change writes, and
  * a delete that takes the project's tasks with it, also when it races another delete or a task
- * create. The status rules themselves are test/unit/projects.test.ts's; the list's paging and
- * cursors test/unit/tenant-queries.test.ts's. The app reaches the store through a proxy
+ * create. The status rules themselves are test/shared/domain/projects.test.ts's; the list's paging and
+ * cursors test/shared/data/tenant-queries.test.ts's. The app reaches the store through a proxy
  * (test/support/cosmos-proxy.ts) that can hold a request while another instance, which goes to the
  * store directly, writes first.
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { versionOf } from '../../shared/domain/versions.js';
-import { ApiError } from '../../shared/errors.js';
-import type { EventDocument } from '../../shared/data/events.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { versionOf } from '../../../shared/domain/versions.js';
+import { RuleError } from '../../../shared/domain/errors.js';
+import type { EventDocument } from '../../../shared/data/events.js';
 import {
   createProject,
   deleteProject,
@@ -24,12 +24,12 @@ import {
   readProjectDocument,
   updateProject,
   type ProjectDocument,
-} from '../../shared/data/projects-repository.js';
-import { createTask, taskDocument } from '../../shared/data/tasks-repository.js';
-import type { CreateProjectBody, ListProjectsQuery, Project } from '../../shared/schemas/projects.js';
-import { beforeRequest, isBatch, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+} from '../../../shared/data/projects-repository.js';
+import { createTask, taskDocument } from '../../../shared/data/tasks-repository.js';
+import type { CreateProjectBody, ListProjectsQuery, Project } from '../../../shared/schemas/projects.js';
+import { beforeRequest, isBatch, type CosmosRequestRecord } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -139,8 +139,8 @@ describe('createProject', () => {
   it('refuses more than 500 members, the owner counted, and stores nothing; needs an owner when the caller has no e-mail', async () => {
     const principal = adminCaller();
     const members = Array.from({ length: 500 }, (_, index) => `m${index}@contoso.test`);
-    await expect(make(principal, { members })).rejects.toMatchObject({ status: 400, messageKey: 'tooManyMembers', params: { limit: 500 } });
-    await expect(make({ ...principal, email: undefined })).rejects.toMatchObject({ status: 400, messageKey: 'ownerRequired' });
+    await expect(make(principal, { members })).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'tooManyMembers', params: { limit: 500 } });
+    await expect(make({ ...principal, email: undefined })).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'ownerRequired' });
     expect(await documentsOf(embedded.direct(), principal.tenantId, 'project')).toEqual([]);
     expect(await eventsOf(principal.tenantId)).toEqual([]);
     expect((await make(principal, { members: members.slice(1) })).members).toHaveLength(500);
@@ -171,7 +171,7 @@ describe('getProject and readProjectDocument', () => {
       [principal.tenantId, task.id],
       [principal.tenantId, `PRJ-${'9'.repeat(150)}`],
     ] as const) {
-      const notFound = { status: 404, messageKey: 'projectNotFound', params: { id: missing.slice(0, 100) } };
+      const notFound = { refusal: 'notFound', messageKey: 'projectNotFound', params: { id: missing.slice(0, 100) } };
       await expect(getProject({ ...principal, tenantId }, missing)).rejects.toMatchObject(notFound);
       await expect(readProjectDocument(tenantId, missing)).rejects.toMatchObject(notFound);
     }
@@ -240,7 +240,7 @@ describe('updateProject', () => {
       await updateProject(principal, id, { owner: 'eve@contoso.test', members: ['eve@contoso.test', 'fay@contoso.test', 'fay@contoso.test'] }, undefined),
     ).toMatchObject({ owner: 'eve@contoso.test', members: ['eve@contoso.test', 'fay@contoso.test'] });
     const members = Array.from({ length: 500 }, (_, index) => `m${index}@contoso.test`);
-    await expect(updateProject(principal, id, { members }, undefined)).rejects.toMatchObject({ status: 400, messageKey: 'tooManyMembers' });
+    await expect(updateProject(principal, id, { members }, undefined)).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'tooManyMembers' });
   });
 
   it('moves the status as the contract allows; another move is a 409 naming the allowed ones, that changes nothing and writes no event', async () => {
@@ -252,7 +252,7 @@ describe('updateProject', () => {
     const events = await eventsOf(principal.tenantId);
 
     await expect(updateProject(principal, id, { status: 'Completed' }, undefined)).rejects.toMatchObject({
-      status: 409,
+      refusal: 'conflict',
       messageKey: 'statusMoveNotAllowed',
       params: { from: 'OnHold', to: 'Completed', allowed: 'Active, Archived' },
     });
@@ -286,8 +286,8 @@ describe('updateProject', () => {
     const before = (await stored(principal.tenantId, id))!;
     for (const changes of [{ name: 'Renamed' }, { status: 'Active' as const }, { status: 'Archived' as const }]) {
       const refused = updateProject(principal, id, changes, undefined);
-      await expect(refused).rejects.toBeInstanceOf(ApiError);
-      await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived', params: { id } });
+      await expect(refused).rejects.toBeInstanceOf(RuleError);
+      await expect(refused).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived', params: { id } });
     }
     expect((await stored(principal.tenantId, id))!._etag).toBe(before._etag);
     expect((await eventsOf(principal.tenantId)).map(({ type }) => type)).toEqual(['project.created', 'project.updated']);
@@ -298,7 +298,7 @@ describe('updateProject', () => {
     const read = await make(principal);
     const changed = await updateProject(principal, read.id, { description: 'First' }, [versionOf(read)]);
     await expect(updateProject(principal, read.id, { description: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
-      status: 412,
+      refusal: 'stale',
       messageKey: 'preconditionFailed',
     });
     expect(await getProject(principal, read.id)).toEqual(changed);
@@ -308,10 +308,13 @@ describe('updateProject', () => {
   it('answers 404 for another tenant’s project, a missing one and one being deleted, and changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await make(principal);
-    await expect(updateProject(adminCaller(), id, { name: 'Theirs' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
-    await expect(updateProject(principal, 'PRJ-999999', { name: 'None' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    await expect(updateProject(adminCaller(), id, { name: 'Theirs' }, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound' });
+    await expect(updateProject(principal, 'PRJ-999999', { name: 'None' }, undefined)).rejects.toMatchObject({
+      refusal: 'notFound',
+      messageKey: 'projectNotFound',
+    });
     await storedChange(principal.tenantId, id, { deleting: true });
-    await expect(updateProject(principal, id, { name: 'Going' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound' });
+    await expect(updateProject(principal, id, { name: 'Going' }, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound' });
     expect((await stored(principal.tenantId, id))!.name).toBe('Apollo');
   });
 });
@@ -347,7 +350,7 @@ describe('deleteProject', () => {
     expect(await getProject(principal, kept.id)).toEqual(kept);
     expect((await eventsOf(tenantId)).slice(events)).toEqual([{ type: 'project.deleted', data: { id: doomed.id, deletedTasks: 3 } }]);
     await expect(deleteProject(principal, doomed.id, undefined)).rejects.toMatchObject({
-      status: 404,
+      refusal: 'notFound',
       messageKey: 'projectNotFound',
       params: { id: doomed.id },
     });
@@ -368,7 +371,7 @@ describe('deleteProject', () => {
     await createTask(principal, { projectId: read.id, title: 'Stays' }, undefined);
     const current = await updateProject(principal, read.id, { description: 'Changed' }, undefined);
 
-    await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
+    await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale', messageKey: 'preconditionFailed' });
     expect(await getProject(principal, read.id)).toEqual(current);
     expect(await taskIdsOf(principal.tenantId)).toHaveLength(1);
 
@@ -386,7 +389,11 @@ describe('deleteProject', () => {
       [principal, 'PRJ-999999'],
       [principal, task.id],
     ] as const) {
-      await expect(deleteProject(caller, missing, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: missing } });
+      await expect(deleteProject(caller, missing, undefined)).rejects.toMatchObject({
+        refusal: 'notFound',
+        messageKey: 'projectNotFound',
+        params: { id: missing },
+      });
     }
     expect(await stored(principal.tenantId, id)).toBeDefined();
     expect(await taskIdsOf(principal.tenantId)).toEqual([task.id]);
@@ -416,7 +423,7 @@ describe('deleteProject', () => {
     const principal = adminCaller();
     const read = await make(principal);
     meanwhile(batchWith('"deleting":true'), () => storedChange(principal.tenantId, read.id, { name: 'Renamed elsewhere' }));
-    await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412 });
+    await expect(deleteProject(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale' });
     expect(await stored(principal.tenantId, read.id)).toMatchObject({ name: 'Renamed elsewhere' });
     expect((await stored(principal.tenantId, read.id))!.deleting).toBeUndefined();
   });
@@ -534,7 +541,7 @@ describe('deleteProject', () => {
     await expect(deleteProject(principal, id, undefined)).rejects.toMatchObject({ message: 'Deleting a project failed: 503,424', code: 503 });
     embedded.store.intercept = undefined;
     expect(await stored(principal.tenantId, id)).toMatchObject({ deleting: true });
-    await expect(getProject(principal, id)).rejects.toMatchObject({ status: 404 });
+    await expect(getProject(principal, id)).rejects.toMatchObject({ refusal: 'notFound' });
     await deleteProject(principal, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
   });

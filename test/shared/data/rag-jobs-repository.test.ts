@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import type { EventDocument } from '../../shared/data/events.js';
-import type { Idempotency } from '../../shared/data/idempotency.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import type { EventDocument } from '../../../shared/data/events.js';
+import type { Idempotency } from '../../../shared/data/idempotency.js';
 import {
   createJob as startJob,
   finishJob,
@@ -27,12 +27,12 @@ import {
   startRunning,
   type RagJobDocument,
   type Sweep,
-} from '../../shared/data/rag-jobs-repository.js';
-import type { StartRagIndexBody } from '../../shared/schemas/rag.js';
-import { errorOf, failureOf } from '../support/failures.js';
-import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+} from '../../../shared/data/rag-jobs-repository.js';
+import type { StartRagIndexBody } from '../../../shared/schemas/rag.js';
+import { errorOf, failureOf } from '../../support/failures.js';
+import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -60,7 +60,7 @@ async function storeFields(tenantId: string, jobId: string, fields: Partial<RagJ
 /** Starts a job without an Idempotency-Key: the job as answered. */
 const createJob = async (principal: Principal, body: StartRagIndexBody) => (await startJob(principal, body, undefined)).resource;
 
-const activeJobConflict = (jobId: string) => ({ status: 409, messageKey: 'ragJobActive', params: { id: jobId }, options: { extra: { activeJobId: jobId } } });
+const activeJobConflict = (jobId: string) => ({ refusal: 'conflict', messageKey: 'ragJobActive', params: { id: jobId }, extra: { activeJobId: jobId } });
 
 /** A job of a new tenant stored as ended (`status`) while the tenant's lock still names it: a lock left behind. */
 async function endedJobStillLocking(status: RagJobDocument['status']) {
@@ -259,8 +259,8 @@ describe('starting a job with an Idempotency-Key', () => {
     const principal = adminCaller();
     const key = keyed();
     const first = await startJob(principal, { mode: 'incremental' }, key);
-    expect(await failureOf(startJob(principal, { mode: 'full' }, key))).toMatchObject({ status: 422, messageKey: 'idempotencyKeyReused' });
-    expect(await failureOf(startJob(principal, { mode: 'incremental', projectIds: ['PRJ-1'] }, key))).toMatchObject({ status: 422 });
+    expect(await failureOf(startJob(principal, { mode: 'full' }, key))).toMatchObject({ refusal: 'keyReused', messageKey: 'idempotencyKeyReused' });
+    expect(await failureOf(startJob(principal, { mode: 'incremental', projectIds: ['PRJ-1'] }, key))).toMatchObject({ refusal: 'keyReused' });
     await finishJob(principal.tenantId, first.resource.jobId, { cancelled: true });
     // Another caller of the tenant with the same key, and the same caller with another key: starts of their own.
     const colleague = { ...principal, objectId: randomUUID() };
@@ -312,7 +312,7 @@ describe('starting a job with an Idempotency-Key', () => {
 describe('reading jobs', () => {
   it("of another tenant is the job's 404", async () => {
     const { jobId } = await runningJob();
-    expect(await failureOf(getJob(adminCaller(), jobId))).toMatchObject({ status: 404, messageKey: 'ragJobNotFound', params: { id: jobId } });
+    expect(await failureOf(getJob(adminCaller(), jobId))).toMatchObject({ refusal: 'notFound', messageKey: 'ragJobNotFound', params: { id: jobId } });
     const long = 'x'.repeat(150);
     expect((await failureOf(getJob(adminCaller(), long))).params).toEqual({ id: 'x'.repeat(100) });
   });
@@ -635,7 +635,7 @@ describe('a cancel', () => {
     await finishJob(tenantId, jobId, { counts: { sources: 0, chunks: 0, written: 0, unchanged: 0, deleted: 0 } });
     const ended = await stored(tenantId, jobId);
     expect(await failureOf(requestCancel(principal, jobId))).toMatchObject({
-      status: 409,
+      refusal: 'conflict',
       messageKey: 'ragJobFinished',
       params: { id: jobId, status: 'Succeeded' },
     });
@@ -648,7 +648,7 @@ describe('a cancel', () => {
       await finishJob(tenantId, jobId, { error: 'broken' });
     });
     expect(await failureOf(requestCancel(principal, jobId))).toMatchObject({
-      status: 409,
+      refusal: 'conflict',
       messageKey: 'ragJobFinished',
       params: { id: jobId, status: 'Failed' },
     });
@@ -657,7 +657,7 @@ describe('a cancel', () => {
 
   it("of another tenant's job is its 404", async () => {
     const { tenantId, jobId } = await runningJob();
-    expect(await failureOf(requestCancel(adminCaller(), jobId))).toMatchObject({ status: 404, messageKey: 'ragJobNotFound' });
+    expect(await failureOf(requestCancel(adminCaller(), jobId))).toMatchObject({ refusal: 'notFound', messageKey: 'ragJobNotFound' });
     expect((await stored(tenantId, jobId))!.cancelRequestedAt).toBeNull();
   });
 });

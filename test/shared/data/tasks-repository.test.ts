@@ -8,16 +8,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { versionOf } from '../../shared/domain/versions.js';
-import { ApiError } from '../../shared/errors.js';
-import type { EventDocument } from '../../shared/data/events.js';
-import { createProject, updateProject, type ProjectDocument } from '../../shared/data/projects-repository.js';
-import { createTask, deleteTask, getTask, listTasks, taskDocument, taskSources, updateTask } from '../../shared/data/tasks-repository.js';
-import type { CreateTaskBody, ListTasksQuery, Task } from '../../shared/schemas/tasks.js';
-import { beforeRequest, isBatch, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { versionOf } from '../../../shared/domain/versions.js';
+import { RuleError } from '../../../shared/domain/errors.js';
+import type { EventDocument } from '../../../shared/data/events.js';
+import { createProject, updateProject, type ProjectDocument } from '../../../shared/data/projects-repository.js';
+import { createTask, deleteTask, getTask, listTasks, taskDocument, taskSources, updateTask } from '../../../shared/data/tasks-repository.js';
+import type { CreateTaskBody, ListTasksQuery, Task } from '../../../shared/schemas/tasks.js';
+import { beforeRequest, isBatch, type CosmosRequestRecord } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -153,24 +153,24 @@ describe('createTask', () => {
     const theirs = await projectOf(stranger);
 
     for (const projectId of [theirs, 'PRJ-999999', deleting]) {
-      await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: projectId } });
+      await expect(make(principal, projectId)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound', params: { id: projectId } });
     }
     const refused = make(principal, archived);
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
-    await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived', params: { id: archived } });
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
+    await expect(refused).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived', params: { id: archived } });
     await expectNoTaskStored(principal.tenantId);
   });
 
   // Another instance changes the project after the create checked it and before the create commits.
   it.each([
-    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
-    ['marked by a delete', 404, 'projectNotFound', markedElsewhere],
-    ['archived', 409, 'projectArchived', archivedElsewhere],
-  ] as const)('adds nothing to a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
+    ['removed by a delete', 'notFound', 'projectNotFound', removedElsewhere],
+    ['marked by a delete', 'notFound', 'projectNotFound', markedElsewhere],
+    ['archived', 'conflict', 'projectArchived', archivedElsewhere],
+  ] as const)('adds nothing to a project %s between the check and the write: %s', async (_, refusal, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status, messageKey });
+    await expect(make(principal, projectId)).rejects.toMatchObject({ refusal, messageKey });
     await expectNoTaskStored(principal.tenantId);
   });
 
@@ -195,10 +195,14 @@ describe('getTask and taskSources.byIds', () => {
       [principal.tenantId, 'TSK-999999'],
       [principal.tenantId, projectId],
     ] as const) {
-      await expect(getTask({ ...principal, tenantId }, missing)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound', params: { id: missing } });
+      await expect(getTask({ ...principal, tenantId }, missing)).rejects.toMatchObject({
+        refusal: 'notFound',
+        messageKey: 'taskNotFound',
+        params: { id: missing },
+      });
     }
     const long = `TSK-${'9'.repeat(150)}`;
-    await expect(getTask(principal, long)).rejects.toMatchObject({ status: 404, params: { id: long.slice(0, 100) } });
+    await expect(getTask(principal, long)).rejects.toMatchObject({ refusal: 'notFound', params: { id: long.slice(0, 100) } });
     expect(await taskSources.byIds(principal.tenantId, [task.id, 'TSK-999999'])).toEqual([task]);
     expect(await taskSources.byIds(adminCaller().tenantId, [task.id])).toEqual([]);
     expect(await taskSources.idPage(principal.tenantId, [projectId], 10, undefined)).toEqual({ ids: [task.id], continuation: undefined });
@@ -285,7 +289,7 @@ describe('updateTask', () => {
     await updateProject(principal, projectId, { status: 'Archived' }, undefined);
     const before = (await stored(principal.tenantId, id))!;
     await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({
-      status: 409,
+      refusal: 'conflict',
       messageKey: 'projectArchived',
       params: { id: projectId },
     });
@@ -298,7 +302,7 @@ describe('updateTask', () => {
     const read = await make(principal, await projectOf(principal));
     const changed = await updateTask(principal, read.id, { title: 'First' }, [versionOf(read)]);
     await expect(updateTask(principal, read.id, { title: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
-      status: 412,
+      refusal: 'stale',
       messageKey: 'preconditionFailed',
     });
     expect(await getTask(principal, read.id)).toEqual(changed);
@@ -314,14 +318,14 @@ describe('updateTask', () => {
 
   // Another instance changes the project after the change checked it and before the change commits.
   it.each([
-    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
-    ['archived', 409, 'projectArchived', archivedElsewhere],
-  ] as const)('changes no task of a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
+    ['removed by a delete', 'notFound', 'projectNotFound', removedElsewhere],
+    ['archived', 'conflict', 'projectArchived', archivedElsewhere],
+  ] as const)('changes no task of a project %s between the check and the write: %s', async (_, refusal, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
     meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
-    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status, messageKey });
+    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ refusal, messageKey });
     expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
     expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
   });
@@ -329,8 +333,8 @@ describe('updateTask', () => {
   it('answers 404 taskNotFound for another tenant’s task and a missing one, and changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
-    await expect(updateTask(adminCaller(), id, { title: 'Theirs' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
-    await expect(updateTask(principal, 'TSK-999999', { title: 'None' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
+    await expect(updateTask(adminCaller(), id, { title: 'Theirs' }, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'taskNotFound' });
+    await expect(updateTask(principal, 'TSK-999999', { title: 'None' }, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'taskNotFound' });
     expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
   });
 });
@@ -343,7 +347,7 @@ describe('deleteTask', () => {
     await deleteTask(principal, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
     expect((await taskEvents(principal.tenantId)).at(-1)).toEqual({ type: 'task.deleted', data: { id, projectId } });
-    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
+    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'taskNotFound' });
   });
 
   it('keeps a task of an Archived project: 409', async () => {
@@ -351,7 +355,7 @@ describe('deleteTask', () => {
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
     await updateProject(principal, projectId, { status: 'Archived' }, undefined);
-    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
   });
 
@@ -359,8 +363,8 @@ describe('deleteTask', () => {
     const principal = adminCaller();
     const read = await make(principal, await projectOf(principal));
     const current = await updateTask(principal, read.id, { title: 'Changed' }, undefined);
-    await expect(deleteTask(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412 });
-    await expect(deleteTask(adminCaller(), read.id, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
+    await expect(deleteTask(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale' });
+    await expect(deleteTask(adminCaller(), read.id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'taskNotFound' });
     expect(await stored(principal.tenantId, read.id)).toBeDefined();
     await deleteTask(principal, read.id, [versionOf(current)]);
     expect(await stored(principal.tenantId, read.id)).toBeUndefined();
@@ -374,7 +378,7 @@ describe('a task write racing the archiving of its project', () => {
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
     meanwhile(isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
-    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
   });
 

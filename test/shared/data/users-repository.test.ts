@@ -8,12 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { getCurrentUser, listRecordedUsers, recordCaller } from '../../shared/data/users-repository.js';
-import type { Role } from '../../shared/roles.js';
-import { listUsersQuery, type User } from '../../shared/schemas/users.js';
-import { beforeRequest, type CosmosRequestRecord, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { getCurrentUser, listRecordedUsers, recordCaller } from '../../../shared/data/users-repository.js';
+import type { Role } from '../../../shared/roles.js';
+import { listUsersQuery, type User } from '../../../shared/schemas/users.js';
+import { beforeRequest, type CosmosRequestRecord, STORE_FAILURE, writesIn } from '../../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -180,9 +180,9 @@ describe('recording a caller', () => {
 describe("the caller's own record", () => {
   it('is a 404 for a user never recorded, and for the same object id recorded in another tenant', async () => {
     const kim = caller();
-    await expect(getCurrentUser(kim)).rejects.toMatchObject({ status: 404, messageKey: 'userNotFound', params: { id: kim.objectId } });
+    await expect(getCurrentUser(kim)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'userNotFound', params: { id: kim.objectId } });
     await recordCaller({ ...kim, tenantId: randomUUID() }, at(0));
-    await expect(getCurrentUser(kim)).rejects.toMatchObject({ status: 404, messageKey: 'userNotFound' });
+    await expect(getCurrentUser(kim)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'userNotFound' });
   });
 });
 
@@ -240,11 +240,14 @@ describe("the tenant's recorded users", () => {
     const last = await list(reader, { limit: '2', cursor: second.nextCursor! });
     expect(names(last)).toEqual(['Eve']);
     expect(last.nextCursor).toBeUndefined();
-    await expect(list(reader, { limit: '2', q: 'a', cursor: first.nextCursor! })).rejects.toMatchObject({ status: 400, messageKey: 'cursorForOtherQuery' });
-    await expect(list(reader, { limit: '2', role: 'LMS.Reader', cursor: first.nextCursor! })).rejects.toMatchObject({
-      status: 400,
+    await expect(list(reader, { limit: '2', q: 'a', cursor: first.nextCursor! })).rejects.toMatchObject({
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
-    await expect(list(caller(), { limit: '2', cursor: first.nextCursor! })).rejects.toMatchObject({ status: 400, messageKey: 'cursorForOtherQuery' });
+    await expect(list(reader, { limit: '2', role: 'LMS.Reader', cursor: first.nextCursor! })).rejects.toMatchObject({
+      refusal: 'invalid',
+      messageKey: 'cursorForOtherQuery',
+    });
+    await expect(list(caller(), { limit: '2', cursor: first.nextCursor! })).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'cursorForOtherQuery' });
   });
 });

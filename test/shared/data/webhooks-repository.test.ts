@@ -8,10 +8,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { DISABLED_BECAUSE } from '../../shared/domain/webhooks.js';
-import { versionOf } from '../../shared/domain/versions.js';
-import { ApiError, DependencyUnavailableError } from '../../shared/errors.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { DISABLED_BECAUSE } from '../../../shared/domain/webhooks.js';
+import { versionOf } from '../../../shared/domain/versions.js';
+import { RuleError } from '../../../shared/domain/errors.js';
+import { DependencyUnavailableError } from '../../../shared/errors.js';
 import {
   allWebhooks,
   createWebhook,
@@ -24,14 +25,14 @@ import {
   signingSecrets,
   updateWebhook,
   type WebhookDocument,
-} from '../../shared/data/webhooks-repository.js';
-import { CHANGE_EVENT_TYPES } from '../../shared/schemas/events.js';
-import type { Webhook } from '../../shared/schemas/webhooks.js';
-import { newSecret } from '../../shared/webhooks/signing.js';
-import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
-import { gate } from '../support/wait.js';
+} from '../../../shared/data/webhooks-repository.js';
+import { CHANGE_EVENT_TYPES } from '../../../shared/schemas/events.js';
+import type { Webhook } from '../../../shared/schemas/webhooks.js';
+import { newSecret } from '../../../shared/webhooks/signing.js';
+import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
+import { gate } from '../../support/wait.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -153,7 +154,7 @@ describe('createWebhook', () => {
     expect(again).toEqual({ resource: first.resource, replayed: true });
     expect(await subscriptionsOf(principal.tenantId)).toHaveLength(1);
     await expect(createWebhook(principal, { url: 'https://other.example/hook' }, newSecret(), CHANGE_EVENT_TYPES, idempotency)).rejects.toMatchObject({
-      status: 422,
+      refusal: 'keyReused',
       messageKey: 'idempotencyKeyReused',
     });
   });
@@ -165,8 +166,8 @@ describe('createWebhook', () => {
     const refused = results.filter((result) => result.status === 'rejected').map((result) => result.reason as unknown);
     expect(refused).toHaveLength(2);
     for (const reason of refused) {
-      expect(reason).toBeInstanceOf(ApiError);
-      expect(reason).toMatchObject({ status: 409, messageKey: 'tooManyWebhooks', params: { limit: 20 } });
+      expect(reason).toBeInstanceOf(RuleError);
+      expect(reason).toMatchObject({ refusal: 'conflict', messageKey: 'tooManyWebhooks', params: { limit: 20 } });
     }
     const subscriptions = await subscriptionsOf(principal.tenantId);
     expect(subscriptions.map((subscription) => subscription.slot).sort((a, b) => a - b)).toEqual(SLOTS);
@@ -199,7 +200,7 @@ describe('createWebhook', () => {
 
     // The last free slot, taken the same way: 20 subscriptions, and a 409 for this one.
     slotTakenFirst(tenantId);
-    await expect(subscribe(principal)).rejects.toMatchObject({ status: 409, messageKey: 'tooManyWebhooks' });
+    await expect(subscribe(principal)).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'tooManyWebhooks' });
     expect(await subscriptionsOf(tenantId)).toHaveLength(20);
     expect(await slotsOf(tenantId)).toHaveLength(20);
   });
@@ -240,7 +241,7 @@ describe('getWebhook and readWebhook', () => {
       [principal.tenantId, `WHK-${'9'.repeat(150)}`],
     ] as const) {
       await expect(getWebhook({ ...principal, tenantId }, missing)).rejects.toMatchObject({
-        status: 404,
+        refusal: 'notFound',
         messageKey: 'webhookNotFound',
         params: { id: missing.slice(0, 100) },
       });
@@ -285,7 +286,7 @@ describe('listWebhooks', () => {
     await subscribe(principal);
     await subscribe(principal);
     const { nextCursor } = await listWebhooks(principal, { limit: 1, cursor: undefined });
-    await expect(listWebhooks(stranger, { limit: 1, cursor: nextCursor })).rejects.toMatchObject({ status: 400, messageKey: 'cursorForOtherQuery' });
+    await expect(listWebhooks(stranger, { limit: 1, cursor: nextCursor })).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'cursorForOtherQuery' });
   });
 });
 
@@ -370,7 +371,7 @@ describe('updateWebhook', () => {
     expect(changed.description).toBe('First');
 
     await expect(updateWebhook(principal, id, { description: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
-      status: 412,
+      refusal: 'stale',
       messageKey: 'preconditionFailed',
     });
     expect(await getWebhook(principal, id)).toEqual(changed);
@@ -380,8 +381,11 @@ describe('updateWebhook', () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
     const before = (await stored(principal.tenantId, id))!;
-    await expect(updateWebhook(adminCaller(), id, { active: false }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
-    await expect(updateWebhook(principal, 'WHK-999999', { active: false }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
+    await expect(updateWebhook(adminCaller(), id, { active: false }, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(updateWebhook(principal, 'WHK-999999', { active: false }, undefined)).rejects.toMatchObject({
+      refusal: 'notFound',
+      messageKey: 'webhookNotFound',
+    });
     expect((await stored(principal.tenantId, id))!._etag).toBe(before._etag);
   });
 });
@@ -420,7 +424,7 @@ describe('deleteWebhook', () => {
     const read = await getWebhook(principal, id);
     await updateWebhook(principal, id, { description: 'Changed' }, undefined);
 
-    await expect(deleteWebhook(principal, id, [versionOf(read)])).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
+    await expect(deleteWebhook(principal, id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale', messageKey: 'preconditionFailed' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
     expect(await slotsOf(principal.tenantId)).toHaveLength(1);
 
@@ -432,8 +436,8 @@ describe('deleteWebhook', () => {
   it('answers 404 for another tenant’s subscription and a missing one, and deletes nothing', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
-    await expect(deleteWebhook(adminCaller(), id, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
-    await expect(deleteWebhook(principal, 'WHK-999999', undefined)).rejects.toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
+    await expect(deleteWebhook(adminCaller(), id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(deleteWebhook(principal, 'WHK-999999', undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
     expect(await subscriptionsOf(principal.tenantId)).toHaveLength(1);
     expect(await slotsOf(principal.tenantId)).toHaveLength(1);
   });
@@ -536,16 +540,16 @@ describe('rotateSecret', () => {
     expect(signingSecrets(full)[0]).toBe(fiftieth.secret);
 
     const refused = rotateSecret(principal, created.id, newSecret());
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
-    await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'tooManySigningSecrets', params: { limit: 50 } });
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
+    await expect(refused).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'tooManySigningSecrets', params: { limit: 50 } });
     expect((await stored(principal.tenantId, created.id))!._etag).toBe(full._etag);
   });
 
   it('answers 404 for another tenant’s subscription and a missing one', async () => {
     const principal = adminCaller();
     const { id, secret } = await subscribe(principal);
-    await expect(rotateSecret(adminCaller(), id, newSecret())).rejects.toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
-    await expect(rotateSecret(principal, 'WHK-999999', newSecret())).rejects.toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
+    await expect(rotateSecret(adminCaller(), id, newSecret())).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(rotateSecret(principal, 'WHK-999999', newSecret())).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
     expect((await stored(principal.tenantId, id))!.secret).toBe(secret);
   });
 });
@@ -659,7 +663,7 @@ describe('recordDeliveryEnd', () => {
           .patch([{ op: 'set', path: '/description', value: randomUUID() }]);
       return undefined;
     };
-    await expect(recordDeliveryEnd(webhook, 'dlv_10', failed)).rejects.toMatchObject({ status: 409, messageKey: 'changeContended' });
+    await expect(recordDeliveryEnd(webhook, 'dlv_10', failed)).rejects.toMatchObject({ refusal: 'contended', messageKey: 'changeContended' });
     embedded.store.intercept = undefined;
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 0 });
   });

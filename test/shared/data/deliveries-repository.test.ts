@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
+import type { Principal } from '../../../shared/auth/principal.js';
 import {
   bringBack,
   claimAttempt,
@@ -25,15 +25,15 @@ import {
   recordAttempt,
   retryDelivery,
   type DeliveryDocument,
-} from '../../shared/data/deliveries-repository.js';
-import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from '../../shared/data/events.js';
-import { createWebhook, getWebhook, readWebhook, updateWebhook, type WebhookDocument } from '../../shared/data/webhooks-repository.js';
-import type { EventType } from '../../shared/schemas/events.js';
-import { newSecret } from '../../shared/webhooks/signing.js';
-import { errorOf, failureOf } from '../support/failures.js';
-import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+} from '../../../shared/data/deliveries-repository.js';
+import { EVENT_RETENTION_SECONDS, eventDocument, type EventDocument } from '../../../shared/data/events.js';
+import { createWebhook, getWebhook, readWebhook, updateWebhook, type WebhookDocument } from '../../../shared/data/webhooks-repository.js';
+import type { EventType } from '../../../shared/schemas/events.js';
+import { newSecret } from '../../../shared/webhooks/signing.js';
+import { errorOf, failureOf } from '../../support/failures.js';
+import { beforeRequest, type CosmosRequestRecord, isBatch, STORE_FAILURE, writesIn } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -289,8 +289,8 @@ describe('ping', () => {
     const principal = adminCaller();
     const webhook = await subscription(principal);
     await storeFields(webhook, { active: false });
-    expect(await failureOf(ping(principal, webhook.id))).toMatchObject({ status: 409, messageKey: 'webhookInactive', params: { id: webhook.id } });
-    expect(await failureOf(ping(adminCaller(), webhook.id))).toMatchObject({ status: 404, messageKey: 'webhookNotFound' });
+    expect(await failureOf(ping(principal, webhook.id))).toMatchObject({ refusal: 'conflict', messageKey: 'webhookInactive', params: { id: webhook.id } });
+    expect(await failureOf(ping(adminCaller(), webhook.id))).toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
     expect(await eventsStored(principal.tenantId)).toEqual([]);
     expect(await deliveriesStored(principal.tenantId)).toEqual([]);
   });
@@ -367,7 +367,7 @@ describe('listDeliveries', () => {
     for (let n = 0; n < 2; n++) await delivered(webhook);
     const { nextCursor } = await listDeliveries(principal, webhook.id, { limit: 1, cursor: undefined });
     expect(await failureOf(listDeliveries(principal, sibling.id, { limit: 1, cursor: nextCursor }))).toMatchObject({
-      status: 400,
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
   });
@@ -498,7 +498,7 @@ describe('retryDelivery', () => {
     const webhook = await subscription(principal);
     const sibling = await subscription(principal);
     const delivery = await delivered(webhook);
-    const notFound = (messageKey: string, id: string) => ({ status: 404, messageKey, params: { id } });
+    const notFound = (messageKey: string, id: string) => ({ refusal: 'notFound', messageKey, params: { id } });
     expect(await failureOf(retryDelivery(principal, sibling.id, delivery.id))).toMatchObject(notFound('deliveryNotFound', delivery.id));
     const none = `dlv_${'x'.repeat(120)}`;
     expect(await failureOf(retryDelivery(principal, webhook.id, none))).toMatchObject(notFound('deliveryNotFound', none.slice(0, 100)));
@@ -521,7 +521,7 @@ describe('retryDelivery', () => {
     const delivery = await storeFields(await delivered(webhook), { status: 'Failed', nextAttemptAt: null });
     await updateWebhook(principal, webhook.id, { active: false }, undefined);
     expect(await failureOf(retryDelivery(principal, webhook.id, delivery.id))).toMatchObject({
-      status: 409,
+      refusal: 'conflict',
       messageKey: 'webhookInactive',
       params: { id: webhook.id },
     });

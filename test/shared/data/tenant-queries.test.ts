@@ -9,12 +9,12 @@
 import { randomUUID } from 'node:crypto';
 import type { SqlQuerySpec } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { listProjects, projectSources } from '../../shared/data/projects-repository.js';
-import { listTasks, taskSources } from '../../shared/data/tasks-repository.js';
-import type { ListProjectsQuery } from '../../shared/schemas/projects.js';
-import type { ListTasksQuery } from '../../shared/schemas/tasks.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+import { listProjects, projectSources } from '../../../shared/data/projects-repository.js';
+import { listTasks, taskSources } from '../../../shared/data/tasks-repository.js';
+import type { ListProjectsQuery } from '../../../shared/schemas/projects.js';
+import type { ListTasksQuery } from '../../../shared/schemas/tasks.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -183,7 +183,7 @@ describe('a page of a list', () => {
     expect(cursor).toEqual(expect.any(String));
     // The same list goes on from it.
     expect((await listProjects(caller, projectsQuery({ status: 'Active', limit: 1, cursor }))).items).toHaveLength(1);
-    const otherQuery = expect.objectContaining({ status: 400, messageKey: 'cursorForOtherQuery' });
+    const otherQuery = expect.objectContaining({ refusal: 'invalid', messageKey: 'cursorForOtherQuery' });
     await expect(listProjects(adminCaller(), projectsQuery({ status: 'Active', limit: 1, cursor }))).rejects.toEqual(otherQuery);
     await expect(listProjects(caller, projectsQuery({ status: 'Planning', limit: 1, cursor }))).rejects.toEqual(otherQuery);
     await expect(listProjects(caller, projectsQuery({ limit: 1, cursor }))).rejects.toEqual(otherQuery);

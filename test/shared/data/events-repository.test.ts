@@ -8,12 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../shared/data/events.js';
-import { getEvent, listEvents } from '../../shared/data/events-repository.js';
-import type { EventType, ListEventsQuery } from '../../shared/schemas/events.js';
-import { failureOf } from '../support/failures.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../../shared/data/events.js';
+import { getEvent, listEvents } from '../../../shared/data/events-repository.js';
+import type { EventType, ListEventsQuery } from '../../../shared/schemas/events.js';
+import { failureOf } from '../../support/failures.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -135,7 +135,7 @@ describe('listEvents', () => {
     });
     // A cursor goes on in the order it was made in, and only there.
     expect(await failureOf(listEvents(principal, query({ since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor })))).toMatchObject({
-      status: 400,
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
   });
@@ -144,11 +144,11 @@ describe('listEvents', () => {
     const { principal } = await tenantWithEvents();
     const { nextCursor } = await listEvents(principal, query({ limit: 1, type: 'task.created' }));
     expect(await failureOf(listEvents(principal, query({ limit: 1, type: 'project.created', cursor: nextCursor })))).toMatchObject({
-      status: 400,
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
     expect(await failureOf(listEvents(principal, query({ limit: 1, since: '2026-11-01T00:00:00.000Z', cursor: nextCursor })))).toMatchObject({
-      status: 400,
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
   });
@@ -161,7 +161,7 @@ describe('getEvent', () => {
     const ping = await storedEvent(principal.tenantId, '2026-11-02T00:00:00.000Z', 'webhook.ping', 'WHK-1001');
     expect(await getEvent(principal, event.id)).toEqual(shown(event));
     expect(Object.keys(await getEvent(principal, event.id))).toEqual(['id', 'type', 'timestamp', 'data']);
-    const notFound = (id: string) => ({ status: 404, messageKey: 'eventNotFound', params: { id } });
+    const notFound = (id: string) => ({ refusal: 'notFound', messageKey: 'eventNotFound', params: { id } });
     expect(await failureOf(getEvent(principal, ping.id))).toMatchObject(notFound(ping.id));
     expect(await failureOf(getEvent(adminCaller(), event.id))).toMatchObject(notFound(event.id));
     const long = `msg_${'a'.repeat(120)}`;
