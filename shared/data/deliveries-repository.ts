@@ -5,8 +5,8 @@
  */
 import type { OperationInput } from '@azure/cosmos';
 import type { Principal } from '../auth/principal.js';
-import type { AfterAttempt } from '../domain/webhooks.js';
-import { conflict, notFound } from '../domain/errors.js';
+import { assertActive, receives, type AfterAttempt } from '../domain/webhooks.js';
+import { notFound } from '../domain/errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';
 import { MAX_OPERATIONS, sendBatch } from './batches.js';
@@ -68,13 +68,6 @@ function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>
   };
 }
 
-/** Whether a subscription receives an event: active, asked for it, and there when it happened (a ping: the one pinged). */
-export function receives(subscription: WebhookDocument, event: EventDocument): boolean {
-  if (!subscription.active) return false;
-  if (event.webhookId) return subscription.id === event.webhookId;
-  return subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp;
-}
-
 /** The deliveries of an event, one per subscription it is for, each due at once. */
 export function deliveriesOf(event: EventDocument, subscriptions: readonly WebhookDocument[]): Omit<DeliveryDocument, '_etag'>[] {
   return subscriptions.filter((subscription) => receives(subscription, event)).map((subscription) => newDelivery(event, subscription.id));
@@ -112,7 +105,7 @@ function madeAlready(error: unknown): void {
 /** A ping: its event and its one delivery, due at once, written together; the change feed shows the delivery to the relay, which queues its attempt. */
 export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
   const subscription = await readVisible(webhooks, principal.tenantId, id);
-  if (!subscription.active) throw conflict('webhookInactive', { id });
+  assertActive(subscription);
   const event = eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
   const document = newDelivery(event, id);
   const result = await sendBatch(
@@ -193,7 +186,7 @@ export function recordAttempt(
   });
 }
 
-/** A delivery of this subscription, to be sent again now: Pending, due at once. A subscription switched off gets nothing: 409, as a ping. */
+/** A delivery of this subscription, to be sent again now: Pending, due at once, if the subscription is on (`assertActive`). */
 export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
   const updated = await changeDocument({
     kind: deliveries,
@@ -203,7 +196,7 @@ export async function retryDelivery(principal: Principal, webhookId: string, del
     read: async () => {
       const [subscription, found] = await settleAll([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
       if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
-      if (!subscription.active) throw conflict('webhookInactive', { id: webhookId });
+      assertActive(subscription);
       return found;
     },
     change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),

@@ -23,8 +23,8 @@ import {
   recordAttempt,
   type DeliveryDocument,
 } from '../data/deliveries-repository.js';
-import { allWebhooks, readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
-import { afterAttempt } from '../domain/webhooks.js';
+import { allWebhooks, readWebhook, recordDeliveryEnd } from '../data/webhooks-repository.js';
+import { afterAttempt, signingSecrets } from '../domain/webhooks.js';
 import { enqueueWebhookWork, webhookWorkWaiting } from '../queues.js';
 import { ATTEMPTS_PER_MESSAGE, type WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../settle-all.js';

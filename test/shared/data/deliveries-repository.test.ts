@@ -21,7 +21,6 @@ import {
   overdueDeliveries,
   ping,
   readDelivery,
-  receives,
   recordAttempt,
   retryDelivery,
   type DeliveryDocument,
@@ -63,7 +62,7 @@ async function subscription(principal: Principal, events: EventType[] = ['projec
   return (await readWebhook(principal.tenantId, resource.id))!;
 }
 
-/** A subscription as the relay reads it, not stored: what `receives` and `deliveriesOf` look at. */
+/** A subscription as the relay reads it, not stored: what `deliveriesOf` looks at. */
 function subscriptionOf(fields: Partial<WebhookDocument> = {}): WebhookDocument {
   return {
     ...{ id: `WHK-${Math.floor(Math.random() * 1e9)}`, tenantId: randomUUID(), type: 'webhook', url: 'https://receiver.example/hook' },
@@ -106,33 +105,6 @@ const within = (iso: string | null, from: number, to: number) => {
   const at = Date.parse(iso!);
   return at >= from && at <= to;
 };
-
-describe('receives', () => {
-  const event = (fields: Partial<EventDocument> = {}) =>
-    ({ ...eventDocument('t', { type: 'project.created', data: {} }), timestamp: '2026-11-02T00:00:00.000Z', ...fields }) as EventDocument;
-
-  it('is true for an active subscription to the event’s type made at or before the event', () => {
-    expect(receives(subscriptionOf(), event())).toBe(true);
-    expect(receives(subscriptionOf({ createdAt: '2026-11-02T00:00:00.000Z' }), event())).toBe(true);
-    expect(receives(subscriptionOf({ events: ['task.created', 'project.created'] }), event())).toBe(true);
-  });
-
-  it('is false for a subscription switched off, to other events, or made after the event', () => {
-    expect(receives(subscriptionOf({ active: false }), event())).toBe(false);
-    expect(receives(subscriptionOf({ events: ['project.updated', 'task.created'] }), event())).toBe(false);
-    expect(receives(subscriptionOf({ createdAt: '2026-11-02T00:00:00.001Z' }), event())).toBe(false);
-  });
-
-  it('is true for a ping only at the subscription pinged, whatever its events, and never when it is switched off', () => {
-    const pinged = subscriptionOf({ events: ['task.deleted'], createdAt: '2026-11-03T00:00:00.000Z' });
-    const ping = event({ eventType: 'webhook.ping', webhookId: pinged.id });
-    expect(receives(pinged, ping)).toBe(true);
-    expect(receives(subscriptionOf({ events: ['webhook.ping'] }), ping)).toBe(false);
-    expect(receives({ ...pinged, active: false }, ping)).toBe(false);
-    // A change's event names no subscription, even one the subscription asked for.
-    expect(receives(pinged, event({ eventType: 'task.deleted', webhookId: 'WHK-0' }))).toBe(false);
-  });
-});
 
 describe('deliveriesOf', () => {
   it('makes one delivery per subscription that receives the event: Pending, not attempted, due at once, kept as long as events', () => {
