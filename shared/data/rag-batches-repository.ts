@@ -6,7 +6,7 @@
  */
 import type { RagCounts } from '../schemas/rag.js';
 import { cosmosStatus } from './cosmos.js';
-import type { PlanCursor, SourceKind } from './rag-jobs-repository.js';
+import type { PlanCursor, SourceKind } from '../domain/rag-jobs.js';
 import { asJson, FULL_SCAN_PAGE, readDocument, tenantData, type StoredDocument } from './tenant-data.js';
 
 export interface RagBatchDocument extends StoredDocument {

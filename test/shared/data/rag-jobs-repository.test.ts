@@ -15,7 +15,6 @@ import {
   finishJob,
   finishPlanning,
   getJob,
-  isFinished,
   listJobs,
   markDispatched,
   recordAttemptError,
@@ -659,17 +658,5 @@ describe('a cancel', () => {
     const { tenantId, jobId } = await runningJob();
     expect(await failureOf(requestCancel(adminCaller(), jobId))).toMatchObject({ refusal: 'notFound', messageKey: 'ragJobNotFound' });
     expect((await stored(tenantId, jobId))!.cancelRequestedAt).toBeNull();
-  });
-});
-
-describe('a job', () => {
-  it('has ended when Succeeded, Failed or Cancelled', () => {
-    expect((['Queued', 'Running', 'Succeeded', 'Failed', 'Cancelled'] as const).map((status) => isFinished({ status }))).toEqual([
-      false,
-      false,
-      true,
-      true,
-      true,
-    ]);
   });
 });
