@@ -4,7 +4,6 @@
  * and recorded under the delivery's etag, so a message delivered twice attempts once.
  */
 import type { OperationInput } from '@azure/cosmos';
-import type { Principal } from '../auth/principal.js';
 import { assertActive, receives, type AfterAttempt } from '../domain/webhooks.js';
 import { notFound } from '../domain/errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
@@ -103,10 +102,10 @@ function madeAlready(error: unknown): void {
 }
 
 /** A ping: its event and its one delivery, due at once, written together; the change feed shows the delivery to the relay, which queues its attempt. */
-export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
-  const subscription = await readVisible(webhooks, principal.tenantId, id);
+export async function ping(tenantId: string, id: string): Promise<DeliveryDocument> {
+  const subscription = await readVisible(webhooks, tenantId, id);
   assertActive(subscription);
-  const event = eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
+  const event = eventDocument(tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
   const document = newDelivery(event, id);
   const result = await sendBatch(
     await tenantData(),
@@ -114,7 +113,7 @@ export async function ping(principal: Principal, id: string): Promise<DeliveryDo
       { operationType: 'Create', resourceBody: asJson(event) },
       { operationType: 'Create', resourceBody: asJson(document) },
     ],
-    principal.tenantId,
+    tenantId,
   );
   if (result[1]?.statusCode !== 201) throw batchFailure('Storing a ping', result);
   return result[1].resourceBody as unknown as DeliveryDocument;
@@ -126,8 +125,8 @@ export function readDelivery(tenantId: string, id: string): Promise<DeliveryDocu
 
 export const deliveryResource = (document: DeliveryDocument): Delivery => deliveries.resourceOf(document);
 
-export function listDeliveries(principal: Principal, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
-  return listPage(deliveries, principal.tenantId, { ...query, webhookId }, { filters: { webhookId: 'c.webhookId = @webhookId' }, orderBy: 'c.createdAt DESC' });
+export function listDeliveries(tenantId: string, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
+  return listPage(deliveries, tenantId, { ...query, webhookId }, { filters: { webhookId: 'c.webhookId = @webhookId' }, orderBy: 'c.createdAt DESC' });
 }
 
 /** Replaces a delivery as it was read; undefined when another writer changed it first. */
@@ -187,14 +186,14 @@ export function recordAttempt(
 }
 
 /** A delivery of this subscription, to be sent again now: Pending, due at once, if the subscription is on (`assertActive`). */
-export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
+export async function retryDelivery(tenantId: string, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
   const updated = await changeDocument({
     kind: deliveries,
-    tenantId: principal.tenantId,
+    tenantId,
     id: deliveryId,
     expected: undefined,
     read: async () => {
-      const [subscription, found] = await settleAll([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
+      const [subscription, found] = await settleAll([readVisible(webhooks, tenantId, webhookId), readDelivery(tenantId, deliveryId)]);
       if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
       assertActive(subscription);
       return found;

@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
-import type { Principal } from '../auth/principal.js';
 import { notFound } from '../domain/errors.js';
 import {
   activeJobConflict,
@@ -86,10 +85,9 @@ export const readJobDocument = (tenantId: string, jobId: string) => readDocument
  * nothing; a request refused (409, or the database failing) records nothing, so its retry with the
  * same key starts a job once the tenant is free.
  */
-export async function createJob(principal: Principal, body: StartRagIndexBody, idempotency: Idempotency | undefined): Promise<Created<RagJob>> {
+export async function createJob(tenantId: string, actor: string, body: StartRagIndexBody, idempotency: Idempotency | undefined): Promise<Created<RagJob>> {
   const documents = await tenantData();
-  const { tenantId } = principal;
-  const idempotent = idempotency && idempotentRequest(idempotency, principal.objectId, body);
+  const idempotent = idempotency && idempotentRequest(idempotency, actor, body);
   // The first answer to the key, if there is one. Asked again before any 409: the active job may be
   // the key's own, started by a racing request with the same key since the last look.
   const replay = async (): Promise<Created<RagJob> | undefined> => {
@@ -114,7 +112,7 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
       id: randomUUID(),
       tenantId,
       type: 'ragJob',
-      ...requestedJob(body, principal.objectId, new Date().toISOString()),
+      ...requestedJob(body, actor, new Date().toISOString()),
       planned: false,
       planCursor: null,
     };
@@ -132,12 +130,12 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
   throw activeJobConflict((await lockHolder(tenantId)) ?? 'unknown');
 }
 
-export async function getJob(principal: Principal, jobId: string): Promise<RagJob> {
-  return ragJobs.resourceOf(await readVisible(ragJobs, principal.tenantId, jobId));
+export async function getJob(tenantId: string, jobId: string): Promise<RagJob> {
+  return ragJobs.resourceOf(await readVisible(ragJobs, tenantId, jobId));
 }
 
-export function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
-  return listPage(ragJobs, principal.tenantId, query, { orderBy: 'c.requestedAt DESC' });
+export function listJobs(tenantId: string, query: ListRagJobsQuery): Promise<Page<RagJob>> {
+  return listPage(ragJobs, tenantId, query, { orderBy: 'c.requestedAt DESC' });
 }
 
 /** Changes a job that has not ended; undefined when it has (or is gone). */
@@ -239,8 +237,7 @@ export function recordBatchesDone(tenantId: string, jobId: string, batchesDone: 
  * Asks a job to stop: one not yet planned ends Cancelled at once; a running one ends Cancelled once
  * the batches under way end (those not started do nothing). A job that has ended is a 409.
  */
-export async function requestCancel(principal: Principal, jobId: string): Promise<RagJob> {
-  const { tenantId } = principal;
+export async function requestCancel(tenantId: string, jobId: string): Promise<RagJob> {
   const current = await readVisible(ragJobs, tenantId, jobId);
   if (isFinished(current)) throw cancelOfFinished(current);
   const asked = await changeJob(tenantId, jobId, (latest) => ({ ...latest, cancelRequestedAt: latest.cancelRequestedAt ?? new Date().toISOString() }));

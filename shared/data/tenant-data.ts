@@ -2,7 +2,6 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import type { Container, JSONObject, OperationInput, OperationResponse } from '@azure/cosmos';
 import type { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
 import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
 import { RuleError, stale } from '../domain/errors.js';
 import { settleAll } from '../settle-all.js';
@@ -219,7 +218,9 @@ export interface Created<R> {
  */
 export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R, C = undefined>(options: {
   kind: Pick<DocumentKind<D & StoredDocument, R>, 'resourceOf'>;
-  principal: Principal;
+  tenantId: string;
+  /** Who asks: an Idempotency-Key is theirs. */
+  actor: string;
   /** The Idempotency-Key, and the request it came with. */
   idempotency: Idempotency | undefined;
   request: unknown;
@@ -230,8 +231,8 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
   event?(resource: R): NewEvent;
 }): Promise<Created<R>> {
   const documents = await tenantData();
-  const { tenantId, objectId } = options.principal;
-  const idempotent = options.idempotency && idempotentRequest(options.idempotency, objectId, options.request);
+  const { tenantId, actor } = options;
+  const idempotent = options.idempotency && idempotentRequest(options.idempotency, actor, options.request);
   if (idempotent) {
     const replay = await recordedResult<R>(documents, tenantId, idempotent);
     if (replay) return { resource: replay, replayed: true };

@@ -4,7 +4,6 @@
  * never make a 21st. What its secrets and failures make of it is shared/domain/webhooks.ts's.
  * Their deliveries are in deliveries-repository.ts.
  */
-import type { Principal } from '../auth/principal.js';
 import { afterDeliveryEnd, changed, freeSlot, rotated, type AfterAttempt, type SubscriptionState } from '../domain/webhooks.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { notFound, RuleError } from '../domain/errors.js';
@@ -70,18 +69,19 @@ export async function allWebhooks(tenantId: string): Promise<WebhookDocument[]> 
 
 /** `url` must already have passed the URL rules. */
 export function createWebhook(
-  principal: Principal,
+  tenantId: string,
+  actor: string,
   input: CreateWebhookBody,
   secret: string,
   events: Webhook['events'],
   idempotency: Idempotency | undefined,
 ): Promise<Created<WebhookWithSecret>> {
-  const { tenantId } = principal;
   // Creates of one tenant take turns within an instance; between instances, the slot guard decides.
   return oneAtATime(`${tenantId}/webhook-slots`, () =>
     createDocument<Omit<WebhookDocument, '_etag'>, WebhookWithSecret, number>({
       kind: { resourceOf: withSecret },
-      principal,
+      tenantId,
+      actor,
       idempotency,
       request: input,
       sequence: 'webhooks',
@@ -113,23 +113,23 @@ export function createWebhook(
   );
 }
 
-export async function getWebhook(principal: Principal, id: string): Promise<Webhook> {
-  return webhooks.resourceOf(await readVisible(webhooks, principal.tenantId, id));
+export async function getWebhook(tenantId: string, id: string): Promise<Webhook> {
+  return webhooks.resourceOf(await readVisible(webhooks, tenantId, id));
 }
 
 export function readWebhook(tenantId: string, id: string): Promise<WebhookDocument | undefined> {
   return readDocument<WebhookDocument>(tenantId, id, webhooks.type);
 }
 
-export function listWebhooks(principal: Principal, query: ListWebhooksQuery): Promise<Page<Webhook>> {
-  return listPage(webhooks, principal.tenantId, query, { orderBy: 'c.createdAt DESC' });
+export function listWebhooks(tenantId: string, query: ListWebhooksQuery): Promise<Page<Webhook>> {
+  return listPage(webhooks, tenantId, query, { orderBy: 'c.createdAt DESC' });
 }
 
 /** Changes the fields given, as shared/domain/webhooks.ts's `changed` says. `url` must already have passed the URL rules. */
-export async function updateWebhook(principal: Principal, id: string, changes: UpdateWebhookBody, expected: ExpectedVersion): Promise<Webhook> {
+export async function updateWebhook(tenantId: string, id: string, changes: UpdateWebhookBody, expected: ExpectedVersion): Promise<Webhook> {
   const updated = await changeDocument({
     kind: webhooks,
-    tenantId: principal.tenantId,
+    tenantId,
     id,
     expected,
     change: (current) => changed(current, changes, new Date().toISOString()),
@@ -137,10 +137,10 @@ export async function updateWebhook(principal: Principal, id: string, changes: U
   return webhooks.resourceOf(updated!);
 }
 
-export async function deleteWebhook(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
+export async function deleteWebhook(tenantId: string, id: string, expected: ExpectedVersion): Promise<void> {
   await changeDocument({
     kind: webhooks,
-    tenantId: principal.tenantId,
+    tenantId,
     id,
     expected,
     change: () => REMOVE,
@@ -153,10 +153,10 @@ export async function deleteWebhook(principal: Principal, id: string, expected: 
  * A new secret, `rotated` in with those still signing. Each rotation changes the subscription as last
  * stored (a write guarded by its etag, tried again when another got in first), so concurrent rotations lose no secret.
  */
-export async function rotateSecret(principal: Principal, id: string, secret: string): Promise<WebhookWithSecret> {
+export async function rotateSecret(tenantId: string, id: string, secret: string): Promise<WebhookWithSecret> {
   const stored = await changeDocument({
     kind: webhooks,
-    tenantId: principal.tenantId,
+    tenantId,
     id,
     expected: undefined,
     change: (current) => {

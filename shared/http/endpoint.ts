@@ -244,7 +244,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const principal = await authenticate(request);
       authorize(principal, definition.permission);
       // Only a caller the API serves becomes one of its recorded users.
-      await recordCaller(principal);
+      await recordCaller(principal.tenantId, principal);
       // Parsed once: the raw query string for repetitions, the path for Location.
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;

@@ -524,7 +524,8 @@ describe('creating a document', () => {
   ): ReturnType<typeof createDocument<NewNote, Note, unknown>> {
     return createDocument<NewNote, Note, unknown>({
       kind: notes,
-      principal,
+      tenantId: principal.tenantId,
+      actor: principal.objectId,
       idempotency: undefined,
       request: { title: 'New' },
       sequence: 'notes',

@@ -44,7 +44,7 @@ const storedOfType = <T>(tenantId: string, type: string) => documentsOf<T>(embed
 
 /** A subscription of the caller's tenant, made as the create endpoint makes it. */
 async function subscribe(principal: Principal, url = 'https://receiver.example/hook') {
-  const { resource } = await createWebhook(principal, { url }, newSecret(), ['project.created'], undefined);
+  const { resource } = await createWebhook(principal.tenantId, principal.objectId, { url }, newSecret(), ['project.created'], undefined);
   return resource;
 }
 
@@ -103,7 +103,8 @@ describe('createWebhook', () => {
     const secret = newSecret();
     const before = Date.now();
     const { resource, replayed } = await createWebhook(
-      principal,
+      principal.tenantId,
+      principal.objectId,
       { url: 'https://receiver.example/hook', description: 'Ours' },
       secret,
       ['task.created', 'project.deleted'],
@@ -148,12 +149,14 @@ describe('createWebhook', () => {
     const principal = adminCaller();
     const idempotency = { key: randomUUID(), scope: 'webhooks-create' };
     const body = { url: 'https://receiver.example/hook' };
-    const first = await createWebhook(principal, body, newSecret(), CHANGE_EVENT_TYPES, idempotency);
-    const again = await createWebhook(principal, body, newSecret(), CHANGE_EVENT_TYPES, idempotency);
+    const first = await createWebhook(principal.tenantId, principal.objectId, body, newSecret(), CHANGE_EVENT_TYPES, idempotency);
+    const again = await createWebhook(principal.tenantId, principal.objectId, body, newSecret(), CHANGE_EVENT_TYPES, idempotency);
 
     expect(again).toEqual({ resource: first.resource, replayed: true });
     expect(await subscriptionsOf(principal.tenantId)).toHaveLength(1);
-    await expect(createWebhook(principal, { url: 'https://other.example/hook' }, newSecret(), CHANGE_EVENT_TYPES, idempotency)).rejects.toMatchObject({
+    await expect(
+      createWebhook(principal.tenantId, principal.objectId, { url: 'https://other.example/hook' }, newSecret(), CHANGE_EVENT_TYPES, idempotency),
+    ).rejects.toMatchObject({
       refusal: 'keyReused',
       messageKey: 'idempotencyKeyReused',
     });
@@ -223,7 +226,7 @@ describe('getWebhook and readWebhook', () => {
   it('show the subscription without its secret or its bookkeeping; the stored document has them', async () => {
     const principal = adminCaller();
     const { secret, ...created } = await subscribe(principal);
-    const shown: Webhook = await getWebhook(principal, created.id);
+    const shown: Webhook = await getWebhook(principal.tenantId, created.id);
     expect(shown).toEqual(created);
     expect(Object.keys(shown)).not.toContain('secret');
     expect(await readWebhook(principal.tenantId, created.id)).toMatchObject({ ...created, secret, failedInARow: 0 });
@@ -240,7 +243,7 @@ describe('getWebhook and readWebhook', () => {
       [principal.tenantId, `webhook-slot-${slot}`],
       [principal.tenantId, `WHK-${'9'.repeat(150)}`],
     ] as const) {
-      await expect(getWebhook({ ...principal, tenantId }, missing)).rejects.toMatchObject({
+      await expect(getWebhook({ ...principal, tenantId }.tenantId, missing)).rejects.toMatchObject({
         refusal: 'notFound',
         messageKey: 'webhookNotFound',
         params: { id: missing.slice(0, 100) },
@@ -271,22 +274,25 @@ describe('listWebhooks', () => {
     await storedChange(principal.tenantId, oldest.id, { createdAt: '2026-01-01T00:00:00.000Z' });
     await subscribe(adminCaller());
 
-    const first = await listWebhooks(principal, { limit: 2, cursor: undefined });
+    const first = await listWebhooks(principal.tenantId, { limit: 2, cursor: undefined });
     expect(first.items.map((item) => item.id)).toEqual([newest.id, older.id]);
-    expect(first.items[0]).toEqual({ ...(await getWebhook(principal, newest.id)) });
+    expect(first.items[0]).toEqual({ ...(await getWebhook(principal.tenantId, newest.id)) });
     expect(Object.keys(first.items[0]!)).not.toContain('secret');
     expect(first.nextCursor).toEqual(expect.any(String));
 
-    const second = await listWebhooks(principal, { limit: 2, cursor: first.nextCursor });
-    expect(second).toEqual({ items: [await getWebhook(principal, oldest.id)], nextCursor: undefined });
+    const second = await listWebhooks(principal.tenantId, { limit: 2, cursor: first.nextCursor });
+    expect(second).toEqual({ items: [await getWebhook(principal.tenantId, oldest.id)], nextCursor: undefined });
   });
 
   it('refuses a cursor of another tenant’s list', async () => {
     const [principal, stranger] = [adminCaller(), adminCaller()];
     await subscribe(principal);
     await subscribe(principal);
-    const { nextCursor } = await listWebhooks(principal, { limit: 1, cursor: undefined });
-    await expect(listWebhooks(stranger, { limit: 1, cursor: nextCursor })).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'cursorForOtherQuery' });
+    const { nextCursor } = await listWebhooks(principal.tenantId, { limit: 1, cursor: undefined });
+    await expect(listWebhooks(stranger.tenantId, { limit: 1, cursor: nextCursor })).rejects.toMatchObject({
+      refusal: 'invalid',
+      messageKey: 'cursorForOtherQuery',
+    });
   });
 });
 
@@ -296,7 +302,7 @@ describe('updateWebhook', () => {
     const created = await subscribe(principal);
     await storedChange(principal.tenantId, created.id, { updatedAt: '2026-01-01T00:00:00.000Z' });
     const before = Date.now();
-    const updated = await updateWebhook(principal, created.id, { url: 'https://moved.example/hook', events: ['task.deleted'] }, undefined);
+    const updated = await updateWebhook(principal.tenantId, created.id, { url: 'https://moved.example/hook', events: ['task.deleted'] }, undefined);
 
     const { secret, ...unchanged } = created;
     expect(updated).toEqual({ ...unchanged, url: 'https://moved.example/hook', events: ['task.deleted'], updatedAt: updated.updatedAt });
@@ -310,7 +316,7 @@ describe('updateWebhook', () => {
     const failedDeliveryIds = ['dlv_1', 'dlv_2', 'dlv_3'];
     await storedChange(principal.tenantId, id, { active: false, disabledReason: DISABLED_BECAUSE.failing, failedInARow: 3, failedDeliveryIds });
 
-    expect(await updateWebhook(principal, id, { active: true }, undefined)).toMatchObject({ active: true, disabledReason: null });
+    expect(await updateWebhook(principal.tenantId, id, { active: true }, undefined)).toMatchObject({ active: true, disabledReason: null });
     expect(await stored(principal.tenantId, id)).toMatchObject({ active: true, disabledReason: null, failedInARow: 0, failedDeliveryIds: [] });
   });
 
@@ -319,7 +325,7 @@ describe('updateWebhook', () => {
     const { id } = await subscribe(principal);
     await storedChange(principal.tenantId, id, { active: false, disabledReason: DISABLED_BECAUSE.gone, failedInARow: 1 });
 
-    expect(await updateWebhook(principal, id, { description: 'Renamed' }, undefined)).toMatchObject({
+    expect(await updateWebhook(principal.tenantId, id, { description: 'Renamed' }, undefined)).toMatchObject({
       active: false,
       disabledReason: DISABLED_BECAUSE.gone,
       description: 'Renamed',
@@ -332,12 +338,12 @@ describe('updateWebhook', () => {
     const created = await subscribe(principal);
     await storedChange(principal.tenantId, created.id, { updatedAt: '2026-01-01T00:00:00.000Z', description: 'Ours', failedInARow: 2 });
     const before = (await stored(principal.tenantId, created.id))!;
-    const read = await getWebhook(principal, created.id);
+    const read = await getWebhook(principal.tenantId, created.id);
     const from = embedded.store.requests.length;
 
     const same = { url: before.url, events: ['project.created' as const], description: 'Ours', active: true };
     for (const changes of [same, { active: true }, { events: ['project.created' as const] }]) {
-      const answered = await updateWebhook(principal, created.id, changes, [versionOf(read)]);
+      const answered = await updateWebhook(principal.tenantId, created.id, changes, [versionOf(read)]);
       expect(answered, JSON.stringify(changes)).toEqual(read);
     }
     expect(writesIn(embedded.store.requests.slice(from))).toEqual([]);
@@ -350,7 +356,7 @@ describe('updateWebhook', () => {
     const { id } = await subscribe(principal);
     const off = await storedChange(principal.tenantId, id, { active: false, disabledReason: DISABLED_BECAUSE.gone, failedInARow: 1 });
 
-    expect(await updateWebhook(principal, id, { active: false }, undefined)).toMatchObject({ active: false, disabledReason: DISABLED_BECAUSE.gone });
+    expect(await updateWebhook(principal.tenantId, id, { active: false }, undefined)).toMatchObject({ active: false, disabledReason: DISABLED_BECAUSE.gone });
     expect(await stored(principal.tenantId, id)).toEqual(off);
   });
 
@@ -359,30 +365,33 @@ describe('updateWebhook', () => {
     const { id } = await subscribe(principal);
     await storedChange(principal.tenantId, id, { failedInARow: 2 });
 
-    expect(await updateWebhook(principal, id, { active: false }, undefined)).toMatchObject({ active: false, disabledReason: null });
+    expect(await updateWebhook(principal.tenantId, id, { active: false }, undefined)).toMatchObject({ active: false, disabledReason: null });
     expect(await stored(principal.tenantId, id)).toMatchObject({ active: false, failedInARow: 0 });
   });
 
   it('honours If-Match: the version read changes it, a stale one is a 412 that changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
-    const read = await getWebhook(principal, id);
-    const changed = await updateWebhook(principal, id, { description: 'First' }, [versionOf(read)]);
+    const read = await getWebhook(principal.tenantId, id);
+    const changed = await updateWebhook(principal.tenantId, id, { description: 'First' }, [versionOf(read)]);
     expect(changed.description).toBe('First');
 
-    await expect(updateWebhook(principal, id, { description: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
+    await expect(updateWebhook(principal.tenantId, id, { description: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
       refusal: 'stale',
       messageKey: 'preconditionFailed',
     });
-    expect(await getWebhook(principal, id)).toEqual(changed);
+    expect(await getWebhook(principal.tenantId, id)).toEqual(changed);
   });
 
   it('answers 404 for another tenant’s subscription and a missing one, and changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
     const before = (await stored(principal.tenantId, id))!;
-    await expect(updateWebhook(adminCaller(), id, { active: false }, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
-    await expect(updateWebhook(principal, 'WHK-999999', { active: false }, undefined)).rejects.toMatchObject({
+    await expect(updateWebhook(adminCaller().tenantId, id, { active: false }, undefined)).rejects.toMatchObject({
+      refusal: 'notFound',
+      messageKey: 'webhookNotFound',
+    });
+    await expect(updateWebhook(principal.tenantId, 'WHK-999999', { active: false }, undefined)).rejects.toMatchObject({
       refusal: 'notFound',
       messageKey: 'webhookNotFound',
     });
@@ -398,7 +407,7 @@ describe('deleteWebhook', () => {
     const [gone] = await subscriptionsOf(tenantId);
     const from = embedded.store.requests.length;
 
-    await deleteWebhook(principal, gone!.id, undefined);
+    await deleteWebhook(principal.tenantId, gone!.id, undefined);
 
     expect(writesIn(embedded.store.requests.slice(from))).toHaveLength(1);
     expect(await stored(tenantId, gone!.id)).toBeUndefined();
@@ -412,7 +421,7 @@ describe('deleteWebhook', () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
     embedded.store.intercept = (record) => (isBatchOf(principal.tenantId)(record) ? STORE_FAILURE : undefined);
-    await expect(deleteWebhook(principal, id, undefined)).rejects.toBeInstanceOf(DependencyUnavailableError);
+    await expect(deleteWebhook(principal.tenantId, id, undefined)).rejects.toBeInstanceOf(DependencyUnavailableError);
     embedded.store.intercept = undefined;
     expect(await stored(principal.tenantId, id)).toBeDefined();
     expect(await slotsOf(principal.tenantId)).toHaveLength(1);
@@ -421,14 +430,14 @@ describe('deleteWebhook', () => {
   it('honours If-Match: a stale version is a 412 that leaves the subscription and its slot; the current one deletes', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
-    const read = await getWebhook(principal, id);
-    await updateWebhook(principal, id, { description: 'Changed' }, undefined);
+    const read = await getWebhook(principal.tenantId, id);
+    await updateWebhook(principal.tenantId, id, { description: 'Changed' }, undefined);
 
-    await expect(deleteWebhook(principal, id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale', messageKey: 'preconditionFailed' });
+    await expect(deleteWebhook(principal.tenantId, id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale', messageKey: 'preconditionFailed' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
     expect(await slotsOf(principal.tenantId)).toHaveLength(1);
 
-    await deleteWebhook(principal, id, [versionOf(await getWebhook(principal, id))]);
+    await deleteWebhook(principal.tenantId, id, [versionOf(await getWebhook(principal.tenantId, id))]);
     expect(await subscriptionsOf(principal.tenantId)).toEqual([]);
     expect(await slotsOf(principal.tenantId)).toEqual([]);
   });
@@ -436,8 +445,8 @@ describe('deleteWebhook', () => {
   it('answers 404 for another tenant’s subscription and a missing one, and deletes nothing', async () => {
     const principal = adminCaller();
     const { id } = await subscribe(principal);
-    await expect(deleteWebhook(adminCaller(), id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
-    await expect(deleteWebhook(principal, 'WHK-999999', undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(deleteWebhook(adminCaller().tenantId, id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(deleteWebhook(principal.tenantId, 'WHK-999999', undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
     expect(await subscriptionsOf(principal.tenantId)).toHaveLength(1);
     expect(await slotsOf(principal.tenantId)).toHaveLength(1);
   });
@@ -449,7 +458,7 @@ describe('rotateSecret', () => {
     const created = await subscribe(principal);
     const secret = newSecret();
     const before = Date.now();
-    const rotated = await rotateSecret(principal, created.id, secret);
+    const rotated = await rotateSecret(principal.tenantId, created.id, secret);
     const after = Date.now();
 
     expect(Object.keys(rotated)).toEqual(Object.keys(created));
@@ -472,14 +481,14 @@ describe('rotateSecret', () => {
     const principal = adminCaller();
     const created = await subscribe(principal);
     const secrets = [created.secret];
-    for (let rotation = 0; rotation < 4; rotation++) secrets.unshift((await rotateSecret(principal, created.id, newSecret())).secret);
+    for (let rotation = 0; rotation < 4; rotation++) secrets.unshift((await rotateSecret(principal.tenantId, created.id, newSecret())).secret);
     expect(signingSecrets((await readWebhook(principal.tenantId, created.id))!)).toEqual(secrets);
   });
 
   it('loses no secret to rotations at the same time in this instance', async () => {
     const principal = adminCaller();
     const created = await subscribe(principal);
-    const rotated = await Promise.all(Array.from({ length: 5 }, () => rotateSecret(principal, created.id, newSecret())));
+    const rotated = await Promise.all(Array.from({ length: 5 }, () => rotateSecret(principal.tenantId, created.id, newSecret())));
     const signing = signingSecrets((await readWebhook(principal.tenantId, created.id))!);
     expect(signing).toHaveLength(6);
     expect(new Set(signing)).toEqual(new Set([created.secret, ...rotated.map(({ secret }) => secret)]));
@@ -492,7 +501,7 @@ describe('rotateSecret', () => {
     beforeRequest(embedded.store, isBatchOf(principal.tenantId), async () => {
       await storedChange(principal.tenantId, created.id, { secret: theirs, retiredSecrets: [retired(created.secret, Date.now() + DAY_MS)] });
     });
-    const mine = await rotateSecret(principal, created.id, newSecret());
+    const mine = await rotateSecret(principal.tenantId, created.id, newSecret());
     expect(signingSecrets((await readWebhook(principal.tenantId, created.id))!)).toEqual([mine.secret, theirs, created.secret]);
   });
 
@@ -505,7 +514,7 @@ describe('rotateSecret', () => {
     });
     expect(signingSecrets(document)).toEqual([created.secret, live]);
 
-    const rotated = await rotateSecret(principal, created.id, newSecret());
+    const rotated = await rotateSecret(principal.tenantId, created.id, newSecret());
     const after = (await stored(principal.tenantId, created.id))!;
     expect(after.retiredSecrets.map(({ secret }) => secret)).toEqual([created.secret, live]);
     expect(signingSecrets(after)).toEqual([rotated.secret, created.secret, live]);
@@ -519,12 +528,12 @@ describe('rotateSecret', () => {
     // Those whose day is over do not count.
     await storedChange(principal.tenantId, created.id, { retiredSecrets: [...stillSigning, retired(newSecret(), Date.now() - 1)] });
 
-    const fiftieth = await rotateSecret(principal, created.id, newSecret());
+    const fiftieth = await rotateSecret(principal.tenantId, created.id, newSecret());
     const full = (await stored(principal.tenantId, created.id))!;
     expect(signingSecrets(full)).toHaveLength(50);
     expect(signingSecrets(full)[0]).toBe(fiftieth.secret);
 
-    const refused = rotateSecret(principal, created.id, newSecret());
+    const refused = rotateSecret(principal.tenantId, created.id, newSecret());
     await expect(refused).rejects.toBeInstanceOf(RuleError);
     await expect(refused).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'tooManySigningSecrets', params: { limit: 50 } });
     expect((await stored(principal.tenantId, created.id))!._etag).toBe(full._etag);
@@ -533,8 +542,8 @@ describe('rotateSecret', () => {
   it('answers 404 for another tenant’s subscription and a missing one', async () => {
     const principal = adminCaller();
     const { id, secret } = await subscribe(principal);
-    await expect(rotateSecret(adminCaller(), id, newSecret())).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
-    await expect(rotateSecret(principal, 'WHK-999999', newSecret())).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(rotateSecret(adminCaller().tenantId, id, newSecret())).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
+    await expect(rotateSecret(principal.tenantId, 'WHK-999999', newSecret())).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'webhookNotFound' });
     expect((await stored(principal.tenantId, id))!.secret).toBe(secret);
   });
 });
@@ -620,7 +629,7 @@ describe('recordDeliveryEnd', () => {
   it('only counts the failures of a subscription already off, and keeps why it went off', async () => {
     const principal = adminCaller();
     const webhook = await subscription(principal);
-    await updateWebhook(principal, webhook.id, { active: false }, undefined);
+    await updateWebhook(principal.tenantId, webhook.id, { active: false }, undefined);
     const off = await storedChange(webhook.tenantId, webhook.id, { failedInARow: 2 });
     await recordDeliveryEnd(off, 'dlv_7', gone);
     expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 3, active: false, disabledReason: null, updatedAt: off.updatedAt });
@@ -629,7 +638,7 @@ describe('recordDeliveryEnd', () => {
   it('records nothing, and does not fail, for a subscription deleted meanwhile', async () => {
     const principal = adminCaller();
     const webhook = await subscription(principal);
-    await deleteWebhook(principal, webhook.id, undefined);
+    await deleteWebhook(principal.tenantId, webhook.id, undefined);
     await expect(recordDeliveryEnd(webhook, 'dlv_8', failed)).resolves.toBeUndefined();
     expect(await stored(webhook.tenantId, webhook.id)).toBeUndefined();
   });
