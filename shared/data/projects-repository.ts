@@ -1,5 +1,5 @@
 import type { Container, OperationInput } from '@azure/cosmos';
-import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner } from '../domain/projects.js';
+import { changed, INITIAL_STATUS, membersWithOwner } from '../domain/projects.js';
 import type { ExpectedVersion } from '../domain/versions.js';
 import { notFound } from '../domain/errors.js';
 import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
@@ -116,29 +116,14 @@ export function listProjects(tenantId: string, query: ListProjectsQuery): Promis
 /** The tenant's visible projects as the RAG index reads them. */
 export const projectSources = indexSources(projects, 'c.id');
 
-/** Applies the given fields, following the project rules (status moves, archived read-only, ownership). */
+/** Applies the given fields, as the project rules say (`changed`). */
 export async function updateProject(tenantId: string, id: string, changes: UpdateProjectBody, expected: ExpectedVersion): Promise<Project> {
   const updated = await changeDocument({
     kind: projects,
     tenantId,
     id,
     expected,
-    change(current) {
-      assertWritable(current);
-      if (changes.status) assertStatusMove(current.status, changes.status);
-      const owner = changes.owner ?? current.owner;
-      const name = changes.name ?? current.name;
-      return {
-        ...current,
-        name,
-        nameSort: name.toLowerCase(),
-        description: changes.description ?? current.description,
-        status: changes.status ?? current.status,
-        owner,
-        members: membersWithOwner(owner, changes.members ?? current.members),
-        updatedAt: new Date().toISOString(),
-      };
-    },
+    change: (current) => changed(current, changes, new Date().toISOString()),
     event: ({ after }) => ({ type: 'project.updated', data: projects.resourceOf(after!) }),
   });
   return projects.resourceOf(updated!);

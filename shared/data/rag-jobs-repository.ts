@@ -13,7 +13,7 @@ import {
   cancelOfFinished,
   endEvent,
   ended,
-  finishingHeldByOther,
+  heldByOther,
   isFinished,
   requestedJob,
   standsAt,
@@ -205,7 +205,7 @@ export async function recordPlanning(
 export async function startFinishing(tenantId: string, jobId: string, runner: string, leaseMs: number): Promise<RagJobDocument | undefined> {
   let taken = false;
   const job = await changeJob(tenantId, jobId, (current) => {
-    taken = !finishingHeldByOther(current.finishing, runner, Date.now());
+    taken = !heldByOther(current.finishing, runner, Date.now());
     return taken ? { ...current, finishing: { runner, until: new Date(Date.now() + leaseMs).toISOString() } } : current;
   });
   return taken ? job : undefined;

@@ -1,5 +1,5 @@
 import { conflict, invalid } from './errors.js';
-import { MAX_MEMBERS, type Project, type ProjectStatus } from '../schemas/projects.js';
+import { MAX_MEMBERS, type Project, type ProjectStatus, type UpdateProjectBody } from '../schemas/projects.js';
 import { email } from '../validation.js';
 
 /** The contract's status moves. Archived has none: an archived project is read-only. */
@@ -47,4 +47,25 @@ export function membersWithOwner(owner: string, members: readonly string[]): str
   const all = [...new Set([owner, ...members])];
   if (all.length > MAX_MEMBERS) throw invalid('tooManyMembers', { limit: MAX_MEMBERS });
   return all;
+}
+
+/**
+ * A project after a change of the fields given, following the project rules: nothing changes in an
+ * Archived one, the status moves only as the contract lists, and the owner stays among the members.
+ */
+export function changed<P extends Project & { nameSort: string }>(current: P, changes: UpdateProjectBody, now: string): P {
+  assertWritable(current);
+  if (changes.status) assertStatusMove(current.status, changes.status);
+  const owner = changes.owner ?? current.owner;
+  const name = changes.name ?? current.name;
+  return {
+    ...current,
+    name,
+    nameSort: name.toLowerCase(),
+    description: changes.description ?? current.description,
+    status: changes.status ?? current.status,
+    owner,
+    members: membersWithOwner(owner, changes.members ?? current.members),
+    updatedAt: now,
+  };
 }

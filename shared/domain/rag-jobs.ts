@@ -44,9 +44,9 @@ export function standsAt(job: { planned: boolean; planCursor: PlanCursor | null 
   return at?.kind === from.kind && at.continuation === from.continuation;
 }
 
-/** Whether another queue message's run holds the job's finishing at `now`: its lease is not over. */
-export const finishingHeldByOther = (finishing: { runner: string; until: string } | undefined, runner: string, now: number) =>
-  finishing !== undefined && finishing.runner !== runner && Date.parse(finishing.until) > now;
+/** Whether another queue message's run holds a job's finishing, or one of its batches, at `now`: its lease is not over. */
+export const heldByOther = (hold: { runner: string; until: string } | null | undefined, runner: string, now: number) =>
+  !!hold && hold.runner !== runner && Date.parse(hold.until) > now;
 
 export type Outcome = { counts: RagCounts } | { error: string | undefined } | { cancelled: true };
 

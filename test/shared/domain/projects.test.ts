@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner, ownerOf, STATUS_MOVES } from '../../../shared/domain/projects.js';
+import { assertStatusMove, assertWritable, changed, INITIAL_STATUS, membersWithOwner, ownerOf, STATUS_MOVES } from '../../../shared/domain/projects.js';
 import { PROJECT_STATUSES } from '../../../shared/schemas/projects.js';
 
 describe('project status moves', () => {
@@ -80,5 +80,29 @@ describe('owners', () => {
     expect(ownerOf('', 'caller@x.test')).toBe('');
     expect(() => ownerOf(undefined, undefined)).toThrow(expect.objectContaining({ refusal: 'invalid', messageKey: 'ownerRequired' }));
     expect(() => ownerOf(undefined, 'no-at-sign')).toThrow(expect.objectContaining({ refusal: 'invalid', messageKey: 'ownerRequired' }));
+  });
+});
+
+describe('a change of a project', () => {
+  const current = {
+    ...{ id: 'PRJ-1', name: 'Apollo', nameSort: 'apollo', description: '', status: 'Active' as const, owner: 'o@x.test', members: ['o@x.test'] },
+    ...{ createdAt: 'then', updatedAt: 'then', createdBy: 'someone' },
+  };
+
+  it('applies the fields given, keeps the new owner first among the members, and sorts by the new name', () => {
+    expect(changed(current, { name: 'Zeus', owner: 'n@x.test', members: ['a@x.test'] }, 'now')).toEqual({
+      ...current,
+      name: 'Zeus',
+      nameSort: 'zeus',
+      owner: 'n@x.test',
+      members: ['n@x.test', 'a@x.test'],
+      updatedAt: 'now',
+    });
+  });
+
+  it('moves the status only as the contract lists, and changes nothing of an Archived project', () => {
+    expect(changed(current, { status: 'OnHold' }, 'now').status).toBe('OnHold');
+    expect(() => changed(current, { status: 'Planning' }, 'now')).toThrow(expect.objectContaining({ messageKey: 'statusMoveNotAllowed' }));
+    expect(() => changed({ ...current, status: 'Archived' }, { name: 'Later' }, 'now')).toThrow(expect.objectContaining({ messageKey: 'projectArchived' }));
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cancelOfFinished, endEvent, ended, finishingHeldByOther, isFinished, planningAt, standsAt } from '../../../shared/domain/rag-jobs.js';
+import { cancelOfFinished, endEvent, ended, heldByOther, isFinished, planningAt, standsAt } from '../../../shared/domain/rag-jobs.js';
 
 describe('a job', () => {
   it('has ended when Succeeded, Failed or Cancelled', () => {
@@ -40,15 +40,15 @@ describe("a job's planning", () => {
   });
 });
 
-describe("a job's finishing", () => {
+describe("a hold on a job's finishing or a batch", () => {
   const now = Date.now();
   const until = new Date(now + 1).toISOString();
 
   it("is held by another message's run until its lease is over, never against the run that holds it", () => {
-    expect(finishingHeldByOther(undefined, 'm1', now)).toBe(false);
-    expect(finishingHeldByOther({ runner: 'm2', until }, 'm1', now)).toBe(true);
-    expect(finishingHeldByOther({ runner: 'm2', until }, 'm1', now + 1)).toBe(false);
-    expect(finishingHeldByOther({ runner: 'm1', until }, 'm1', now)).toBe(false);
+    expect(heldByOther(undefined, 'm1', now)).toBe(false);
+    expect(heldByOther({ runner: 'm2', until }, 'm1', now)).toBe(true);
+    expect(heldByOther({ runner: 'm2', until }, 'm1', now + 1)).toBe(false);
+    expect(heldByOther({ runner: 'm1', until }, 'm1', now)).toBe(false);
   });
 });
 
