@@ -551,7 +551,6 @@ describe('rotateSecret', () => {
 describe('recordDeliveryEnd', () => {
   const succeeded = { status: 'Succeeded', nextAttemptAt: null, gone: false } as const;
   const failed = { status: 'Failed', nextAttemptAt: null, gone: false } as const;
-  const gone = { status: 'Failed', nextAttemptAt: null, gone: true } as const;
 
   async function subscription(principal = adminCaller()): Promise<WebhookDocument> {
     const { id } = await subscribe(principal);
@@ -593,46 +592,6 @@ describe('recordDeliveryEnd', () => {
     const off = (await stored(webhook.tenantId, webhook.id))!;
     expect(off).toMatchObject({ failedInARow: 3, active: false, disabledReason: DISABLED_BECAUSE.failing });
     expect(Date.parse(off.updatedAt)).toBeGreaterThanOrEqual(before);
-  });
-
-  it('counts a delivery sent again that ends Failed again once: it is one delivery, not failures in a row', async () => {
-    const webhook = await subscription();
-    for (let time = 0; time < 3; time++) await recordDeliveryEnd(webhook, 'dlv_again', failed);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 1, active: true, disabledReason: null, updatedAt: webhook.updatedAt });
-    await recordDeliveryEnd(webhook, 'dlv_second', failed);
-    await recordDeliveryEnd(webhook, 'dlv_again', failed);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 2, active: true });
-    await recordDeliveryEnd(webhook, 'dlv_third', failed);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 3, active: false, disabledReason: DISABLED_BECAUSE.failing });
-  });
-
-  it('keeps the ids of the last three failures only: the document does not grow with the failures that end after it is off', async () => {
-    const webhook = await subscription();
-    for (const id of ['dlv_a', 'dlv_b', 'dlv_c', 'dlv_d', 'dlv_e']) await recordDeliveryEnd(webhook, id, failed);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 5, active: false, failedDeliveryIds: ['dlv_c', 'dlv_d', 'dlv_e'] });
-  });
-
-  it('counts a delivery that failed before a success again: the success began a new row', async () => {
-    const webhook = await subscription();
-    await recordDeliveryEnd(webhook, 'dlv_again', failed);
-    await recordDeliveryEnd((await stored<WebhookDocument>(webhook.tenantId, webhook.id))!, 'dlv_fine', succeeded);
-    await recordDeliveryEnd(webhook, 'dlv_again', failed);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 1, active: true });
-  });
-
-  it('turns the subscription off at once when the receiver answered 410', async () => {
-    const webhook = await subscription();
-    await recordDeliveryEnd(webhook, 'dlv_6', gone);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 1, active: false, disabledReason: DISABLED_BECAUSE.gone });
-  });
-
-  it('only counts the failures of a subscription already off, and keeps why it went off', async () => {
-    const principal = adminCaller();
-    const webhook = await subscription(principal);
-    await updateWebhook(principal.tenantId, webhook.id, { active: false }, undefined);
-    const off = await storedChange(webhook.tenantId, webhook.id, { failedInARow: 2 });
-    await recordDeliveryEnd(off, 'dlv_7', gone);
-    expect(await stored(webhook.tenantId, webhook.id)).toMatchObject({ failedInARow: 3, active: false, disabledReason: null, updatedAt: off.updatedAt });
   });
 
   it('records nothing, and does not fail, for a subscription deleted meanwhile', async () => {

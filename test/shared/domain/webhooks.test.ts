@@ -181,6 +181,14 @@ describe('the end of a delivery', () => {
     expect(subscription).toMatchObject({ active: false, disabledReason: DISABLED_BECAUSE.failing, failedInARow: 3, updatedAt: 'now' });
   });
 
+  it('keeps the ids of the last three failures only, and counts one that failed before a success again: the success began a new row', () => {
+    let subscription = subscriptionOf();
+    for (const id of ['a', 'b', 'c', 'd', 'e']) subscription = afterDeliveryEnd(subscription, id, failed, 'now');
+    expect(subscription).toMatchObject({ failedInARow: 5, failedDeliveryIds: ['c', 'd', 'e'] });
+    subscription = afterDeliveryEnd(afterDeliveryEnd(subscriptionOf({ failedInARow: 1, failedDeliveryIds: ['a'] }), 'f', succeeded, 'now'), 'a', failed, 'now');
+    expect(subscription).toMatchObject({ active: true, failedInARow: 1, failedDeliveryIds: ['a'] });
+  });
+
   it('turns it off at once on a 410, and leaves the reason of one already off', () => {
     expect(afterDeliveryEnd(subscriptionOf(), 'a', { ...failed, gone: true }, 'now')).toMatchObject({ active: false, disabledReason: DISABLED_BECAUSE.gone });
     const off = subscriptionOf({ active: false, disabledReason: 'By hand.' });
