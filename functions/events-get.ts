@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { getEvent } from '../shared/data/events-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { readsRagJobEvents } from '../shared/roles.js';
 import { apiRoute } from '../shared/http/routes.js';
 import { event, eventIdParameter } from '../shared/schemas/events.js';
 
@@ -15,7 +16,7 @@ export const eventsGet = endpoint({
       "An event of the last 7 days, as its webhook body with its `id`; it never changes. A RAG job's event is a 404 for a role that may not read RAG jobs.",
   },
   async handle({ principal, params }) {
-    return { body: await getEvent(principal, params.eventId) };
+    return { body: await getEvent(principal.tenantId, readsRagJobEvents(principal.roles), params.eventId) };
   },
 });
 

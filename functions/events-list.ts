@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { listEvents } from '../shared/data/events-repository.js';
 import { endpoint } from '../shared/http/endpoint.js';
+import { readsRagJobEvents } from '../shared/roles.js';
 import { apiRoute } from '../shared/http/routes.js';
 import { eventListItem, listEventsQuery } from '../shared/schemas/events.js';
 
@@ -17,7 +18,7 @@ export const eventsList = endpoint({
       "after a time. Pings are not listed, nor RAG jobs' events for a role that may not read RAG jobs (only LMS.Manager and LMS.Admin may).",
   },
   async handle({ principal, query }) {
-    return { page: await listEvents(principal, query) };
+    return { page: await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query) };
   },
 });
 

@@ -1,5 +1,6 @@
 import { app } from '@azure/functions';
 import { createProject } from '../shared/data/projects-repository.js';
+import { ownerOf } from '../shared/domain/projects.js';
 import { endpoint } from '../shared/http/endpoint.js';
 import { apiRoute } from '../shared/http/routes.js';
 import { createProjectBody, project } from '../shared/schemas/projects.js';
@@ -17,7 +18,7 @@ export const projectsCreate = endpoint({
     errors: { 400: ['ownerRequired', 'tooManyMembers'] },
   },
   async handle({ principal, body, idempotency }) {
-    return { created: await createProject(principal, body, idempotency) };
+    return { created: await createProject(principal.tenantId, principal.objectId, ownerOf(body.owner, principal.email), body, idempotency) };
   },
 });
 

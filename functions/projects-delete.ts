@@ -11,7 +11,7 @@ export const projectsDelete = endpoint({
   success: { status: 204 },
   docs: { summary: 'Delete a project and its tasks' },
   async handle({ principal, params, ifMatch }) {
-    await deleteProject(principal, params.projectId, ifMatch);
+    await deleteProject(principal.tenantId, params.projectId, ifMatch);
     return {};
   },
 });

@@ -11,7 +11,7 @@ export const projectsGet = endpoint({
   success: { status: 200, body: project },
   docs: { summary: 'Read a project' },
   async handle({ principal, params }) {
-    return { body: await getProject(principal, params.projectId) };
+    return { body: await getProject(principal.tenantId, params.projectId) };
   },
 });
 

@@ -13,7 +13,7 @@ export const projectsList = endpoint({
     description: '`q` matches any part of the name, ignoring case; `member` finds the projects a person belongs to.',
   },
   async handle({ principal, query }) {
-    return { page: await listProjects(principal, query) };
+    return { page: await listProjects(principal.tenantId, query) };
   },
 });
 

@@ -26,7 +26,7 @@ export const projectsUpdate = endpoint({
     errors: { 400: ['tooManyMembers'], 409: ['statusMoveNotAllowed', 'projectArchived'] },
   },
   async handle({ principal, params, body, ifMatch }) {
-    return { body: await updateProject(principal, params.projectId, body, ifMatch) };
+    return { body: await updateProject(principal.tenantId, params.projectId, body, ifMatch) };
   },
 });
 

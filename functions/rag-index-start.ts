@@ -22,7 +22,7 @@ export const ragIndexStart = endpoint({
     errors: { 409: ['ragJobActive'] },
   },
   async handle({ principal, body, path, idempotency }) {
-    const { resource: job, replayed } = await createJob(principal, body, idempotency);
+    const { resource: job, replayed } = await createJob(principal.tenantId, principal.objectId, body, idempotency);
     return { body: job, location: `${path.replace(/\/index$/, '/jobs')}/${job.jobId}`, replayed };
   },
 });

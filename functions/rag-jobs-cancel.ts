@@ -16,7 +16,7 @@ export const ragJobsCancel = endpoint({
     errors: { 409: ['ragJobFinished'] },
   },
   async handle({ principal, params }) {
-    return { body: await requestCancel(principal, params.jobId) };
+    return { body: await requestCancel(principal.tenantId, params.jobId) };
   },
 });
 

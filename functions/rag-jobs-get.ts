@@ -14,7 +14,7 @@ export const ragJobsGet = endpoint({
     description: 'Queued → Running → Succeeded or Failed, with `counts` once it has run.',
   },
   async handle({ principal, params }) {
-    return { body: await getJob(principal, params.jobId) };
+    return { body: await getJob(principal.tenantId, params.jobId) };
   },
 });
 

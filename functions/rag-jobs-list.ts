@@ -10,7 +10,7 @@ export const ragJobsList = endpoint({
   success: { status: 200, page: ragJobListItem },
   docs: { summary: 'List RAG index jobs', description: 'Newest first.' },
   async handle({ principal, query }) {
-    return { page: await listJobs(principal, query) };
+    return { page: await listJobs(principal.tenantId, query) };
   },
 });
 

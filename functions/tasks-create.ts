@@ -15,7 +15,7 @@ export const tasksCreate = endpoint({
     errors: { 404: ['projectNotFound'], 409: ['projectArchived'] },
   },
   async handle({ principal, body, idempotency }) {
-    return { created: await createTask(principal, body, idempotency) };
+    return { created: await createTask(principal.tenantId, principal.objectId, body, idempotency) };
   },
 });
 

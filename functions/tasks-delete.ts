@@ -11,7 +11,7 @@ export const tasksDelete = endpoint({
   success: { status: 204 },
   docs: { summary: 'Delete a task', errors: { 409: ['projectArchived'] } },
   async handle({ principal, params, ifMatch }) {
-    await deleteTask(principal, params.taskId, ifMatch);
+    await deleteTask(principal.tenantId, params.taskId, ifMatch);
     return {};
   },
 });

@@ -11,7 +11,7 @@ export const tasksGet = endpoint({
   success: { status: 200, body: task },
   docs: { summary: 'Read a task' },
   async handle({ principal, params }) {
-    return { body: await getTask(principal, params.taskId) };
+    return { body: await getTask(principal.tenantId, params.taskId) };
   },
 });
 

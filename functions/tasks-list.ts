@@ -15,7 +15,7 @@ export const tasksList = endpoint({
       'come first (last with `-dueDate`); by `priority`, Low < Medium < High < Urgent.',
   },
   async handle({ principal, query }) {
-    return { page: await listTasks(principal, query) };
+    return { page: await listTasks(principal.tenantId, query) };
   },
 });
 

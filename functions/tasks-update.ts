@@ -19,7 +19,7 @@ export const tasksUpdate = endpoint({
     errors: { 409: ['projectArchived'] },
   },
   async handle({ principal, params, body, ifMatch }) {
-    return { body: await updateTask(principal, params.taskId, body, ifMatch) };
+    return { body: await updateTask(principal.tenantId, params.taskId, body, ifMatch) };
   },
 });
 

@@ -26,7 +26,7 @@ export const usersList = endpoint({
     },
   },
   async handle({ principal, query }) {
-    return { page: query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal, query) };
+    return { page: query.source === 'directory' ? await listDirectoryUsers(principal, query) : await listRecordedUsers(principal.tenantId, query) };
   },
 });
 

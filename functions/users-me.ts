@@ -16,7 +16,7 @@ export const usersMe = endpoint({
   },
   async handle({ principal }) {
     if (principal.kind !== 'user') throw new ApiError(403, 'usersOnly');
-    return { body: await getCurrentUser(principal) };
+    return { body: await getCurrentUser(principal.tenantId, principal.objectId) };
   },
 });
 

@@ -15,8 +15,8 @@ export const webhookDeliveriesList = endpoint({
     description: 'Newest first: each event sent to the subscription, its attempts, the last answer, and when the next attempt is due.',
   },
   async handle({ principal, params, query }) {
-    await getWebhook(principal, params.webhookId);
-    return { page: await listDeliveries(principal, params.webhookId, query) };
+    await getWebhook(principal.tenantId, params.webhookId);
+    return { page: await listDeliveries(principal.tenantId, params.webhookId, query) };
   },
 });
 

@@ -16,7 +16,7 @@ export const webhookDeliveriesRetry = endpoint({
     errors: { 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {
-    return { body: deliveryResource(await retryDelivery(principal, params.webhookId, params.deliveryId)) };
+    return { body: deliveryResource(await retryDelivery(principal.tenantId, params.webhookId, params.deliveryId)) };
   },
 });
 

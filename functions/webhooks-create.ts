@@ -24,7 +24,7 @@ export const webhooksCreate = endpoint({
   },
   async handle({ principal, body, idempotency }) {
     await checkWebhookUrl(body.url, webhookSettings().allowLoopback);
-    return { created: await createWebhook(principal, body, newSecret(), body.events ?? CHANGE_EVENT_TYPES, idempotency) };
+    return { created: await createWebhook(principal.tenantId, principal.objectId, body, newSecret(), body.events ?? CHANGE_EVENT_TYPES, idempotency) };
   },
 });
 

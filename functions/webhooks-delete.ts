@@ -11,7 +11,7 @@ export const webhooksDelete = endpoint({
   success: { status: 204 },
   docs: { summary: 'Delete a webhook subscription', description: 'Its deliveries under way stop.' },
   async handle({ principal, params, ifMatch }) {
-    await deleteWebhook(principal, params.webhookId, ifMatch);
+    await deleteWebhook(principal.tenantId, params.webhookId, ifMatch);
     return {};
   },
 });

@@ -14,7 +14,7 @@ export const webhooksGet = endpoint({
     description: 'A subscription the API switched off shows `active: false` and why in `disabledReason`.',
   },
   async handle({ principal, params }) {
-    return { body: await getWebhook(principal, params.webhookId) };
+    return { body: await getWebhook(principal.tenantId, params.webhookId) };
   },
 });
 

@@ -10,7 +10,7 @@ export const webhooksList = endpoint({
   success: { status: 200, page: webhookListItem },
   docs: { summary: 'List webhook subscriptions', description: 'Newest first. Secrets are never shown here.' },
   async handle({ principal, query }) {
-    return { page: await listWebhooks(principal, query) };
+    return { page: await listWebhooks(principal.tenantId, query) };
   },
 });
 

@@ -14,7 +14,7 @@ export const webhooksPing = endpoint({
     errors: { 409: ['webhookInactive'] },
   },
   async handle({ principal, params }) {
-    return { body: deliveryResource(await ping(principal, params.webhookId)) };
+    return { body: deliveryResource(await ping(principal.tenantId, params.webhookId)) };
   },
 });
 

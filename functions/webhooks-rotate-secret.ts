@@ -17,7 +17,7 @@ export const webhooksRotateSecret = endpoint({
     errors: { 409: ['tooManySigningSecrets'] },
   },
   async handle({ principal, params }) {
-    return { body: await rotateSecret(principal, params.webhookId, newSecret()) };
+    return { body: await rotateSecret(principal.tenantId, params.webhookId, newSecret()) };
   },
 });
 

@@ -21,7 +21,7 @@ export const webhooksUpdate = endpoint({
   },
   async handle({ principal, params, body, ifMatch }) {
     if (body.url !== undefined) await checkWebhookUrl(body.url, webhookSettings().allowLoopback);
-    return { body: await updateWebhook(principal, params.webhookId, body, ifMatch) };
+    return { body: await updateWebhook(principal.tenantId, params.webhookId, body, ifMatch) };
   },
 });
 

@@ -58,6 +58,3 @@ export class DependencyUnavailableError extends Error {
 
 export const badRequest = (key: MessageKey, params?: Record<string, string | number>, details?: ErrorDetail[]) =>
   new ApiError(400, key, params, details ? { details } : {});
-export const notFound = (key: MessageKey, params?: Record<string, string | number>) => new ApiError(404, key, params);
-export const conflict = (key: MessageKey, params?: Record<string, string | number>) => new ApiError(409, key, params);
-export const preconditionFailed = () => new ApiError(412, 'preconditionFailed');

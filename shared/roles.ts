@@ -25,3 +25,6 @@ export function allows(roles: readonly Role[], permission: Permission): boolean 
   const allowed: readonly Role[] = PERMISSIONS[permission];
   return roles.some((role) => allowed.includes(role));
 }
+
+/** The events of RAG jobs are read only by callers who may run them; every other event, by any with events:read. */
+export const readsRagJobEvents = (roles: readonly Role[]): boolean => allows(roles, 'rag:run');

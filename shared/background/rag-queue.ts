@@ -46,19 +46,16 @@ import {
 import {
   finishJob,
   finishPlanning,
-  isFinished,
   markDispatched,
-  planningAt,
   readJobDocument,
   recordBatchesDone,
   recordPlanning,
   recordSweep,
   startFinishing,
   startRunning,
-  type PlanCursor,
   type RagJobDocument,
-  type SourceKind,
 } from '../data/rag-jobs-repository.js';
+import { isFinished, planningAt, type PlanCursor, type SourceKind } from '../domain/rag-jobs.js';
 import { taskSources } from '../data/tasks-repository.js';
 import { enqueueRagWork } from './queues.js';
 import type { RagCounts } from '../schemas/rag.js';

@@ -15,8 +15,8 @@
 import { webhookSettings } from '../settings/read.js';
 import { payloadOf, readEvent } from '../data/events.js';
 import { claimAttempt, recordAttempt } from '../data/deliveries-repository.js';
-import { readWebhook, recordDeliveryEnd, signingSecrets } from '../data/webhooks-repository.js';
-import { afterAttempt } from '../domain/webhooks.js';
+import { readWebhook, recordDeliveryEnd } from '../data/webhooks-repository.js';
+import { afterAttempt, signingSecrets } from '../domain/webhooks.js';
 import { enqueueWebhookWork } from './queues.js';
 import type { WebhookMessage } from '../schemas/webhooks.js';
 import { settleAll } from '../lib/settle-all.js';

@@ -4,9 +4,8 @@
  * and recorded under the delivery's etag, so a message delivered twice attempts once.
  */
 import type { OperationInput } from '@azure/cosmos';
-import type { Principal } from '../auth/principal.js';
-import type { AfterAttempt } from '../domain/webhooks.js';
-import { conflict, notFound } from '../errors.js';
+import { assertActive, receives, type AfterAttempt } from '../domain/webhooks.js';
+import { notFound } from '../domain/errors.js';
 import { delivery, type Delivery, type ListDeliveriesQuery } from '../schemas/webhooks.js';
 import { settleAll } from '../lib/settle-all.js';
 import { MAX_OPERATIONS, sendBatch } from './batches.js';
@@ -71,13 +70,6 @@ function newDelivery(event: Pick<EventDocument, 'id' | 'tenantId' | 'eventType'>
 /** What of an event its deliveries are made from. */
 export type EventToDeliver = Pick<EventDocument, 'id' | 'tenantId' | 'eventType' | 'timestamp' | 'webhookId'>;
 
-/** Whether a subscription receives an event: active, asked for it, and there when it happened (a ping: the one pinged). */
-export function receives(subscription: WebhookDocument, event: EventToDeliver): boolean {
-  if (!subscription.active) return false;
-  if (event.webhookId) return subscription.id === event.webhookId;
-  return subscription.events.includes(event.eventType) && subscription.createdAt <= event.timestamp;
-}
-
 /** The deliveries of an event, one per subscription it is for, each due at once. */
 export function deliveriesOf(event: EventToDeliver, subscriptions: readonly WebhookDocument[]): Omit<DeliveryDocument, '_etag'>[] {
   return subscriptions.filter((subscription) => receives(subscription, event)).map((subscription) => newDelivery(event, subscription.id));
@@ -113,10 +105,10 @@ function madeAlready(error: unknown): void {
 }
 
 /** A ping: its event and its one delivery, due at once, written together; the change feed shows the delivery to the relay, which queues its attempt. */
-export async function ping(principal: Principal, id: string): Promise<DeliveryDocument> {
-  const subscription = await readVisible(webhooks, principal.tenantId, id);
-  if (!subscription.active) throw conflict('webhookInactive', { id });
-  const event = eventDocument(principal.tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
+export async function ping(tenantId: string, id: string): Promise<DeliveryDocument> {
+  const subscription = await readVisible(webhooks, tenantId, id);
+  assertActive(subscription);
+  const event = eventDocument(tenantId, { type: 'webhook.ping', data: webhooks.resourceOf(subscription), webhookId: id });
   const document = newDelivery(event, id);
   const result = await sendBatch(
     await tenantData(),
@@ -124,7 +116,7 @@ export async function ping(principal: Principal, id: string): Promise<DeliveryDo
       { operationType: 'Create', resourceBody: asJson(event) },
       { operationType: 'Create', resourceBody: asJson(document) },
     ],
-    principal.tenantId,
+    tenantId,
   );
   if (result[1]?.statusCode !== 201) throw batchFailure('Storing a ping', result);
   return result[1].resourceBody as unknown as DeliveryDocument;
@@ -136,8 +128,8 @@ export function readDelivery(tenantId: string, id: string): Promise<DeliveryDocu
 
 export const deliveryResource = (document: DeliveryDocument): Delivery => deliveries.resourceOf(document);
 
-export function listDeliveries(principal: Principal, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
-  return listPage(deliveries, principal.tenantId, { ...query, webhookId }, { filters: { webhookId: 'c.webhookId = @webhookId' }, orderBy: 'c.createdAt DESC' });
+export function listDeliveries(tenantId: string, webhookId: string, query: ListDeliveriesQuery): Promise<Page<Delivery>> {
+  return listPage(deliveries, tenantId, { ...query, webhookId }, { filters: { webhookId: 'c.webhookId = @webhookId' }, orderBy: 'c.createdAt DESC' });
 }
 
 /** Replaces a delivery as it was read; undefined when another writer changed it first. */
@@ -196,17 +188,17 @@ export function recordAttempt(
   });
 }
 
-/** A delivery of this subscription, to be sent again now: Pending, due at once. A subscription switched off gets nothing: 409, as a ping. */
-export async function retryDelivery(principal: Principal, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
+/** A delivery of this subscription, to be sent again now: Pending, due at once, if the subscription is on (`assertActive`). */
+export async function retryDelivery(tenantId: string, webhookId: string, deliveryId: string): Promise<DeliveryDocument> {
   const updated = await changeDocument({
     kind: deliveries,
-    tenantId: principal.tenantId,
+    tenantId,
     id: deliveryId,
     expected: undefined,
     read: async () => {
-      const [subscription, found] = await settleAll([readVisible(webhooks, principal.tenantId, webhookId), readDelivery(principal.tenantId, deliveryId)]);
+      const [subscription, found] = await settleAll([readVisible(webhooks, tenantId, webhookId), readDelivery(tenantId, deliveryId)]);
       if (!found || found.webhookId !== webhookId) throw deliveries.missing(deliveryId);
-      if (!subscription.active) throw conflict('webhookInactive', { id: webhookId });
+      assertActive(subscription);
       return found;
     },
     change: (current) => ({ ...current, status: 'Pending' as const, nextAttemptAt: new Date().toISOString(), updatedAt: new Date().toISOString() }),

@@ -2,9 +2,7 @@
  * The tenant's events of the retention window, as GET /api/events lists them (newest or oldest first) and
  * GET /api/events/{eventId} reads one; pings left out.
  */
-import type { Principal } from '../auth/principal.js';
-import { notFound } from '../errors.js';
-import { allows } from '../roles.js';
+import { notFound } from '../domain/errors.js';
 import { EVENT_TYPES, type Event, type ListEventsQuery } from '../schemas/events.js';
 import { payloadOf, type EventDocument } from './events.js';
 import type { Page } from './paging.js';
@@ -32,19 +30,19 @@ const withoutRagJobs: DocumentKind<EventDocument, Event> = {
   },
 };
 
-/** The events the caller may read: those of the resources its roles read. */
-const visibleTo = (principal: Principal) => (allows(principal.roles, 'rag:run') ? events : withoutRagJobs);
+/** The events a caller reads: RAG jobs' only when it may run them (the caller's roles say). */
+const visibleTo = (withRagJobs: boolean) => (withRagJobs ? events : withoutRagJobs);
 
-export function listEvents(principal: Principal, query: ListEventsQuery): Promise<Page<Event>> {
+export function listEvents(tenantId: string, withRagJobs: boolean, query: ListEventsQuery): Promise<Page<Event>> {
   // `@type` is the kind's: the event's type is `@eventType`.
   const values = { ...query, eventType: query.type };
-  return listPage(visibleTo(principal), principal.tenantId, values, {
+  return listPage(visibleTo(withRagJobs), tenantId, values, {
     filters: { eventType: 'c.eventType = @eventType', since: 'c.timestamp >= @since' },
     orderBy: sortOrder(query.sort, { timestamp: 'c.timestamp' }),
   });
 }
 
-export async function getEvent(principal: Principal, id: string): Promise<Event> {
-  const kind = visibleTo(principal);
-  return kind.resourceOf(await readVisible(kind, principal.tenantId, id));
+export async function getEvent(tenantId: string, withRagJobs: boolean, id: string): Promise<Event> {
+  const kind = visibleTo(withRagJobs);
+  return kind.resourceOf(await readVisible(kind, tenantId, id));
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Container, JSONObject, OperationInput } from '@azure/cosmos';
-import { ApiError } from '../errors.js';
+import { RuleError } from '../domain/errors.js';
 import { cosmosStatus } from './cosmos.js';
 
 const RETENTION_SECONDS = 24 * 60 * 60;
@@ -62,7 +62,7 @@ export async function recordedResult<T>(container: Container, tenantId: string, 
       );
     return replaced ? recordedResult(container, tenantId, idempotent) : undefined;
   }
-  if (resource.requestHash !== idempotent.requestHash) throw new ApiError(422, 'idempotencyKeyReused');
+  if (resource.requestHash !== idempotent.requestHash) throw new RuleError('keyReused', 'idempotencyKeyReused');
   return resource.snapshot;
 }
 

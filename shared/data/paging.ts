@@ -2,7 +2,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { Container, SqlQuerySpec } from '@azure/cosmos';
 import { cursorSigningKey } from '../settings/read.js';
-import { badRequest } from '../errors.js';
+import { invalid } from '../domain/errors.js';
 import { cosmosStatus } from './cosmos.js';
 
 /**
@@ -46,20 +46,20 @@ export function decodeCursor(scope: string, cursor: string): string {
   try {
     body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorBody> | null;
   } catch {
-    throw badRequest('invalidCursor');
+    throw invalid('invalidCursor');
   }
-  if (body?.v !== 3 || typeof body.c !== 'string' || typeof body.s !== 'string') throw badRequest('invalidCursor');
+  if (body?.v !== 3 || typeof body.c !== 'string' || typeof body.s !== 'string') throw invalid('invalidCursor');
   // Base64 decoding and JSON parsing forgive many spellings of the same bytes (padding, '+' and '/',
   // stray characters, spare bits, other JSON): only the server's own is accepted, so a page has one
   // cursor. Comparing whole spellings in constant time checks the MAC too.
   const expected = Buffer.from(spelling(body.c, body.s));
   const given = Buffer.from(cursor);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw badRequest('invalidCursor');
-  if (body.s !== scopeDigest(scope)) throw badRequest('cursorForOtherQuery');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid('invalidCursor');
+  if (body.s !== scopeDigest(scope)) throw invalid('cursorForOtherQuery');
   try {
     return inflateRawSync(Buffer.from(body.c, 'base64url'), { maxOutputLength: MAX_CONTINUATION_BYTES }).toString('utf8');
   } catch {
-    throw badRequest('invalidCursor');
+    throw invalid('invalidCursor');
   }
 }
 
@@ -87,7 +87,7 @@ export async function queryPage<T>(
       response = await container.items.query<T>(query, { partitionKey, maxItemCount: page.limit - items.length, continuationToken: continuation }).fetchNext();
     } catch (error) {
       // A continuation token Cosmos cannot read is the client's mistake, not ours.
-      if (continuation !== undefined && cosmosStatus(error) === 400) throw badRequest('invalidCursor');
+      if (continuation !== undefined && cosmosStatus(error) === 400) throw invalid('invalidCursor');
       throw error;
     }
     items.push(...response.resources);

@@ -1,8 +1,7 @@
 import type { Container, OperationInput } from '@azure/cosmos';
-import type { Principal } from '../auth/principal.js';
-import { assertStatusMove, assertWritable, INITIAL_STATUS, membersWithOwner, ownerOf } from '../domain/projects.js';
+import { changed, INITIAL_STATUS, membersWithOwner } from '../domain/projects.js';
 import type { ExpectedVersion } from '../domain/versions.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { project, type CreateProjectBody, type ListProjectsQuery, type Project, type UpdateProjectBody } from '../schemas/projects.js';
 import { sendBatch, writeInBatches, type Tally } from './batches.js';
 import { eventWrite } from './events.js';
@@ -59,12 +58,19 @@ export function readProjectDocument(tenantId: string, id: string): Promise<Proje
   return readVisible(projects, tenantId, id);
 }
 
-export async function createProject(principal: Principal, input: CreateProjectBody, idempotency: Idempotency | undefined): Promise<Created<Project>> {
-  const owner = ownerOf(input.owner, principal.email);
+/** `owner` is the one the rules gave (`ownerOf`). */
+export async function createProject(
+  tenantId: string,
+  actor: string,
+  owner: string,
+  input: CreateProjectBody,
+  idempotency: Idempotency | undefined,
+): Promise<Created<Project>> {
   const members = membersWithOwner(owner, input.members ?? []);
   return createDocument<Omit<ProjectDocument, '_etag'>, Project>({
     kind: projects,
-    principal,
+    tenantId,
+    actor,
     idempotency,
     request: input,
     sequence: 'projects',
@@ -73,7 +79,7 @@ export async function createProject(principal: Principal, input: CreateProjectBo
       const now = new Date().toISOString();
       const document: Omit<ProjectDocument, '_etag'> = {
         id: `PRJ-${number}`,
-        tenantId: principal.tenantId,
+        tenantId,
         type: 'project',
         name: input.name,
         nameSort: input.name.toLowerCase(),
@@ -83,15 +89,15 @@ export async function createProject(principal: Principal, input: CreateProjectBo
         members,
         createdAt: now,
         updatedAt: now,
-        createdBy: principal.objectId,
+        createdBy: actor,
       };
       return { document };
     },
   });
 }
 
-export async function getProject(principal: Principal, id: string): Promise<Project> {
-  return projects.resourceOf(await readProjectDocument(principal.tenantId, id));
+export async function getProject(tenantId: string, id: string): Promise<Project> {
+  return projects.resourceOf(await readProjectDocument(tenantId, id));
 }
 
 const SORT_PATHS: SortPaths<ListProjectsQuery['sort']> = { createdAt: 'c.createdAt', name: 'c.nameSort' };
@@ -103,36 +109,21 @@ const FILTERS: ListFilters<ListProjectsQuery> = {
   q: 'CONTAINS(c.nameSort, @q)',
 };
 
-export function listProjects(principal: Principal, query: ListProjectsQuery): Promise<Page<Project>> {
-  return listPage(projects, principal.tenantId, query, { filters: FILTERS, orderBy: sortOrder(query.sort, SORT_PATHS) });
+export function listProjects(tenantId: string, query: ListProjectsQuery): Promise<Page<Project>> {
+  return listPage(projects, tenantId, query, { filters: FILTERS, orderBy: sortOrder(query.sort, SORT_PATHS) });
 }
 
 /** The tenant's visible projects as the RAG index reads them. */
 export const projectSources = indexSources(projects, 'c.id');
 
-/** Applies the given fields, following the project rules (status moves, archived read-only, ownership). */
-export async function updateProject(principal: Principal, id: string, changes: UpdateProjectBody, expected: ExpectedVersion): Promise<Project> {
+/** Applies the given fields, as the project rules say (`changed`). */
+export async function updateProject(tenantId: string, id: string, changes: UpdateProjectBody, expected: ExpectedVersion): Promise<Project> {
   const updated = await changeDocument({
     kind: projects,
-    tenantId: principal.tenantId,
+    tenantId,
     id,
     expected,
-    change(current) {
-      assertWritable(current);
-      if (changes.status) assertStatusMove(current.status, changes.status);
-      const owner = changes.owner ?? current.owner;
-      const name = changes.name ?? current.name;
-      return {
-        ...current,
-        name,
-        nameSort: name.toLowerCase(),
-        description: changes.description ?? current.description,
-        status: changes.status ?? current.status,
-        owner,
-        members: membersWithOwner(owner, changes.members ?? current.members),
-        updatedAt: new Date().toISOString(),
-      };
-    },
+    change: (current) => changed(current, changes, new Date().toISOString()),
     event: ({ after }) => ({ type: 'project.updated', data: projects.resourceOf(after!) }),
   });
   return projects.resourceOf(updated!);
@@ -147,8 +138,7 @@ export async function updateProject(principal: Principal, id: string, changes: U
  * raced the delete either committed before the mark (and a sweep removes it) or fails. A delete that
  * stopped half way is finished by the next DELETE, and the count is of every task any of them removed.
  */
-export async function deleteProject(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
-  const { tenantId } = principal;
+export async function deleteProject(tenantId: string, id: string, expected: ExpectedVersion): Promise<void> {
   const documents = await tenantData();
   const stored = await readDocument<ProjectDocument>(tenantId, id, projects.type);
   if (!stored) throw projects.missing(id);

@@ -4,7 +4,6 @@
  * the job's end lets it go in the batch that ends the job.
  */
 import type { OperationInput } from '@azure/cosmos';
-import { ApiError } from '../errors.js';
 import { cosmosStatus } from './cosmos.js';
 import { asJson, readDocument, tenantData, type StoredDocument } from './tenant-data.js';
 
@@ -57,9 +56,4 @@ export async function releaseStaleLock(tenantId: string, stale: HeldLock): Promi
       const status = cosmosStatus(error);
       if (status !== 404 && status !== 412) throw error;
     });
-}
-
-/** The 409 of a start while another job is active, naming it. */
-export function activeJobConflict(jobId: string): ApiError {
-  return new ApiError(409, 'ragJobActive', { id: jobId }, { extra: { activeJobId: jobId } });
 }

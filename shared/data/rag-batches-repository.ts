@@ -6,7 +6,7 @@
  */
 import type { RagCounts } from '../schemas/rag.js';
 import { cosmosStatus } from './cosmos.js';
-import type { PlanCursor, SourceKind } from './rag-jobs-repository.js';
+import { heldByOther, type PlanCursor, type SourceKind } from '../domain/rag-jobs.js';
 import { asJson, FULL_SCAN_PAGE, readDocument, tenantData, type StoredDocument } from './tenant-data.js';
 
 export interface RagBatchDocument extends StoredDocument {
@@ -88,7 +88,6 @@ async function changeBatch(
   }
 }
 
-const heldByAnother = (batch: RagBatchDocument, runner: string) => !!batch.hold && batch.hold.runner !== runner && Date.parse(batch.hold.until) > Date.now();
 const holdFor = (runner: string, holdMs: number) => ({ runner, until: new Date(Date.now() + holdMs).toISOString() });
 
 export type BatchClaim = { held: RagBatchDocument } | { done: true } | { busyUntil: number } | { missing: true };
@@ -101,7 +100,7 @@ export async function holdBatch(tenantId: string, jobId: string, number: number,
   let claim: BatchClaim = { missing: true };
   const held = await changeBatch(tenantId, jobId, number, (current) => {
     if (current.status === 'Done') claim = { done: true };
-    else if (heldByAnother(current, runner)) claim = { busyUntil: Date.parse(current.hold!.until) };
+    else if (heldByOther(current.hold, runner, Date.now())) claim = { busyUntil: Date.parse(current.hold!.until) };
     else return { ...current, hold: holdFor(runner, holdMs) };
     return undefined;
   });

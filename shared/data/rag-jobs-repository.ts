@@ -7,15 +7,25 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { OperationInput } from '@azure/cosmos';
-import type { Principal } from '../auth/principal.js';
-import { requestedJob } from '../domain/rag-jobs.js';
-import { conflict, notFound } from '../errors.js';
-import { ragJob, type ListRagJobsQuery, type RagCounts, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
+import { notFound } from '../domain/errors.js';
+import {
+  activeJobConflict,
+  cancelOfFinished,
+  endEvent,
+  ended,
+  heldByOther,
+  isFinished,
+  requestedJob,
+  standsAt,
+  type Outcome,
+  type PlanCursor,
+} from '../domain/rag-jobs.js';
+import { ragJob, type ListRagJobsQuery, type RagJob, type StartRagIndexBody } from '../schemas/rag.js';
 import { sendBatch } from './batches.js';
 import { cosmosStatus } from './cosmos.js';
 import { eventWrite } from './events.js';
 import { idempotentRequest, recordedResult, recordResultOperation, type Idempotency } from './idempotency.js';
-import { activeJobConflict, heldLock, lockHolder, releaseLock, releaseStaleLock, takeLock } from './rag-active-job.js';
+import { heldLock, lockHolder, releaseLock, releaseStaleLock, takeLock } from './rag-active-job.js';
 import type { ChunkPlace } from './rag-index-repository.js';
 import type { Page } from './paging.js';
 import {
@@ -56,17 +66,6 @@ export interface Sweep {
   pending: ChunkPlace[];
 }
 
-export type SourceKind = 'project' | 'task';
-
-/** A place in the planning: the source kind and the query's continuation. */
-export type PlanCursor = { kind: SourceKind; continuation: string | undefined };
-
-/** Where the job's planning stands: null once every batch is planned. */
-export const planningAt = (job: RagJobDocument): PlanCursor | null => (job.planned ? null : (job.planCursor ?? { kind: 'project', continuation: undefined }));
-
-const TERMINAL: ReadonlySet<RagJob['status']> = new Set(['Succeeded', 'Failed', 'Cancelled']);
-export const isFinished = (job: Pick<RagJob, 'status'>) => TERMINAL.has(job.status);
-
 const jobFields = fieldsOf(ragJob.omit({ jobId: true }));
 
 const ragJobs: DocumentKind<RagJobDocument, RagJob> = {
@@ -86,10 +85,9 @@ export const readJobDocument = (tenantId: string, jobId: string) => readDocument
  * nothing; a request refused (409, or the database failing) records nothing, so its retry with the
  * same key starts a job once the tenant is free.
  */
-export async function createJob(principal: Principal, body: StartRagIndexBody, idempotency: Idempotency | undefined): Promise<Created<RagJob>> {
+export async function createJob(tenantId: string, actor: string, body: StartRagIndexBody, idempotency: Idempotency | undefined): Promise<Created<RagJob>> {
   const documents = await tenantData();
-  const { tenantId } = principal;
-  const idempotent = idempotency && idempotentRequest(idempotency, principal.objectId, body);
+  const idempotent = idempotency && idempotentRequest(idempotency, actor, body);
   // The first answer to the key, if there is one. Asked again before any 409: the active job may be
   // the key's own, started by a racing request with the same key since the last look.
   const replay = async (): Promise<Created<RagJob> | undefined> => {
@@ -114,7 +112,7 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
       id: randomUUID(),
       tenantId,
       type: 'ragJob',
-      ...requestedJob(body, principal.objectId, new Date().toISOString()),
+      ...requestedJob(body, actor, new Date().toISOString()),
       planned: false,
       planCursor: null,
     };
@@ -132,12 +130,12 @@ export async function createJob(principal: Principal, body: StartRagIndexBody, i
   throw activeJobConflict((await lockHolder(tenantId)) ?? 'unknown');
 }
 
-export async function getJob(principal: Principal, jobId: string): Promise<RagJob> {
-  return ragJobs.resourceOf(await readVisible(ragJobs, principal.tenantId, jobId));
+export async function getJob(tenantId: string, jobId: string): Promise<RagJob> {
+  return ragJobs.resourceOf(await readVisible(ragJobs, tenantId, jobId));
 }
 
-export function listJobs(principal: Principal, query: ListRagJobsQuery): Promise<Page<RagJob>> {
-  return listPage(ragJobs, principal.tenantId, query, { orderBy: 'c.requestedAt DESC' });
+export function listJobs(tenantId: string, query: ListRagJobsQuery): Promise<Page<RagJob>> {
+  return listPage(ragJobs, tenantId, query, { orderBy: 'c.requestedAt DESC' });
 }
 
 /** Changes a job that has not ended; undefined when it has (or is gone). */
@@ -186,8 +184,7 @@ export async function recordPlanning(
 ): Promise<RagJobDocument | undefined> {
   let movedOn = false;
   const job = await changeJob(tenantId, jobId, (current) => {
-    const at = planningAt(current);
-    movedOn = at?.kind !== step.from.kind || at.continuation !== step.from.continuation;
+    movedOn = !standsAt(current, step.from);
     if (movedOn) return current;
     const progress = current.progress ?? { sources: 0, batches: 0, batchesDone: 0 };
     return {
@@ -208,8 +205,7 @@ export async function recordPlanning(
 export async function startFinishing(tenantId: string, jobId: string, runner: string, leaseMs: number): Promise<RagJobDocument | undefined> {
   let taken = false;
   const job = await changeJob(tenantId, jobId, (current) => {
-    const held = current.finishing && current.finishing.runner !== runner && Date.parse(current.finishing.until) > Date.now();
-    taken = !held;
+    taken = !heldByOther(current.finishing, runner, Date.now());
     return taken ? { ...current, finishing: { runner, until: new Date(Date.now() + leaseMs).toISOString() } } : current;
   });
   return taken ? job : undefined;
@@ -241,12 +237,11 @@ export function recordBatchesDone(tenantId: string, jobId: string, batchesDone: 
  * Asks a job to stop: one not yet planned ends Cancelled at once; a running one ends Cancelled once
  * the batches under way end (those not started do nothing). A job that has ended is a 409.
  */
-export async function requestCancel(principal: Principal, jobId: string): Promise<RagJob> {
-  const { tenantId } = principal;
+export async function requestCancel(tenantId: string, jobId: string): Promise<RagJob> {
   const current = await readVisible(ragJobs, tenantId, jobId);
-  if (isFinished(current)) throw conflict('ragJobFinished', { id: jobId, status: current.status });
+  if (isFinished(current)) throw cancelOfFinished(current);
   const asked = await changeJob(tenantId, jobId, (latest) => ({ ...latest, cancelRequestedAt: latest.cancelRequestedAt ?? new Date().toISOString() }));
-  if (!asked) throw conflict('ragJobFinished', { id: jobId, status: (await readVisible(ragJobs, tenantId, jobId)).status });
+  if (!asked) throw cancelOfFinished(await readVisible(ragJobs, tenantId, jobId));
   if (asked.status === 'Queued') await finishJob(tenantId, jobId, { cancelled: true });
   return ragJobs.resourceOf((await readJobDocument(tenantId, jobId)) ?? asked);
 }
@@ -262,31 +257,15 @@ export async function recordAttemptError(tenantId: string, jobId: string, messag
     });
 }
 
-type Outcome = { counts: RagCounts } | { error: string | undefined } | { cancelled: true };
-
-/**
- * Ends the job (Succeeded with its counts, Failed with an error (without one, the last attempt's),
- * or Cancelled), sends its event if it has one, and frees the tenant for the next job.
- */
+/** Ends the job as its outcome says (`ended`), sends its event if it has one, and frees the tenant for the next job. */
 export async function finishJob(tenantId: string, jobId: string, outcome: Outcome): Promise<void> {
   const documents = await tenantData();
   const document = await readJobDocument(tenantId, jobId);
   if (!document || isFinished(document)) return;
-  const finished: RagJobDocument = {
-    ...document,
-    ...('counts' in outcome
-      ? { status: 'Succeeded', counts: outcome.counts, error: null }
-      : 'cancelled' in outcome
-        ? { status: 'Cancelled', error: null }
-        : {
-            status: 'Failed',
-            error: outcome.error ?? `Gave up after the queue's last retry.${document.lastError ? ` Last error: ${document.lastError}` : ''}`,
-          }),
-    completedAt: new Date().toISOString(),
-  };
+  const finished: RagJobDocument = { ...document, ...ended(outcome, document.lastError, new Date().toISOString()) };
   const holder = await lockHolder(tenantId);
   const job = ragJobs.resourceOf(finished);
-  const type = job.status === 'Succeeded' ? 'rag.job.succeeded' : job.status === 'Failed' ? 'rag.job.failed' : undefined;
+  const type = endEvent(job.status);
   const event = type && eventWrite(tenantId, { type, data: job });
   const operations: OperationInput[] = [
     { operationType: 'Replace', id: jobId, partitionKey: tenantId, resourceBody: asJson(finished), ifMatch: document._etag },

@@ -1,8 +1,7 @@
-import type { Principal } from '../auth/principal.js';
 import { assertWritable } from '../domain/projects.js';
 import { priorityRank, TASK_DEFAULTS } from '../domain/tasks.js';
 import type { ExpectedVersion } from '../domain/versions.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { task, type CreateTaskBody, type ListTasksQuery, type Task, type UpdateTaskBody } from '../schemas/tasks.js';
 import type { Idempotency } from './idempotency.js';
 import type { Page } from './paging.js';
@@ -37,17 +36,18 @@ async function writableProject(tenantId: string, projectId: string): Promise<Pro
  * same transactional batch: once it is Archived, or a delete has marked it, no task can be added to it,
  * and the delete's last sweep removes any task that was added while it ran.
  */
-export async function createTask(principal: Principal, input: CreateTaskBody, idempotency: Idempotency | undefined): Promise<Created<Task>> {
+export async function createTask(tenantId: string, actor: string, input: CreateTaskBody, idempotency: Idempotency | undefined): Promise<Created<Task>> {
   return createDocument<Omit<TaskDocument, '_etag'>, Task, ProjectDocument>({
     kind: tasks,
-    principal,
+    tenantId,
+    actor,
     idempotency,
     request: input,
     sequence: 'tasks',
     event: (created) => ({ type: 'task.created', data: created }),
-    check: () => writableProject(principal.tenantId, input.projectId),
+    check: () => writableProject(tenantId, input.projectId),
     prepare(number, project) {
-      return { document: taskDocument(principal.tenantId, number, input, principal.objectId), guard: stillWritable(project) };
+      return { document: taskDocument(tenantId, number, input, actor), guard: stillWritable(project) };
     },
   });
 }
@@ -79,8 +79,8 @@ export function taskDocument(
   };
 }
 
-export async function getTask(principal: Principal, id: string): Promise<Task> {
-  return tasks.resourceOf(await readVisible(tasks, principal.tenantId, id));
+export async function getTask(tenantId: string, id: string): Promise<Task> {
+  return tasks.resourceOf(await readVisible(tasks, tenantId, id));
 }
 
 const SORT_PATHS: SortPaths<ListTasksQuery['sort']> = { createdAt: 'c.createdAt', dueDate: 'c.dueDate', priority: 'c.priorityRank' };
@@ -94,8 +94,8 @@ const FILTERS: ListFilters<ListTasksQuery> = {
 };
 
 /** Tasks of the tenant; with `projectId`, of that project only. Every list reads the tenant's one partition. */
-export function listTasks(principal: Principal, query: ListTasksQuery): Promise<Page<Task>> {
-  return listPage(tasks, principal.tenantId, query, { filters: FILTERS, orderBy: sortOrder(query.sort, SORT_PATHS) });
+export function listTasks(tenantId: string, query: ListTasksQuery): Promise<Page<Task>> {
+  return listPage(tasks, tenantId, query, { filters: FILTERS, orderBy: sortOrder(query.sort, SORT_PATHS) });
 }
 
 /** The tenant's tasks as the RAG index reads them. */
@@ -106,7 +106,7 @@ export const taskSources = indexSources(tasks, 'c.projectId');
  * change's batch, so that a project archived or deleted meanwhile fails the change, which is then checked again.
  */
 function changeTask(
-  principal: Principal,
+  tenantId: string,
   id: string,
   expected: ExpectedVersion,
   make: (current: TaskDocument) => TaskDocument | typeof REMOVE,
@@ -115,11 +115,11 @@ function changeTask(
   let project: ProjectDocument | undefined;
   return changeDocument({
     kind: tasks,
-    tenantId: principal.tenantId,
+    tenantId,
     id,
     expected,
     async change(current) {
-      project = await writableProject(principal.tenantId, current.projectId);
+      project = await writableProject(tenantId, current.projectId);
       return make(current);
     },
     guard: () => stillWritable(project!),
@@ -128,9 +128,9 @@ function changeTask(
 }
 
 /** Applies the given fields. The tasks of an Archived project are read-only, like the project. */
-export async function updateTask(principal: Principal, id: string, changes: UpdateTaskBody, expected: ExpectedVersion): Promise<Task> {
+export async function updateTask(tenantId: string, id: string, changes: UpdateTaskBody, expected: ExpectedVersion): Promise<Task> {
   const updated = await changeTask(
-    principal,
+    tenantId,
     id,
     expected,
     (current) => {
@@ -142,9 +142,9 @@ export async function updateTask(principal: Principal, id: string, changes: Upda
   return tasks.resourceOf(updated!);
 }
 
-export async function deleteTask(principal: Principal, id: string, expected: ExpectedVersion): Promise<void> {
+export async function deleteTask(tenantId: string, id: string, expected: ExpectedVersion): Promise<void> {
   await changeTask(
-    principal,
+    tenantId,
     id,
     expected,
     () => REMOVE,

@@ -2,9 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
 import type { Container, JSONObject, OperationInput, OperationResponse } from '@azure/cosmos';
 import type { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
 import { satisfies, versionOf, type ExpectedVersion } from '../domain/versions.js';
-import { ApiError, preconditionFailed } from '../errors.js';
+import { RuleError, stale } from '../domain/errors.js';
 import { settleAll } from '../lib/settle-all.js';
 import { sendBatch } from './batches.js';
 import { container } from './cosmos.js';
@@ -25,7 +24,7 @@ export interface DocumentKind<D extends StoredDocument, R> {
   type: D['type'];
   resourceOf(document: D): R;
   /** The 404 for an id that names no document of this kind. */
-  missing(id: string): ApiError;
+  missing(id: string): RuleError;
   /** Documents of this kind that no reader may see, as a test of one document and as a query condition. */
   hidden?: { is(document: D): boolean; where: string };
 }
@@ -65,13 +64,8 @@ const MAX_CREATE_ATTEMPTS = 5;
 /** Read-modify-write under contention between instances: attempts, and the most a retry waits (with jitter). */
 const MAX_CHANGE_ATTEMPTS = 25;
 const MAX_CHANGE_BACKOFF_MS = 50;
-/** When contention outlasts the attempts, the caller is told to come back after this many seconds. */
-const CONTENDED_RETRY_AFTER_SECONDS = 1;
-
-/** Contention that outlasted the attempts: a 409 that says so, and when to come back. Not an outage. */
-function contended(what: string): ApiError {
-  return new ApiError(409, 'changeContended', { id: what.slice(0, 100) }, { headers: { 'Retry-After': String(CONTENDED_RETRY_AFTER_SECONDS) } });
-}
+/** Contention that outlasted the attempts: a refusal that says so (the caller may come back soon). Not an outage. */
+const contended = (what: string) => new RuleError('contended', 'changeContended', { id: what.slice(0, 100) });
 
 /** The change under way in this process to each document, if any: the next one waits for it. */
 const changesUnderWay = new Map<string, Promise<unknown>>();
@@ -154,7 +148,7 @@ async function changeOnce<D extends StoredDocument, R>(options: Parameters<typeo
   const documents = await tenantData();
   for (let attempt = 1; ; attempt++) {
     const current = await read();
-    if (!satisfies(options.expected, versionOf(kind.resourceOf(current)))) throw preconditionFailed();
+    if (!satisfies(options.expected, versionOf(kind.resourceOf(current)))) throw stale();
     const next = await options.change(current);
     // Nothing to change: nothing to write, nothing to announce.
     if (next !== REMOVE && !options.touch && changesNothing(current, next)) return current;
@@ -224,7 +218,9 @@ export interface Created<R> {
  */
 export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R, C = undefined>(options: {
   kind: Pick<DocumentKind<D & StoredDocument, R>, 'resourceOf'>;
-  principal: Principal;
+  tenantId: string;
+  /** Who asks: an Idempotency-Key is theirs. */
+  actor: string;
   /** The Idempotency-Key, and the request it came with. */
   idempotency: Idempotency | undefined;
   request: unknown;
@@ -235,8 +231,8 @@ export async function createDocument<D extends Omit<StoredDocument, '_etag'>, R,
   event?(resource: R): NewEvent;
 }): Promise<Created<R>> {
   const documents = await tenantData();
-  const { tenantId, objectId } = options.principal;
-  const idempotent = options.idempotency && idempotentRequest(options.idempotency, objectId, options.request);
+  const { tenantId, actor } = options;
+  const idempotent = options.idempotency && idempotentRequest(options.idempotency, actor, options.request);
   if (idempotent) {
     const replay = await recordedResult<R>(documents, tenantId, idempotent);
     if (replay) return { resource: replay, replayed: true };

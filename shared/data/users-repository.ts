@@ -1,6 +1,6 @@
-import type { Principal } from '../auth/principal.js';
+import type { Role } from '../roles.js';
 import { BoundedMap } from '../lib/bounded-map.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { user, type ListUsersQuery, type User } from '../schemas/users.js';
 import { cosmosStatus } from './cosmos.js';
 import type { Page } from './paging.js';
@@ -24,6 +24,15 @@ const users: DocumentKind<UserDocument, User> = {
   missing: (id) => notFound('userNotFound', { id }),
 };
 
+/** A caller as its token shows it: only users are recorded, not apps. */
+export interface SeenCaller {
+  kind: 'user' | 'app';
+  objectId: string;
+  email?: string | undefined;
+  displayName?: string | undefined;
+  roles: Role[];
+}
+
 /** Callers this process recorded lately: what it wrote and when. */
 const recentlyRecorded = new BoundedMap<string, { fingerprint: string; at: number }>(REMEMBERED_CALLERS);
 
@@ -31,33 +40,33 @@ const recentlyRecorded = new BoundedMap<string, { fingerprint: string; at: numbe
  * Records a user on first use and refreshes the record at most every 15 minutes, or at once when
  * the token shows a new e-mail, name or roles. Most requests cost no write at all.
  */
-export async function recordCaller(principal: Principal, now = Date.now()): Promise<void> {
-  if (principal.kind !== 'user') return;
-  const key = `${principal.tenantId}/${principal.objectId}`;
-  const fingerprint = JSON.stringify([principal.email, principal.displayName, principal.roles]);
+export async function recordCaller(tenantId: string, caller: SeenCaller, now = Date.now()): Promise<void> {
+  if (caller.kind !== 'user') return;
+  const actor = caller.objectId;
+  const key = `${tenantId}/${actor}`;
+  const fingerprint = JSON.stringify([caller.email, caller.displayName, caller.roles]);
   const known = recentlyRecorded.get(key);
   if (known && known.fingerprint === fingerprint && now - known.at < REFRESH_INTERVAL_MS) return;
 
   const documents = await tenantData();
   const seen = new Date(now).toISOString();
   // Stored NFC-normalised, as every name is, so that a search (NFC too) finds it however the directory spelled it.
-  const displayName = principal.displayName?.normalize('NFC');
+  const displayName = caller.displayName?.normalize('NFC');
   const profile = {
-    email: principal.email ?? null,
+    email: caller.email ?? null,
     displayName: displayName ?? null,
     nameSort: (displayName ?? '').toLowerCase(),
-    roles: principal.roles,
+    roles: caller.roles,
     lastSeenAt: seen,
   };
   // The object id is the document id: a GUID cannot meet the PRJ-, TSK- and other ids of the partition.
-  const id = principal.objectId;
-  const refresh = () =>
-    documents.item(id, principal.tenantId).patch(Object.entries(profile).map(([name, value]) => ({ op: 'set' as const, path: `/${name}`, value })));
+  const id = actor;
+  const refresh = () => documents.item(id, tenantId).patch(Object.entries(profile).map(([name, value]) => ({ op: 'set' as const, path: `/${name}`, value })));
   try {
     await refresh();
   } catch (error) {
     if (cosmosStatus(error) !== 404) throw error;
-    const document: Omit<UserDocument, '_etag'> = { id, tenantId: principal.tenantId, type: 'user', ...profile, createdAt: seen };
+    const document: Omit<UserDocument, '_etag'> = { id, tenantId, type: 'user', ...profile, createdAt: seen };
     try {
       await documents.items.create(document);
     } catch (createError) {
@@ -71,8 +80,8 @@ export async function recordCaller(principal: Principal, now = Date.now()): Prom
 }
 
 /** The caller's own record. */
-export async function getCurrentUser(principal: Principal): Promise<User> {
-  return users.resourceOf(await readVisible(users, principal.tenantId, principal.objectId));
+export async function getCurrentUser(tenantId: string, actor: string): Promise<User> {
+  return users.resourceOf(await readVisible(users, tenantId, actor));
 }
 
 const FILTERS: ListFilters<ListUsersQuery> = {
@@ -81,6 +90,6 @@ const FILTERS: ListFilters<ListUsersQuery> = {
 };
 
 /** The users of the tenant who have called the API, by name. */
-export function listRecordedUsers(principal: Principal, query: ListUsersQuery): Promise<Page<User>> {
-  return listPage(users, principal.tenantId, query, { filters: FILTERS, orderBy: 'c.nameSort ASC' });
+export function listRecordedUsers(tenantId: string, query: ListUsersQuery): Promise<Page<User>> {
+  return listPage(users, tenantId, query, { filters: FILTERS, orderBy: 'c.nameSort ASC' });
 }

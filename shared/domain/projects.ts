@@ -1,5 +1,5 @@
-import { ApiError, conflict } from '../errors.js';
-import { MAX_MEMBERS, type Project, type ProjectStatus } from '../schemas/projects.js';
+import { conflict, invalid } from './errors.js';
+import { MAX_MEMBERS, type Project, type ProjectStatus, type UpdateProjectBody } from '../schemas/projects.js';
 import { email } from '../schemas/validation.js';
 
 /** The contract's status moves. Archived has none: an archived project is read-only. */
@@ -14,7 +14,7 @@ export const STATUS_MOVES: Readonly<Record<ProjectStatus, readonly ProjectStatus
 /** A new project is Active, whatever the request says. */
 export const INITIAL_STATUS: ProjectStatus = 'Active';
 
-/** Same status is a no-op; a move the contract does not list is a 409 naming the allowed ones. */
+/** Same status is a no-op; a move the contract does not list is a conflict naming the allowed ones. */
 export function assertStatusMove(from: ProjectStatus, to: ProjectStatus): void {
   if (from === to || STATUS_MOVES[from].includes(to)) return;
   throw conflict('statusMoveNotAllowed', { from, to, allowed: STATUS_MOVES[from].join(', ') || '-' });
@@ -38,13 +38,34 @@ const CALLER_EMAIL = email();
 export function ownerOf(given: string | undefined, callerEmail: string | undefined): string {
   if (given !== undefined) return given;
   const fromToken = CALLER_EMAIL.safeParse(callerEmail);
-  if (!fromToken.success) throw new ApiError(400, 'ownerRequired');
+  if (!fromToken.success) throw invalid('ownerRequired');
   return fromToken.data;
 }
 
 /** Members are lower-cased, de-duplicated, and always include the owner, first. */
 export function membersWithOwner(owner: string, members: readonly string[]): string[] {
   const all = [...new Set([owner, ...members])];
-  if (all.length > MAX_MEMBERS) throw new ApiError(400, 'tooManyMembers', { limit: MAX_MEMBERS });
+  if (all.length > MAX_MEMBERS) throw invalid('tooManyMembers', { limit: MAX_MEMBERS });
   return all;
+}
+
+/**
+ * A project after a change of the fields given, following the project rules: nothing changes in an
+ * Archived one, the status moves only as the contract lists, and the owner stays among the members.
+ */
+export function changed<P extends Project & { nameSort: string }>(current: P, changes: UpdateProjectBody, now: string): P {
+  assertWritable(current);
+  if (changes.status) assertStatusMove(current.status, changes.status);
+  const owner = changes.owner ?? current.owner;
+  const name = changes.name ?? current.name;
+  return {
+    ...current,
+    name,
+    nameSort: name.toLowerCase(),
+    description: changes.description ?? current.description,
+    status: changes.status ?? current.status,
+    owner,
+    members: membersWithOwner(owner, changes.members ?? current.members),
+    updatedAt: now,
+  };
 }

@@ -8,7 +8,8 @@ import type { Page } from '../data/paging.js';
 import type { Created } from '../data/tenant-data.js';
 import { recordCaller } from '../data/users-repository.js';
 import type { ExpectedVersion } from '../domain/versions.js';
-import { ApiError, badRequest, notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
+import { ApiError, badRequest } from '../errors.js';
 import { translate } from '../messages/catalog.js';
 import { parseOrThrow } from '../schemas/validation.js';
 import { readJsonObject } from './body.js';
@@ -248,7 +249,7 @@ export function endpoint<P = Record<never, PathParameter>, QS extends Schema | u
       const principal = await authenticate(request);
       authorize(principal, definition.permission);
       // Only a caller the API serves becomes one of its recorded users.
-      await recordCaller(principal);
+      await recordCaller(principal.tenantId, principal);
       // Parsed once: the raw query string for repetitions, the path for Location.
       const url = new URL(request.url);
       const query = parseQuery(definition.query ?? NO_QUERY_PARAMETERS, queryObject(request, url), language) as Output<QS>;

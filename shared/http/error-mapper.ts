@@ -1,4 +1,5 @@
 import type { HttpResponseInit, InvocationContext } from '@azure/functions';
+import { RuleError, type Refusal } from '../domain/errors.js';
 import { ApiError, ConfigurationError, DependencyUnavailableError, STATUS_NAMES } from '../errors.js';
 import { translate, type MessageKey } from '../messages/catalog.js';
 import type { Language } from './language.js';
@@ -26,6 +27,10 @@ const UNAVAILABLE_MESSAGES: Record<DependencyUnavailableError['dependency'], Mes
   queue: 'queueUnavailable',
 };
 
+const REFUSAL_STATUSES: Readonly<Record<Refusal, number>> = { invalid: 400, notFound: 404, conflict: 409, contended: 409, stale: 412, keyReused: 422 };
+/** Contention that outlasted the retries is no outage: the caller may come back at once. */
+const CONTENDED_RETRY_AFTER_SECONDS = 1;
+
 /** The refusals whose reason an operator asks for: who may not call (401) or may not do this (403). */
 const REFUSALS = new Set([401, 403]);
 
@@ -46,6 +51,7 @@ function body(status: number, messageKey: MessageKey, language: Language, reques
 
 /** The one place where any thrown value becomes the contract's error body. Nothing internal leaks. */
 export function errorResponse(error: unknown, language: Language, context: InvocationContext): HttpResponseInit {
+  if (error instanceof RuleError) error = asApiError(error);
   const requestId = context.invocationId;
   const headers = responseHeaders(requestId, { language, body: true });
 
@@ -77,6 +83,11 @@ export function errorResponse(error: unknown, language: Language, context: Invoc
   }
   log(context, 'error', `Unexpected failure (request ${requestId})`, error);
   return { status: 500, jsonBody: body(500, 'internalError', language, requestId, { requestId }), headers };
+}
+
+function asApiError({ refusal, messageKey, params, extra }: RuleError): ApiError {
+  const headers = refusal === 'contended' ? { 'Retry-After': String(CONTENDED_RETRY_AFTER_SECONDS) } : undefined;
+  return new ApiError(REFUSAL_STATUSES[refusal], messageKey, params, { extra, headers });
 }
 
 /**

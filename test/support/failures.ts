@@ -1,3 +1,4 @@
+import { RuleError } from '../../shared/domain/errors.js';
 import { ApiError } from '../../shared/errors.js';
 
 /** What the call failed with; a call that succeeds, or throws something that is not an Error, fails the test. */
@@ -10,9 +11,9 @@ export async function errorOf(call: Promise<unknown>): Promise<Error & { code?: 
   return error;
 }
 
-/** The ApiError the call failed with: the answer the caller would get. */
-export async function failureOf(call: Promise<unknown>): Promise<ApiError> {
+/** The refusal the call failed with (a rule's, or the edge's): what the caller's answer is made from. */
+export async function failureOf(call: Promise<unknown>): Promise<ApiError | RuleError> {
   const error = await errorOf(call);
-  if (!(error instanceof ApiError)) throw new Error(`Expected an ApiError, got ${String(error)}`);
+  if (!(error instanceof ApiError || error instanceof RuleError)) throw new Error(`Expected a refusal, got ${String(error)}`);
   return error;
 }

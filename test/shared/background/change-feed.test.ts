@@ -80,7 +80,7 @@ const got = (at: WebhookReceiver) =>
 /** A subscription of the tenant to these events, delivered to `at`; its id. */
 async function subscribe(principal: Principal, at: WebhookReceiver, events: NonNullable<CreateWebhookBody['events']>): Promise<string> {
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  const created = await createWebhook(principal, { url: at.url, events }, secret, events, undefined);
+  const created = await createWebhook(principal.tenantId, principal.objectId, { url: at.url, events }, secret, events, undefined);
   return created.resource.id;
 }
 
@@ -138,8 +138,8 @@ describe('an event in the change feed', () => {
     await subscribe(principal, second, ['task.created', 'project.created']);
     await subscribe(principal, otherEvents, ['task.created']);
     const off = await subscribe(principal, switchedOff, ['project.created']);
-    await updateWebhook(principal, off, { active: false }, undefined);
-    const project = (await createProject(principal, { name: 'Relayed' }, undefined)).resource;
+    await updateWebhook(principal.tenantId, off, { active: false }, undefined);
+    const project = (await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Relayed' }, undefined)).resource;
     const changes = changesOf(principal.tenantId);
 
     const page = await changes();
@@ -167,9 +167,9 @@ describe('an event in the change feed', () => {
     const [ofOne, ofTwo] = [await receiver(), await receiver()];
     await subscribe(one, ofOne, ['project.created', 'task.created']);
     await subscribe(two, ofTwo, ['project.created', 'task.created']);
-    const project = (await createProject(one, { name: 'First' }, undefined)).resource;
-    const task = (await createTask(one, { projectId: project.id, title: 'Its task' }, undefined)).resource;
-    const other = (await createProject(two, { name: 'Second' }, undefined)).resource;
+    const project = (await createProject(one.tenantId, one.objectId, one.email!, { name: 'First' }, undefined)).resource;
+    const task = (await createTask(one.tenantId, one.objectId, { projectId: project.id, title: 'Its task' }, undefined)).resource;
+    const other = (await createProject(two.tenantId, two.objectId, two.email!, { name: 'Second' }, undefined)).resource;
     const [changesOfOne, changesOfTwo] = [changesOf(one.tenantId), changesOf(two.tenantId)];
 
     expect(await relayChanges([...(await changesOfOne()), ...(await changesOfTwo())])).toEqual([]);
@@ -189,7 +189,7 @@ describe('an event in the change feed', () => {
     const principal = adminCaller();
     const pinged = await receiver();
     const id = await subscribe(principal, pinged, ['project.created']);
-    await ping(principal, id);
+    await ping(principal.tenantId, id);
     const changes = await changesOf(principal.tenantId)();
     const [event] = ofType(changes, 'event');
     const [delivery] = ofType(changes, 'delivery');
@@ -225,13 +225,13 @@ describe('the relay, while a receiver hangs', () => {
       return outcome;
     };
 
-    await createProject(principal, { name: 'Waits for its answer' }, undefined);
+    await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Waits for its answer' }, undefined);
     expect(await handOver()).toBe('handed over');
     // The queue's trigger makes the attempt, which the receiver holds.
     const attempting = deliverQueued();
     await hanging.waitFor((received) => received.length === 1);
 
-    await createProject(principal, { name: 'Handed over meanwhile' }, undefined);
+    await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Handed over meanwhile' }, undefined);
     expect(await handOver()).toBe('handed over');
     expect(hanging.received).toHaveLength(1);
     expect(attemptsQueued().filter(({ tenantId }) => tenantId === principal.tenantId)).toHaveLength(2);
@@ -247,7 +247,7 @@ describe('a delivery in the change feed', () => {
     const principal = adminCaller();
     const failingFirst = await receiver((index) => (index === 0 ? 500 : 200));
     const webhookId = await subscribe(principal, failingFirst, ['project.created']);
-    await createProject(principal, { name: 'Retried' }, undefined);
+    await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Retried' }, undefined);
     const changes = changesOf(principal.tenantId);
     await relayChanges(await changes());
     await relayChanges(await changes());
@@ -269,7 +269,7 @@ describe('a delivery in the change feed', () => {
     expect(retries()).toEqual([{ message: { attempts: [retry] }, delaySeconds: expect.closeTo(RETRY_AFTER_SECONDS, -1) as number }]);
 
     // The receiver's owner asks for it again: due now, queued at once.
-    await retryDelivery(principal, webhookId, delivery!.id);
+    await retryDelivery(principal.tenantId, webhookId, delivery!.id);
     expect(await relayChanges(await changes())).toEqual([]);
     expect(retries().at(-1)).toEqual({ message: { attempts: [retry] }, delaySeconds: 0 });
     await deliverQueued();
@@ -281,7 +281,7 @@ describe('a delivery in the change feed', () => {
 describe('a RAG job in the change feed', () => {
   it('is put on the RAG queue once while it is Queued, and left alone once the feed shows it dispatched', async () => {
     const principal = adminCaller();
-    const { jobId } = (await createJob(principal, { mode: 'incremental' }, undefined)).resource;
+    const { jobId } = (await createJob(principal.tenantId, principal.objectId, { mode: 'incremental' }, undefined)).resource;
     const changes = changesOf(principal.tenantId);
     expect(await relayChanges(await changes())).toEqual([]);
     const dispatched = await changes();
@@ -298,8 +298,8 @@ describe('a page of changes whose work fails', () => {
     const principal = adminCaller();
     const subscribed = await receiver();
     await subscribe(principal, subscribed, ['project.created']);
-    const project = (await createProject(principal, { name: 'Despite the queue' }, undefined)).resource;
-    const { jobId } = (await createJob(principal, { mode: 'incremental' }, undefined)).resource;
+    const project = (await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Despite the queue' }, undefined)).resource;
+    const { jobId } = (await createJob(principal.tenantId, principal.objectId, { mode: 'incremental' }, undefined)).resource;
     const changes = changesOf(principal.tenantId);
     const page = await changes();
 
@@ -320,7 +320,7 @@ describe('a page of changes whose work fails', () => {
     const principal = adminCaller();
     const subscribed = await receiver();
     await subscribe(principal, subscribed, ['project.created']);
-    const project = (await createProject(principal, { name: 'Queue down' }, undefined)).resource;
+    const project = (await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Queue down' }, undefined)).resource;
     const changes = changesOf(principal.tenantId);
     expect(await relayChanges(await changes())).toEqual([]);
     const due = await changes();
@@ -338,7 +338,7 @@ describe('a page of changes whose work fails', () => {
     const [first, second] = [await receiver(), await receiver()];
     await subscribe(principal, first, ['project.created']);
     await subscribe(principal, second, ['project.created']);
-    await createProject(principal, { name: 'Despite the store' }, undefined);
+    await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Despite the store' }, undefined);
     const changes = changesOf(principal.tenantId);
     const page = await changes();
 

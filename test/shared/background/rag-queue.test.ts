@@ -111,13 +111,15 @@ async function tenantWithSources(shape: { projects: number; tasksPerProject: num
   const taskIds: string[] = [];
   for (let p = 0; p < shape.projects; p++) {
     const { resource } = await createProject(
-      principal,
+      principal.tenantId,
+      principal.objectId,
+      principal.email!,
       { name: `Project ${p}`, description: shape.longDescription && p === 0 ? longText(3) : `About ${p}` },
       undefined,
     );
     projectIds.push(resource.id);
     for (let t = 0; t < shape.tasksPerProject; t++) {
-      const task = await createTask(principal, { projectId: resource.id, title: `Task ${p}.${t}` }, undefined);
+      const task = await createTask(principal.tenantId, principal.objectId, { projectId: resource.id, title: `Task ${p}.${t}` }, undefined);
       taskIds.push(task.resource.id);
     }
   }
@@ -156,7 +158,7 @@ async function drain(tenantId: string, jobId: string, from: number): Promise<Tak
 
 async function startJob(principal: Principal, body: { mode: 'incremental' | 'full'; projectIds?: string[] }) {
   const { createJob, readJobDocument } = await repository();
-  const { resource: job } = await createJob(principal, body, undefined);
+  const { resource: job } = await createJob(principal.tenantId, principal.objectId, body, undefined);
   const from = queued().length;
   await (await jobs()).dispatch((await readJobDocument(principal.tenantId, job.jobId))!);
   return { jobId: job.jobId, from };
@@ -225,8 +227,8 @@ describe('a RAG job', () => {
 
     const longChunks = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === projectIds[0]).length;
     expect(longChunks).toBeGreaterThan(1);
-    await (await projectsRepository()).updateProject(principal, projectIds[0]!, { description: 'Short now.' }, undefined);
-    await (await tasksRepository()).deleteTask(principal, taskIds[3]!, undefined);
+    await (await projectsRepository()).updateProject(principal.tenantId, projectIds[0]!, { description: 'Short now.' }, undefined);
+    await (await tasksRepository()).deleteTask(principal.tenantId, taskIds[3]!, undefined);
     const before = embeddings.counts.inputs;
     const changed = await runJob(principal, { mode: 'incremental' });
     // The shortened project makes one chunk where it made several; the deleted task's chunk goes in the final sweep.
@@ -266,7 +268,7 @@ describe('a RAG job', () => {
     const total = (await storedChunks(principal.tenantId)).length;
     expect(whole.job.counts).toEqual({ sources: 9, chunks: total, written: total, unchanged: 0, deleted: 0 });
     // A task of a project outside the next job's scope is gone: that job leaves its chunk, which the index still holds.
-    await (await tasksRepository()).deleteTask(principal, taskIds[5]!, undefined);
+    await (await tasksRepository()).deleteTask(principal.tenantId, taskIds[5]!, undefined);
 
     // The second project and its two tasks make a chunk each.
     const scoped = await runJob(principal, { mode: 'incremental', projectIds: [projectIds[1]!] });
@@ -359,7 +361,7 @@ describe('each step', () => {
   it('of a cancelled job does no work: the queued batches embed and write nothing, and the job ends Cancelled', async () => {
     const { principal, jobId, from } = await plannedJobWith({ projects: 2, tasksPerProject: 2 });
     const { requestCancel, readJobDocument } = await repository();
-    await requestCancel(principal, jobId);
+    await requestCancel(principal.tenantId, jobId);
     const before = embeddings.counts.requests;
     await drain(principal.tenantId, jobId, from + 1);
     expect(embeddings.counts.requests).toBe(before);
@@ -372,7 +374,7 @@ describe('each step', () => {
   it('of a job cancelled before its planning plans nothing', async () => {
     const { principal } = await tenantWithSources({ projects: 1, tasksPerProject: 1 });
     const { jobId, from } = await startJob(principal, { mode: 'incremental' });
-    await (await repository()).requestCancel(principal, jobId);
+    await (await repository()).requestCancel(principal.tenantId, jobId);
     await (await jobs()).plan(principal.tenantId, jobId);
     expect(messagesOf(jobId, from)).toHaveLength(1);
   });
@@ -488,7 +490,7 @@ describe('each step', () => {
     const first = await runJob(principal, { mode: 'incremental' });
     const longChunks = first.job.counts!.chunks;
     expect(longChunks).toBeGreaterThan(1);
-    await (await projectsRepository()).updateProject(principal, projectIds[0]!, { description: 'Short now.' }, undefined);
+    await (await projectsRepository()).updateProject(principal.tenantId, projectIds[0]!, { description: 'Short now.' }, undefined);
     const { jobId } = await plannedJob(principal);
     const { runBatch } = await jobs();
     const { readBatch } = await batches();
@@ -578,7 +580,7 @@ describe('each step', () => {
     const { principal, jobId, from } = await startedJobWith({ projects: 2, tasksPerProject: 2 });
     const { plan } = await jobs();
     const { readJobDocument, requestCancel } = await repository();
-    beforeFirstBatch(jobId, () => requestCancel(principal, jobId));
+    beforeFirstBatch(jobId, () => requestCancel(principal.tenantId, jobId));
     await plan(principal.tenantId, jobId);
     expect(await readJobDocument(principal.tenantId, jobId)).toMatchObject({ status: 'Running', planned: true, progress: { sources: 2, batches: 1 } });
     await drain(principal.tenantId, jobId, from);
@@ -593,7 +595,7 @@ describe('each step', () => {
     const { createProject } = await projectsRepository();
     // After this run read its page, a project is created, and another run (that then crashed) made the batch of the page it read.
     beforeFirstBatch(jobId, async () => {
-      const { resource } = await createProject(principal, { name: 'Project late' }, undefined);
+      const { resource } = await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Project late' }, undefined);
       const page = { kind: 'project' as const, sourceIds: [...projectIds, resource.id], next: { kind: 'task' as const, continuation: undefined } };
       await planBatch(principal.tenantId, jobId, 0, page);
     });
@@ -731,7 +733,7 @@ describe('the finishing', () => {
     await runJob(principal, { mode: 'incremental' });
     const gone = (await storedChunks(principal.tenantId)).filter((chunk) => chunk.sourceId === taskIds[0]);
     expect(gone.length).toBeGreaterThan(0);
-    await (await tasksRepository()).deleteTask(principal, taskIds[0]!, undefined);
+    await (await tasksRepository()).deleteTask(principal.tenantId, taskIds[0]!, undefined);
     const { jobId } = await plannedJob(principal);
     const { runBatch, finish } = await jobs();
     const { readJobDocument } = await repository();

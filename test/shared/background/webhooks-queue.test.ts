@@ -69,7 +69,7 @@ const tenantData = async () => (await import('../../../shared/data/tenant-data.j
 async function subscription(principal: Principal, url = receiver.url): Promise<WebhookDocument> {
   const { createWebhook, readWebhook } = await import('../../../shared/data/webhooks-repository.js');
   const { newSecret } = await import('../../../shared/webhooks/signing.js');
-  const { resource } = await createWebhook(principal, { url }, newSecret(), ['project.created'], undefined);
+  const { resource } = await createWebhook(principal.tenantId, principal.objectId, { url }, newSecret(), ['project.created'], undefined);
   return (await readWebhook(principal.tenantId, resource.id))!;
 }
 

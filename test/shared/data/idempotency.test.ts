@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { idempotentRequest, recordedResult, recordResultOperation } from '../../shared/data/idempotency.js';
+import { idempotentRequest, recordedResult, recordResultOperation } from '../../../shared/data/idempotency.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const sha256 = (...parts: string[]) =>
@@ -79,7 +79,9 @@ describe('a recorded result', () => {
 
   it('refuses the same key with another request (422)', async () => {
     const { container } = store({ 't1/idempotency-abc': record(new Date(), 'hash-2') });
-    await expect(recordedResult(container, 't1', idempotent)).rejects.toEqual(expect.objectContaining({ status: 422, messageKey: 'idempotencyKeyReused' }));
+    await expect(recordedResult(container, 't1', idempotent)).rejects.toEqual(
+      expect.objectContaining({ refusal: 'keyReused', messageKey: 'idempotencyKeyReused' }),
+    );
   });
 
   it('is forgotten 24 hours after its createdAt, though Cosmos (whose TTL counts from the later _ts) still shows it, even for another request', async () => {

@@ -8,12 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { getCurrentUser, listRecordedUsers, recordCaller } from '../../shared/data/users-repository.js';
-import type { Role } from '../../shared/roles.js';
-import { listUsersQuery, type User } from '../../shared/schemas/users.js';
-import { beforeRequest, type CosmosRequestRecord, STORE_FAILURE, writesIn } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { getCurrentUser, listRecordedUsers, recordCaller } from '../../../shared/data/users-repository.js';
+import type { Role } from '../../../shared/roles.js';
+import { listUsersQuery, type User } from '../../../shared/schemas/users.js';
+import { beforeRequest, type CosmosRequestRecord, STORE_FAILURE, writesIn } from '../../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -50,12 +50,12 @@ async function writesOf(work: () => Promise<unknown>): Promise<CosmosRequestReco
 const isCreate = (record: CosmosRequestRecord) => record.method === 'POST' && !record.isQuery && record.path.endsWith('/docs') && record.body.startsWith('{');
 const isPatch = (record: CosmosRequestRecord) => record.method === 'PATCH';
 
-const list = (principal: Principal, query: Record<string, string> = {}) => listRecordedUsers(principal, listUsersQuery.parse(query));
+const list = (principal: Principal, query: Record<string, string> = {}) => listRecordedUsers(principal.tenantId, listUsersQuery.parse(query));
 
 describe('recording a caller', () => {
   it('records a user on first use: the object id as the id, the token as shown, first and last seen now', async () => {
     const kim = caller({ roles: ['LMS.Member', 'LMS.Reader'] });
-    await recordCaller(kim, at(0));
+    await recordCaller(kim.tenantId, kim, at(0));
     const document = await stored(kim);
     expect(document).toMatchObject({
       id: kim.objectId,
@@ -68,7 +68,7 @@ describe('recording a caller', () => {
       createdAt: iso(0),
       lastSeenAt: iso(0),
     });
-    expect(await getCurrentUser(kim)).toEqual({
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toEqual({
       id: kim.objectId,
       email: 'kim@contoso.test',
       displayName: 'Kim Lee',
@@ -80,22 +80,22 @@ describe('recording a caller', () => {
 
   it('records a user whose token shows no e-mail or name with nulls, sorted first', async () => {
     const nameless = caller({ email: undefined, displayName: undefined });
-    await recordCaller(nameless, at(0));
+    await recordCaller(nameless.tenantId, nameless, at(0));
     expect(await stored(nameless)).toMatchObject({ email: null, displayName: null, nameSort: '' });
-    await recordCaller(caller({ tenantId: nameless.tenantId, displayName: 'Aaron' }), at(0));
+    await recordCaller(nameless.tenantId, caller({ tenantId: nameless.tenantId, displayName: 'Aaron' }), at(0));
     expect((await list(nameless)).items.map((user) => user.displayName)).toEqual([null, 'Aaron']);
   });
 
   it('writes nothing again within 15 minutes, and refreshes when they are up, keeping when the user was first seen', async () => {
     const kim = caller();
-    expect(await writesOf(() => recordCaller(kim, at(0)))).toHaveLength(2);
-    expect(await writesOf(() => recordCaller(kim, at(14.99)))).toEqual([]);
-    expect(await writesOf(() => recordCaller(kim, at(15)))).toHaveLength(1);
-    expect(await getCurrentUser(kim)).toMatchObject({ createdAt: iso(0), lastSeenAt: iso(15) });
+    expect(await writesOf(() => recordCaller(kim.tenantId, kim, at(0)))).toHaveLength(2);
+    expect(await writesOf(() => recordCaller(kim.tenantId, kim, at(14.99)))).toEqual([]);
+    expect(await writesOf(() => recordCaller(kim.tenantId, kim, at(15)))).toHaveLength(1);
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toMatchObject({ createdAt: iso(0), lastSeenAt: iso(15) });
     // The 15 minutes count from the last write, not from the first.
-    expect(await writesOf(() => recordCaller(kim, at(29)))).toEqual([]);
-    await recordCaller(kim, at(30));
-    expect(await getCurrentUser(kim)).toMatchObject({ createdAt: iso(0), lastSeenAt: iso(30) });
+    expect(await writesOf(() => recordCaller(kim.tenantId, kim, at(29)))).toEqual([]);
+    await recordCaller(kim.tenantId, kim, at(30));
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toMatchObject({ createdAt: iso(0), lastSeenAt: iso(30) });
   });
 
   it.each<[string, Partial<Principal>]>([
@@ -104,29 +104,29 @@ describe('recording a caller', () => {
     ['set of roles', { roles: ['LMS.Admin'] }],
   ])('refreshes at once when the token shows a new %s', async (_, change) => {
     const kim = caller();
-    await recordCaller(kim, at(0));
+    await recordCaller(kim.tenantId, kim, at(0));
     const changed = { ...kim, ...change };
-    expect(await writesOf(() => recordCaller(changed, at(1)))).toHaveLength(1);
+    expect(await writesOf(() => recordCaller(changed.tenantId, changed, at(1)))).toHaveLength(1);
     const { email, displayName, roles } = changed;
-    expect(await getCurrentUser(kim)).toMatchObject({ email: email ?? null, displayName, roles, createdAt: iso(0), lastSeenAt: iso(1) });
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toMatchObject({ email: email ?? null, displayName, roles, createdAt: iso(0), lastSeenAt: iso(1) });
     expect(await stored(kim)).toMatchObject({ nameSort: displayName!.toLowerCase() });
     // The new record is the known one now: the same token again costs nothing.
-    expect(await writesOf(() => recordCaller(changed, at(2)))).toEqual([]);
+    expect(await writesOf(() => recordCaller(changed.tenantId, changed, at(2)))).toEqual([]);
   });
 
   it('keeps what it remembers per tenant and user: the same object id in another tenant is another user', async () => {
     const kim = caller();
-    await recordCaller(kim, at(0));
+    await recordCaller(kim.tenantId, kim, at(0));
     const elsewhere = { ...kim, tenantId: randomUUID() };
-    expect(await writesOf(() => recordCaller(elsewhere, at(1)))).toHaveLength(2);
-    expect(await getCurrentUser(elsewhere)).toMatchObject({ createdAt: iso(1) });
-    expect(await getCurrentUser(kim)).toMatchObject({ createdAt: iso(0) });
+    expect(await writesOf(() => recordCaller(elsewhere.tenantId, elsewhere, at(1)))).toHaveLength(2);
+    expect(await getCurrentUser(elsewhere.tenantId, elsewhere.objectId)).toMatchObject({ createdAt: iso(1) });
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toMatchObject({ createdAt: iso(0) });
   });
 
   it('never records an app-only caller, nor asks the store anything', async () => {
     const app = caller({ kind: 'app', email: undefined, displayName: undefined });
     const before = embedded.store.requests.length;
-    await recordCaller(app, at(0));
+    await recordCaller(app.tenantId, app, at(0));
     expect(embedded.store.requests.length).toBe(before);
     expect(await stored(app)).toBeUndefined();
   });
@@ -136,9 +136,9 @@ describe('recording a caller', () => {
     const earlier = '2026-01-01T00:00:00.000Z';
     const theirs = { id: kim.objectId, tenantId: kim.tenantId, type: 'user', email: 'old@contoso.test', displayName: 'Old', nameSort: 'old', roles: [] };
     await embedded.direct().items.create({ ...theirs, createdAt: earlier, lastSeenAt: earlier });
-    const writes = await writesOf(() => recordCaller(kim, at(0)));
+    const writes = await writesOf(() => recordCaller(kim.tenantId, kim, at(0)));
     expect(writes.map((write) => write.method)).toEqual(['PATCH']);
-    expect(await getCurrentUser(kim)).toEqual({
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toEqual({
       id: kim.objectId,
       email: 'kim@contoso.test',
       displayName: 'Kim Lee',
@@ -156,10 +156,10 @@ describe('recording a caller', () => {
     beforeRequest(embedded.store, isCreate, async () => {
       await embedded.direct().items.create({ ...theirs, roles: ['LMS.Reader'], createdAt: iso(-1), lastSeenAt: iso(-1) });
     });
-    await recordCaller(kim, at(0));
-    expect(await getCurrentUser(kim)).toMatchObject({ roles: ['LMS.Manager'], createdAt: iso(-1), lastSeenAt: iso(0) });
+    await recordCaller(kim.tenantId, kim, at(0));
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toMatchObject({ roles: ['LMS.Manager'], createdAt: iso(-1), lastSeenAt: iso(0) });
     // What it remembers is what it wrote: nothing is written again within the 15 minutes.
-    expect(await writesOf(() => recordCaller(kim, at(1)))).toEqual([]);
+    expect(await writesOf(() => recordCaller(kim.tenantId, kim, at(1)))).toEqual([]);
   });
 
   it.each([
@@ -168,21 +168,25 @@ describe('recording a caller', () => {
   ])('fails when the store fails %s, and remembers nothing: the next request writes', async (_, isWrite) => {
     const kim = caller();
     embedded.store.intercept = (record) => (isWrite(record) ? STORE_FAILURE : undefined);
-    await expect(recordCaller(kim, at(0))).rejects.toMatchObject({ code: 500 });
+    await expect(recordCaller(kim.tenantId, kim, at(0))).rejects.toMatchObject({ code: 500 });
     expect(await stored(kim)).toBeUndefined();
     embedded.store.intercept = undefined;
     // Within the 15 minutes: only a caller not remembered as recorded is written.
-    expect(await writesOf(() => recordCaller(kim, at(1)))).toHaveLength(2);
-    expect(await getCurrentUser(kim)).toMatchObject({ createdAt: iso(1) });
+    expect(await writesOf(() => recordCaller(kim.tenantId, kim, at(1)))).toHaveLength(2);
+    expect(await getCurrentUser(kim.tenantId, kim.objectId)).toMatchObject({ createdAt: iso(1) });
   });
 });
 
 describe("the caller's own record", () => {
   it('is a 404 for a user never recorded, and for the same object id recorded in another tenant', async () => {
     const kim = caller();
-    await expect(getCurrentUser(kim)).rejects.toMatchObject({ status: 404, messageKey: 'userNotFound', params: { id: kim.objectId } });
-    await recordCaller({ ...kim, tenantId: randomUUID() }, at(0));
-    await expect(getCurrentUser(kim)).rejects.toMatchObject({ status: 404, messageKey: 'userNotFound' });
+    await expect(getCurrentUser(kim.tenantId, kim.objectId)).rejects.toMatchObject({
+      refusal: 'notFound',
+      messageKey: 'userNotFound',
+      params: { id: kim.objectId },
+    });
+    await recordCaller(randomUUID(), kim, at(0));
+    await expect(getCurrentUser(kim.tenantId, kim.objectId)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'userNotFound' });
   });
 });
 
@@ -190,7 +194,7 @@ describe("the tenant's recorded users", () => {
   /** A tenant whose users called in this order; their names sort otherwise. */
   async function tenantOf(people: [displayName: string, email: string, roles: Role[]][]) {
     const tenantId = randomUUID();
-    for (const [displayName, email, roles] of people) await recordCaller(caller({ tenantId, displayName, email, roles }), at(0));
+    for (const [displayName, email, roles] of people) await recordCaller(tenantId, caller({ tenantId, displayName, email, roles }), at(0));
     return caller({ tenantId });
   }
   const names = (page: { items: User[] }) => page.items.map((user) => user.displayName);
@@ -240,11 +244,14 @@ describe("the tenant's recorded users", () => {
     const last = await list(reader, { limit: '2', cursor: second.nextCursor! });
     expect(names(last)).toEqual(['Eve']);
     expect(last.nextCursor).toBeUndefined();
-    await expect(list(reader, { limit: '2', q: 'a', cursor: first.nextCursor! })).rejects.toMatchObject({ status: 400, messageKey: 'cursorForOtherQuery' });
-    await expect(list(reader, { limit: '2', role: 'LMS.Reader', cursor: first.nextCursor! })).rejects.toMatchObject({
-      status: 400,
+    await expect(list(reader, { limit: '2', q: 'a', cursor: first.nextCursor! })).rejects.toMatchObject({
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
-    await expect(list(caller(), { limit: '2', cursor: first.nextCursor! })).rejects.toMatchObject({ status: 400, messageKey: 'cursorForOtherQuery' });
+    await expect(list(reader, { limit: '2', role: 'LMS.Reader', cursor: first.nextCursor! })).rejects.toMatchObject({
+      refusal: 'invalid',
+      messageKey: 'cursorForOtherQuery',
+    });
+    await expect(list(caller(), { limit: '2', cursor: first.nextCursor! })).rejects.toMatchObject({ refusal: 'invalid', messageKey: 'cursorForOtherQuery' });
   });
 });

@@ -9,11 +9,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Container } from '@azure/cosmos';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { container } from '../../shared/data/cosmos.js';
-import { nextInSequence } from '../../shared/data/sequence.js';
-import { type CosmosRequestRecord, STORE_FAILURE } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
-import { gate } from '../support/wait.js';
+import { container } from '../../../shared/data/cosmos.js';
+import { nextInSequence } from '../../../shared/data/sequence.js';
+import { type CosmosRequestRecord, STORE_FAILURE } from '../../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
+import { gate } from '../../support/wait.js';
 
 const embedded = embeddedStoreForTests();
 let documents: Container;
@@ -27,7 +27,7 @@ type Next = typeof nextInSequence;
 /** Another instance of the app: a fresh copy of the module, which knows none of this one's blocks. */
 async function anotherInstance(): Promise<Next> {
   vi.resetModules();
-  return (await import('../../shared/data/sequence.js')).nextInSequence;
+  return (await import('../../../shared/data/sequence.js')).nextInSequence;
 }
 
 /** A sequence of its own in a tenant of its own. */

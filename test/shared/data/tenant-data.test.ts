@@ -8,11 +8,11 @@ import { randomUUID } from 'node:crypto';
 import type { JSONObject, OperationInput } from '@azure/cosmos';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { Principal } from '../../shared/auth/principal.js';
-import { versionOf, type ExpectedVersion } from '../../shared/domain/versions.js';
-import { ApiError, notFound } from '../../shared/errors.js';
-import type { EventDocument, NewEvent } from '../../shared/data/events.js';
-import { idempotentRequest, type Idempotency } from '../../shared/data/idempotency.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { versionOf, type ExpectedVersion } from '../../../shared/domain/versions.js';
+import { notFound, RuleError } from '../../../shared/domain/errors.js';
+import type { EventDocument, NewEvent } from '../../../shared/data/events.js';
+import { idempotentRequest, type Idempotency } from '../../../shared/data/idempotency.js';
 import {
   batchFailure,
   changeDocument,
@@ -24,11 +24,11 @@ import {
   REMOVE,
   stillExists,
   type DocumentKind,
-} from '../../shared/data/tenant-data.js';
-import { beforeRequest, isBatch, writesIn } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
-import { gate } from '../support/wait.js';
+} from '../../../shared/data/tenant-data.js';
+import { beforeRequest, isBatch, writesIn } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
+import { gate } from '../../support/wait.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -129,7 +129,7 @@ describe('reading a document', () => {
     await embedded.direct().items.create({ id: 'OTHER-1', tenantId, type: 'other' });
     expect(await readVisible(notes, tenantId, visible.id)).toMatchObject({ id: visible.id, title: 'First' });
     for (const id of [archived.id, 'OTHER-1', 'NOTE-none']) {
-      await expect(readVisible(notes, tenantId, id)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id } });
+      await expect(readVisible(notes, tenantId, id)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound', params: { id } });
     }
     // A kind that hides nothing shows the archived note.
     const { hidden: _, ...showsAll } = notes;
@@ -231,11 +231,11 @@ describe('changing a document', () => {
     await change(tenantId, before.id, { change: rename('Changed meanwhile') });
     const changed = (await stored(tenantId, before.id))!;
     const same = (current: NoteDocument) => ({ ...current });
-    await expect(change(tenantId, before.id, { expected: [versionOfNote(before)], change: same })).rejects.toMatchObject({ status: 412 });
+    await expect(change(tenantId, before.id, { expected: [versionOfNote(before)], change: same })).rejects.toMatchObject({ refusal: 'stale' });
     const readOnly = () => {
-      throw new ApiError(409, 'projectArchived', { id: before.id });
+      throw new RuleError('conflict', 'projectArchived', { id: before.id });
     };
-    await expect(change(tenantId, before.id, { change: readOnly })).rejects.toMatchObject({ status: 409 });
+    await expect(change(tenantId, before.id, { change: readOnly })).rejects.toMatchObject({ refusal: 'conflict' });
     await expect(change(tenantId, before.id, { expected: [versionOfNote(changed)], change: same })).resolves.toEqual(changed);
     await expectNothingWritten(changed);
   });
@@ -283,8 +283,8 @@ describe('changing a document', () => {
     const changed = (await stored(tenantId, before.id))!;
     const attempt = vi.fn(rename('Mine'));
     const refused = change(tenantId, before.id, { expected: [versionOfNote(before)], change: attempt, event: noteEvent });
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
-    await expect(refused).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
+    await expect(refused).rejects.toMatchObject({ refusal: 'stale', messageKey: 'preconditionFailed' });
     expect(attempt).not.toHaveBeenCalled();
     await expectNothingWritten(changed);
   });
@@ -296,7 +296,7 @@ describe('changing a document', () => {
     const attempt = vi.fn(rename('Mine'));
     for (const id of [archived.id, 'OTHER-1', 'NOTE-none']) {
       await expect(change(tenantId, id, { change: attempt, event: noteEvent })).rejects.toMatchObject({
-        status: 404,
+        refusal: 'notFound',
         messageKey: 'projectNotFound',
         params: { id },
       });
@@ -321,7 +321,7 @@ describe('changing a document', () => {
     const alongside = (): OperationInput[] => [{ operationType: 'Create', resourceBody: { id: taken.id, tenantId, type: 'note', title: 'Again', count: 0 } }];
     const failed = change(tenantId, before.id, { change: attempt, event: noteEvent, alongside });
     await expect(failed).rejects.toMatchObject({ code: 409, message: 'A conditional write failed: 424,424,409' });
-    await expect(failed).rejects.not.toBeInstanceOf(ApiError);
+    await expect(failed).rejects.not.toBeInstanceOf(RuleError);
     expect(attempt).toHaveBeenCalledTimes(1);
     await expectNothingWritten(before);
     expect((await stored(tenantId, taken.id))!.title).toBe('First');
@@ -358,7 +358,7 @@ describe('changing a document', () => {
     const before = await storedNote(tenantId);
     replacedMeanwhile(before, { title: 'Theirs' });
     const refused = change(tenantId, before.id, { expected: [versionOfNote(before)], change: rename('Mine'), event: noteEvent });
-    await expect(refused).rejects.toMatchObject({ status: 412, messageKey: 'preconditionFailed' });
+    await expect(refused).rejects.toMatchObject({ refusal: 'stale', messageKey: 'preconditionFailed' });
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'Theirs' });
     expect(await eventsOf(tenantId)).toEqual([]);
   });
@@ -370,8 +370,8 @@ describe('changing a document', () => {
       await embedded.direct().item(before.id, tenantId).delete();
     });
     const refused = change(tenantId, before.id, { event: noteEvent });
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
-    await expect(refused).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: before.id } });
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
+    await expect(refused).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound', params: { id: before.id } });
     expect(await stored(tenantId, before.id)).toBeUndefined();
     expect(await eventsOf(tenantId)).toEqual([]);
   });
@@ -391,12 +391,11 @@ describe('changing a document', () => {
     };
     const attempt = vi.fn((current: NoteDocument) => ({ ...current, title: 'Mine' }));
     const refused = change(tenantId, before.id, { change: attempt, event: noteEvent });
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
     await expect(refused).rejects.toMatchObject({
-      status: 409,
+      refusal: 'contended',
       messageKey: 'changeContended',
       params: { id: before.id.slice(0, 100) },
-      options: { headers: { 'Retry-After': '1' } },
     });
     expect(attempt).toHaveBeenCalledTimes(25);
     expect(await stored(tenantId, before.id)).toMatchObject({ title: 'First', count: 25 });
@@ -525,7 +524,8 @@ describe('creating a document', () => {
   ): ReturnType<typeof createDocument<NewNote, Note, unknown>> {
     return createDocument<NewNote, Note, unknown>({
       kind: notes,
-      principal,
+      tenantId: principal.tenantId,
+      actor: principal.objectId,
       idempotency: undefined,
       request: { title: 'New' },
       sequence: 'notes',
@@ -562,7 +562,10 @@ describe('creating a document', () => {
     const first = await create(principal, { idempotency, event: noteCreated });
     expect(first).toEqual({ resource: { id: 'NOTE-1001', title: 'New', count: 0 }, replayed: false });
     expect(await create(principal, { idempotency, event: noteCreated })).toEqual({ resource: first.resource, replayed: true });
-    await expect(create(principal, { idempotency, request: { title: 'Other' } })).rejects.toMatchObject({ status: 422, messageKey: 'idempotencyKeyReused' });
+    await expect(create(principal, { idempotency, request: { title: 'Other' } })).rejects.toMatchObject({
+      refusal: 'keyReused',
+      messageKey: 'idempotencyKeyReused',
+    });
     expect(await storedOfType(principal.tenantId, 'note')).toHaveLength(1);
     expect(await eventsOf(principal.tenantId)).toHaveLength(1);
     // The key is the caller's own: another caller's request under it creates.
@@ -692,7 +695,7 @@ describe('creating a document', () => {
       check,
       prepare: (number, found) => ({ document: newNote(principal.tenantId, number), guard: stillExists(found as NoteDocument) }),
     });
-    await expect(refused).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: parent.id } });
+    await expect(refused).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound', params: { id: parent.id } });
     expect(check).toHaveBeenCalledTimes(2);
     expect(await storedOfType(principal.tenantId, 'note')).toEqual([]);
     expect(await storedOfType(principal.tenantId, 'idempotency')).toEqual([]);
@@ -706,12 +709,11 @@ describe('creating a document', () => {
     const prepare = vi.fn((number: number) => ({ document: newNote(principal.tenantId, number), guard: failingGuard(404, parent) }));
     const idempotency: Idempotency = { key: 'key-1', scope: 'notes' };
     const refused = create(principal, { idempotency, check, prepare });
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
     await expect(refused).rejects.toMatchObject({
-      status: 409,
+      refusal: 'contended',
       messageKey: 'changeContended',
       params: { id: 'notes' },
-      options: { headers: { 'Retry-After': '1' } },
     });
     expect(prepare).toHaveBeenCalledTimes(5);
     expect(check).toHaveBeenCalledTimes(5);

@@ -10,11 +10,11 @@
 import { randomUUID } from 'node:crypto';
 import type { CreateOperationInput, OperationInput } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { MAX_OPERATIONS, sendBatch, writeInBatches, type Tally } from '../../shared/data/batches.js';
-import { tenantData } from '../../shared/data/tenant-data.js';
-import { DependencyUnavailableError } from '../../shared/errors.js';
-import { type CosmosRequestRecord, isBatch, STORE_FAILURE } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
+import { MAX_OPERATIONS, sendBatch, writeInBatches, type Tally } from '../../../shared/data/batches.js';
+import { tenantData } from '../../../shared/data/tenant-data.js';
+import { DependencyUnavailableError } from '../../../shared/errors.js';
+import { type CosmosRequestRecord, isBatch, STORE_FAILURE } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
 

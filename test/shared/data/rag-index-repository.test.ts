@@ -16,9 +16,9 @@ import {
   writeChunks,
   type ChunkDocument,
   type StoredChunkSummary,
-} from '../../shared/data/rag-index-repository.js';
-import { writesIn } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+} from '../../../shared/data/rag-index-repository.js';
+import { writesIn } from '../../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
 

@@ -8,12 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../shared/data/events.js';
-import { getEvent, listEvents } from '../../shared/data/events-repository.js';
-import type { EventType, ListEventsQuery } from '../../shared/schemas/events.js';
-import { failureOf } from '../support/failures.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+import { EVENT_RETENTION_SECONDS, eventDocument, eventWrite, payloadOf, readEvent, type EventDocument } from '../../../shared/data/events.js';
+import { getEvent, listEvents } from '../../../shared/data/events-repository.js';
+import { readsRagJobEvents } from '../../../shared/roles.js';
+import type { EventType, ListEventsQuery } from '../../../shared/schemas/events.js';
+import { failureOf } from '../../support/failures.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -104,51 +105,88 @@ describe('listEvents', () => {
     const { principal, shownEvents } = await tenantWithEvents();
     const [first, second, third, fourth] = shownEvents;
     const from = embedded.store.requests.length;
-    expect(await listEvents(principal, query())).toEqual({ items: [fourth, third, second, first], nextCursor: undefined });
-    const page = await listEvents(principal, query({ limit: 3 }));
+    expect(await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query())).toEqual({
+      items: [fourth, third, second, first],
+      nextCursor: undefined,
+    });
+    const page = await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ limit: 3 }));
     expect(page.items).toEqual([fourth, third, second]);
-    expect(await listEvents(principal, query({ limit: 3, cursor: page.nextCursor }))).toEqual({ items: [first], nextCursor: undefined });
+    expect(await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ limit: 3, cursor: page.nextCursor }))).toEqual({
+      items: [first],
+      nextCursor: undefined,
+    });
     const queries = embedded.store.requests.slice(from).filter((request) => request.isQuery);
     expect(queries.length).toBeGreaterThanOrEqual(3);
     for (const sent of queries) expect(sent.partitionKey).toBe(JSON.stringify([principal.tenantId]));
-    expect(await listEvents(adminCaller(), query())).toEqual({ items: [], nextCursor: undefined });
+    expect(await listEvents(adminCaller().tenantId, true, query())).toEqual({ items: [], nextCursor: undefined });
   });
 
   it('keeps to the type and to events at or after the time given, each or both', async () => {
     const { principal, shownEvents } = await tenantWithEvents();
     const [first, second, third, fourth] = shownEvents;
-    expect((await listEvents(principal, query({ type: 'project.created' }))).items).toEqual([third, first]);
-    expect((await listEvents(principal, query({ since: '2026-11-02T00:00:00.000Z' }))).items).toEqual([fourth, third, second]);
-    expect((await listEvents(principal, query({ type: 'task.created', since: '2026-11-02T00:00:00.001Z' }))).items).toEqual([fourth]);
-    expect((await listEvents(principal, query({ type: 'rag.job.failed' }))).items).toEqual([]);
+    expect((await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ type: 'project.created' }))).items).toEqual([third, first]);
+    expect((await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ since: '2026-11-02T00:00:00.000Z' }))).items).toEqual([
+      fourth,
+      third,
+      second,
+    ]);
+    expect(
+      (await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ type: 'task.created', since: '2026-11-02T00:00:00.001Z' }))).items,
+    ).toEqual([fourth]);
+    expect((await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ type: 'rag.job.failed' }))).items).toEqual([]);
   });
 
   it('lists them oldest first with sort=timestamp, from the time given, a page at a time: the order to catch up in', async () => {
     const { principal, shownEvents } = await tenantWithEvents();
     const [first, second, third, fourth] = shownEvents;
-    expect((await listEvents(principal, query({ sort: 'timestamp' }))).items).toEqual([first, second, third, fourth]);
-    const page = await listEvents(principal, query({ sort: 'timestamp', since: '2026-11-02T00:00:00.000Z', limit: 2 }));
+    expect((await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ sort: 'timestamp' }))).items).toEqual([
+      first,
+      second,
+      third,
+      fourth,
+    ]);
+    const page = await listEvents(
+      principal.tenantId,
+      readsRagJobEvents(principal.roles),
+      query({ sort: 'timestamp', since: '2026-11-02T00:00:00.000Z', limit: 2 }),
+    );
     expect(page.items).toEqual([second, third]);
-    expect(await listEvents(principal, query({ sort: 'timestamp', since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor }))).toEqual({
+    expect(
+      await listEvents(
+        principal.tenantId,
+        readsRagJobEvents(principal.roles),
+        query({ sort: 'timestamp', since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor }),
+      ),
+    ).toEqual({
       items: [fourth],
       nextCursor: undefined,
     });
     // A cursor goes on in the order it was made in, and only there.
-    expect(await failureOf(listEvents(principal, query({ since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor })))).toMatchObject({
-      status: 400,
+    expect(
+      await failureOf(
+        listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ since: '2026-11-02T00:00:00.000Z', limit: 2, cursor: page.nextCursor })),
+      ),
+    ).toMatchObject({
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
   });
 
   it('refuses a cursor of a list with other filters', async () => {
     const { principal } = await tenantWithEvents();
-    const { nextCursor } = await listEvents(principal, query({ limit: 1, type: 'task.created' }));
-    expect(await failureOf(listEvents(principal, query({ limit: 1, type: 'project.created', cursor: nextCursor })))).toMatchObject({
-      status: 400,
+    const { nextCursor } = await listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ limit: 1, type: 'task.created' }));
+    expect(
+      await failureOf(listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ limit: 1, type: 'project.created', cursor: nextCursor }))),
+    ).toMatchObject({
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
-    expect(await failureOf(listEvents(principal, query({ limit: 1, since: '2026-11-01T00:00:00.000Z', cursor: nextCursor })))).toMatchObject({
-      status: 400,
+    expect(
+      await failureOf(
+        listEvents(principal.tenantId, readsRagJobEvents(principal.roles), query({ limit: 1, since: '2026-11-01T00:00:00.000Z', cursor: nextCursor })),
+      ),
+    ).toMatchObject({
+      refusal: 'invalid',
       messageKey: 'cursorForOtherQuery',
     });
   });
@@ -159,12 +197,12 @@ describe('getEvent', () => {
     const principal = adminCaller();
     const event = await storedEvent(principal.tenantId, '2026-11-02T00:00:00.000Z', 'task.deleted');
     const ping = await storedEvent(principal.tenantId, '2026-11-02T00:00:00.000Z', 'webhook.ping', 'WHK-1001');
-    expect(await getEvent(principal, event.id)).toEqual(shown(event));
-    expect(Object.keys(await getEvent(principal, event.id))).toEqual(['id', 'type', 'timestamp', 'data']);
-    const notFound = (id: string) => ({ status: 404, messageKey: 'eventNotFound', params: { id } });
-    expect(await failureOf(getEvent(principal, ping.id))).toMatchObject(notFound(ping.id));
-    expect(await failureOf(getEvent(adminCaller(), event.id))).toMatchObject(notFound(event.id));
+    expect(await getEvent(principal.tenantId, readsRagJobEvents(principal.roles), event.id)).toEqual(shown(event));
+    expect(Object.keys(await getEvent(principal.tenantId, readsRagJobEvents(principal.roles), event.id))).toEqual(['id', 'type', 'timestamp', 'data']);
+    const notFound = (id: string) => ({ refusal: 'notFound', messageKey: 'eventNotFound', params: { id } });
+    expect(await failureOf(getEvent(principal.tenantId, readsRagJobEvents(principal.roles), ping.id))).toMatchObject(notFound(ping.id));
+    expect(await failureOf(getEvent(adminCaller().tenantId, true, event.id))).toMatchObject(notFound(event.id));
     const long = `msg_${'a'.repeat(120)}`;
-    expect(await failureOf(getEvent(principal, long))).toMatchObject(notFound(long.slice(0, 100)));
+    expect(await failureOf(getEvent(principal.tenantId, readsRagJobEvents(principal.roles), long))).toMatchObject(notFound(long.slice(0, 100)));
   });
 });

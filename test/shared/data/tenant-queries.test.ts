@@ -9,12 +9,12 @@
 import { randomUUID } from 'node:crypto';
 import type { SqlQuerySpec } from '@azure/cosmos';
 import { describe, expect, it } from 'vitest';
-import { listProjects, projectSources } from '../../shared/data/projects-repository.js';
-import { listTasks, taskSources } from '../../shared/data/tasks-repository.js';
-import type { ListProjectsQuery } from '../../shared/schemas/projects.js';
-import type { ListTasksQuery } from '../../shared/schemas/tasks.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+import { listProjects, projectSources } from '../../../shared/data/projects-repository.js';
+import { listTasks, taskSources } from '../../../shared/data/tasks-repository.js';
+import type { ListProjectsQuery } from '../../../shared/schemas/projects.js';
+import type { ListTasksQuery } from '../../../shared/schemas/tasks.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -93,7 +93,7 @@ describe('every query', () => {
   it("is sent to the caller's tenant's partition, where Azure runs it", async () => {
     const { tenantId } = await twoTenants();
     const from = embedded.store.requests.length;
-    await listProjects(adminCaller(tenantId), projectsQuery());
+    await listProjects(adminCaller(tenantId).tenantId, projectsQuery());
     await projectSources.idPage(tenantId, null, 100, undefined);
     await projectSources.byIds(tenantId, ['PRJ-1']);
     const queries = queriesSince(from);
@@ -105,12 +105,12 @@ describe('every query', () => {
 describe('a page of a list', () => {
   it("holds the caller's tenant's visible documents of the kind, as resources: none of another tenant, another type, or being deleted", async () => {
     const { tenantId, otherTenantId, visible } = await twoTenants();
-    expect(await listProjects(adminCaller(tenantId), projectsQuery())).toEqual({ items: visible, nextCursor: undefined });
-    expect(await listProjects(adminCaller(otherTenantId), projectsQuery())).toEqual({
+    expect(await listProjects(adminCaller(tenantId).tenantId, projectsQuery())).toEqual({ items: visible, nextCursor: undefined });
+    expect(await listProjects(adminCaller(otherTenantId).tenantId, projectsQuery())).toEqual({
       items: [projectResource('PRJ-1', { name: 'Alpha of the other tenant' }), projectResource('PRJ-4', { name: 'Echo' })],
       nextCursor: undefined,
     });
-    expect(await listProjects(adminCaller(), projectsQuery())).toEqual({ items: [], nextCursor: undefined });
+    expect(await listProjects(adminCaller().tenantId, projectsQuery())).toEqual({ items: [], nextCursor: undefined });
   });
 
   it('of a kind that hides nothing holds all of its documents in the tenant', async () => {
@@ -120,7 +120,7 @@ describe('a page of a list', () => {
       await storedTask(tenantId, taskResource('TSK-2', 'PRJ-2', { createdAt: '2026-11-02T00:00:00.000Z' })),
     ];
     await storedTask(randomUUID(), taskResource('TSK-3', 'PRJ-1'));
-    expect(await listTasks(adminCaller(tenantId), tasksQuery())).toEqual({ items: stored, nextCursor: undefined });
+    expect(await listTasks(adminCaller(tenantId).tenantId, tasksQuery())).toEqual({ items: stored, nextCursor: undefined });
   });
 
   it('meets each filter given, and only those given', async () => {
@@ -134,7 +134,7 @@ describe('a page of a list', () => {
     // The same values in another tenant are never among them.
     await storedProject(randomUUID(), projectResource('PRJ-4', { name: 'Apollo', status: 'Planning', owner: 'ann@contoso.test' }));
     const caller = adminCaller(tenantId);
-    const listed = async (query: Partial<ListProjectsQuery>) => (await listProjects(caller, projectsQuery(query))).items;
+    const listed = async (query: Partial<ListProjectsQuery>) => (await listProjects(caller.tenantId, projectsQuery(query))).items;
     expect(await listed({})).toEqual([planning, active, other]);
     expect(await listed({ status: 'Active' })).toEqual([active, other]);
     expect(await listed({ owner: 'ann@contoso.test' })).toEqual([planning]);
@@ -149,7 +149,8 @@ describe('a page of a list', () => {
     const first = await storedProject(tenantId, projectResource('PRJ-1', { name: 'b', createdAt: '2026-11-03T00:00:00.000Z' }));
     const second = await storedProject(tenantId, projectResource('PRJ-2', { name: 'C', createdAt: '2026-11-01T00:00:00.000Z' }));
     const third = await storedProject(tenantId, projectResource('PRJ-3', { name: 'a', createdAt: '2026-11-02T00:00:00.000Z' }));
-    const order = async (sort: ListProjectsQuery['sort']) => (await listProjects(adminCaller(tenantId), projectsQuery({ sort }))).items.map(({ id }) => id);
+    const order = async (sort: ListProjectsQuery['sort']) =>
+      (await listProjects(adminCaller(tenantId).tenantId, projectsQuery({ sort }))).items.map(({ id }) => id);
     expect(await order('name')).toEqual([third.id, first.id, second.id]);
     expect(await order('-name')).toEqual([second.id, first.id, third.id]);
     expect(await order('createdAt')).toEqual([second.id, third.id, first.id]);
@@ -164,10 +165,10 @@ describe('a page of a list', () => {
     }
     await storedProject(randomUUID(), projectResource('PRJ-9', { name: 'b2' }));
     const caller = adminCaller(tenantId);
-    const first = await listProjects(caller, projectsQuery({ limit: 2 }));
+    const first = await listProjects(caller.tenantId, projectsQuery({ limit: 2 }));
     expect(first.items.map(({ name }) => name)).toEqual(['a', 'b']);
     expect(first.nextCursor).toEqual(expect.any(String));
-    const last = await listProjects(caller, projectsQuery({ limit: 2, cursor: first.nextCursor }));
+    const last = await listProjects(caller.tenantId, projectsQuery({ limit: 2, cursor: first.nextCursor }));
     expect(last.items.map(({ name }) => name)).toEqual(['d', 'e']);
     expect(last.nextCursor).toBeUndefined();
   });
@@ -179,26 +180,26 @@ describe('a page of a list', () => {
       await storedTask(tenantId, taskResource(`TSK-${index}`, `PRJ-${index}`));
     }
     const caller = adminCaller(tenantId);
-    const { nextCursor: cursor } = await listProjects(caller, projectsQuery({ status: 'Active', limit: 1 }));
+    const { nextCursor: cursor } = await listProjects(caller.tenantId, projectsQuery({ status: 'Active', limit: 1 }));
     expect(cursor).toEqual(expect.any(String));
     // The same list goes on from it.
-    expect((await listProjects(caller, projectsQuery({ status: 'Active', limit: 1, cursor }))).items).toHaveLength(1);
-    const otherQuery = expect.objectContaining({ status: 400, messageKey: 'cursorForOtherQuery' });
-    await expect(listProjects(adminCaller(), projectsQuery({ status: 'Active', limit: 1, cursor }))).rejects.toEqual(otherQuery);
-    await expect(listProjects(caller, projectsQuery({ status: 'Planning', limit: 1, cursor }))).rejects.toEqual(otherQuery);
-    await expect(listProjects(caller, projectsQuery({ limit: 1, cursor }))).rejects.toEqual(otherQuery);
-    await expect(listProjects(caller, projectsQuery({ status: 'Active', sort: '-name', limit: 1, cursor }))).rejects.toEqual(otherQuery);
+    expect((await listProjects(caller.tenantId, projectsQuery({ status: 'Active', limit: 1, cursor }))).items).toHaveLength(1);
+    const otherQuery = expect.objectContaining({ refusal: 'invalid', messageKey: 'cursorForOtherQuery' });
+    await expect(listProjects(adminCaller().tenantId, projectsQuery({ status: 'Active', limit: 1, cursor }))).rejects.toEqual(otherQuery);
+    await expect(listProjects(caller.tenantId, projectsQuery({ status: 'Planning', limit: 1, cursor }))).rejects.toEqual(otherQuery);
+    await expect(listProjects(caller.tenantId, projectsQuery({ limit: 1, cursor }))).rejects.toEqual(otherQuery);
+    await expect(listProjects(caller.tenantId, projectsQuery({ status: 'Active', sort: '-name', limit: 1, cursor }))).rejects.toEqual(otherQuery);
     // Another kind's list, in the same order with no filter.
-    const { nextCursor: projectsCursor } = await listProjects(caller, projectsQuery({ sort: 'createdAt', limit: 1 }));
-    expect((await listProjects(caller, projectsQuery({ sort: 'createdAt', limit: 1, cursor: projectsCursor }))).items).toHaveLength(1);
-    await expect(listTasks(caller, tasksQuery({ sort: 'createdAt', limit: 1, cursor: projectsCursor }))).rejects.toEqual(otherQuery);
+    const { nextCursor: projectsCursor } = await listProjects(caller.tenantId, projectsQuery({ sort: 'createdAt', limit: 1 }));
+    expect((await listProjects(caller.tenantId, projectsQuery({ sort: 'createdAt', limit: 1, cursor: projectsCursor }))).items).toHaveLength(1);
+    await expect(listTasks(caller.tenantId, tasksQuery({ sort: 'createdAt', limit: 1, cursor: projectsCursor }))).rejects.toEqual(otherQuery);
   });
 
   it('sends every filter value as a parameter, never in the query text', async () => {
     const tenantId = randomUUID();
     const from = embedded.store.requests.length;
     const hostile = `x' OR 1=1 OR c.name = 'y`;
-    expect((await listProjects(adminCaller(tenantId), projectsQuery({ owner: hostile, q: hostile }))).items).toEqual([]);
+    expect((await listProjects(adminCaller(tenantId).tenantId, projectsQuery({ owner: hostile, q: hostile }))).items).toEqual([]);
     const queries = queriesSince(from);
     expect(queries).toHaveLength(1);
     const sent = JSON.parse(queries[0]!.body) as SqlQuerySpec;

@@ -8,16 +8,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { Principal } from '../../shared/auth/principal.js';
-import { versionOf } from '../../shared/domain/versions.js';
-import { ApiError } from '../../shared/errors.js';
-import type { EventDocument } from '../../shared/data/events.js';
-import { createProject, updateProject, type ProjectDocument } from '../../shared/data/projects-repository.js';
-import { createTask, deleteTask, getTask, listTasks, taskDocument, taskSources, updateTask } from '../../shared/data/tasks-repository.js';
-import type { CreateTaskBody, ListTasksQuery, Task } from '../../shared/schemas/tasks.js';
-import { beforeRequest, isBatch, type CosmosRequestRecord } from '../support/cosmos-proxy.js';
-import { documentsOf, embeddedStoreForTests } from '../support/embedded-store.js';
-import { adminCaller } from '../support/principals.js';
+import type { Principal } from '../../../shared/auth/principal.js';
+import { versionOf } from '../../../shared/domain/versions.js';
+import { RuleError } from '../../../shared/domain/errors.js';
+import type { EventDocument } from '../../../shared/data/events.js';
+import { createProject, updateProject, type ProjectDocument } from '../../../shared/data/projects-repository.js';
+import { createTask, deleteTask, getTask, listTasks, taskDocument, taskSources, updateTask } from '../../../shared/data/tasks-repository.js';
+import type { CreateTaskBody, ListTasksQuery, Task } from '../../../shared/schemas/tasks.js';
+import { beforeRequest, isBatch, type CosmosRequestRecord } from '../../support/cosmos-proxy.js';
+import { documentsOf, embeddedStoreForTests } from '../../support/embedded-store.js';
+import { adminCaller } from '../../support/principals.js';
 
 const embedded = embeddedStoreForTests();
 
@@ -45,11 +45,11 @@ const taskEvents = async (tenantId: string) => (await eventsOf(tenantId)).filter
 const tasksOf = (tenantId: string) => documentsOf<Task>(embedded.direct(), tenantId, 'task');
 
 async function projectOf(principal: Principal): Promise<string> {
-  return (await createProject(principal, { name: 'Apollo' }, undefined)).resource.id;
+  return (await createProject(principal.tenantId, principal.objectId, principal.email!, { name: 'Apollo' }, undefined)).resource.id;
 }
 
 async function make(principal: Principal, projectId: string, body: Partial<CreateTaskBody> = {}): Promise<Task> {
-  return (await createTask(principal, { projectId, title: 'Write the plan', ...body }, undefined)).resource;
+  return (await createTask(principal.tenantId, principal.objectId, { projectId, title: 'Write the plan', ...body }, undefined)).resource;
 }
 
 /** A transactional batch that writes the tenant's tasks. */
@@ -82,7 +82,7 @@ describe('createTask', () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const before = Date.now();
-    const { resource, replayed } = await createTask(principal, { projectId, title: 'Write the plan' }, undefined);
+    const { resource, replayed } = await createTask(principal.tenantId, principal.objectId, { projectId, title: 'Write the plan' }, undefined);
     const after = Date.now();
 
     expect(replayed).toBe(false);
@@ -115,7 +115,7 @@ describe('createTask', () => {
     expect(Date.parse(resource.createdAt)).toBeGreaterThanOrEqual(before);
     expect(Date.parse(resource.createdAt)).toBeLessThanOrEqual(after);
     expect(await stored(principal.tenantId, resource.id)).toMatchObject({ ...resource, tenantId: principal.tenantId, type: 'task', priorityRank: 2 });
-    expect(await getTask(principal, resource.id)).toEqual(resource);
+    expect(await getTask(principal.tenantId, resource.id)).toEqual(resource);
     expect(await taskEvents(principal.tenantId)).toEqual([{ type: 'task.created', data: resource }]);
   });
 
@@ -145,7 +145,7 @@ describe('createTask', () => {
   it('answers 404 projectNotFound for another tenant’s project, a missing one and one being deleted; 409 for an Archived one; stores nothing', async () => {
     const principal = adminCaller();
     const [archived, deleting] = [await projectOf(principal), await projectOf(principal)];
-    await updateProject(principal, archived, { status: 'Archived' }, undefined);
+    await updateProject(principal.tenantId, archived, { status: 'Archived' }, undefined);
     await storedChange<ProjectDocument>(principal.tenantId, deleting, { deleting: true });
     // Another tenant's project, under an id this tenant does not have.
     const stranger = adminCaller();
@@ -153,24 +153,24 @@ describe('createTask', () => {
     const theirs = await projectOf(stranger);
 
     for (const projectId of [theirs, 'PRJ-999999', deleting]) {
-      await expect(make(principal, projectId)).rejects.toMatchObject({ status: 404, messageKey: 'projectNotFound', params: { id: projectId } });
+      await expect(make(principal, projectId)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'projectNotFound', params: { id: projectId } });
     }
     const refused = make(principal, archived);
-    await expect(refused).rejects.toBeInstanceOf(ApiError);
-    await expect(refused).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived', params: { id: archived } });
+    await expect(refused).rejects.toBeInstanceOf(RuleError);
+    await expect(refused).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived', params: { id: archived } });
     await expectNoTaskStored(principal.tenantId);
   });
 
   // Another instance changes the project after the create checked it and before the create commits.
   it.each([
-    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
-    ['marked by a delete', 404, 'projectNotFound', markedElsewhere],
-    ['archived', 409, 'projectArchived', archivedElsewhere],
-  ] as const)('adds nothing to a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
+    ['removed by a delete', 'notFound', 'projectNotFound', removedElsewhere],
+    ['marked by a delete', 'notFound', 'projectNotFound', markedElsewhere],
+    ['archived', 'conflict', 'projectArchived', archivedElsewhere],
+  ] as const)('adds nothing to a project %s between the check and the write: %s', async (_, refusal, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
-    await expect(make(principal, projectId)).rejects.toMatchObject({ status, messageKey });
+    await expect(make(principal, projectId)).rejects.toMatchObject({ refusal, messageKey });
     await expectNoTaskStored(principal.tenantId);
   });
 
@@ -179,8 +179,8 @@ describe('createTask', () => {
     const projectId = await projectOf(principal);
     const idempotency = { key: randomUUID(), scope: 'tasks-create' };
     const body = { projectId, title: 'Once' };
-    const first = await createTask(principal, body, idempotency);
-    expect(await createTask(principal, body, idempotency)).toEqual({ resource: first.resource, replayed: true });
+    const first = await createTask(principal.tenantId, principal.objectId, body, idempotency);
+    expect(await createTask(principal.tenantId, principal.objectId, body, idempotency)).toEqual({ resource: first.resource, replayed: true });
     expect(await tasksOf(principal.tenantId)).toHaveLength(1);
   });
 });
@@ -195,10 +195,14 @@ describe('getTask and taskSources.byIds', () => {
       [principal.tenantId, 'TSK-999999'],
       [principal.tenantId, projectId],
     ] as const) {
-      await expect(getTask({ ...principal, tenantId }, missing)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound', params: { id: missing } });
+      await expect(getTask({ ...principal, tenantId }.tenantId, missing)).rejects.toMatchObject({
+        refusal: 'notFound',
+        messageKey: 'taskNotFound',
+        params: { id: missing },
+      });
     }
     const long = `TSK-${'9'.repeat(150)}`;
-    await expect(getTask(principal, long)).rejects.toMatchObject({ status: 404, params: { id: long.slice(0, 100) } });
+    await expect(getTask(principal.tenantId, long)).rejects.toMatchObject({ refusal: 'notFound', params: { id: long.slice(0, 100) } });
     expect(await taskSources.byIds(principal.tenantId, [task.id, 'TSK-999999'])).toEqual([task]);
     expect(await taskSources.byIds(adminCaller().tenantId, [task.id])).toEqual([]);
     expect(await taskSources.idPage(principal.tenantId, [projectId], 10, undefined)).toEqual({ ids: [task.id], continuation: undefined });
@@ -219,7 +223,7 @@ describe('listTasks', () => {
     }
     const stranger = adminCaller();
     await make(stranger, await projectOf(stranger), { priority: 'Low', dueDate: '2026-01-01', assignee: 'ann@contoso.test' });
-    const ids = async (query: Partial<ListTasksQuery>) => (await listTasks(principal, listQuery(query))).items.map(({ id }) => id);
+    const ids = async (query: Partial<ListTasksQuery>) => (await listTasks(principal.tenantId, listQuery(query))).items.map(({ id }) => id);
     return { ids, one, two, low: low.id, urgent: urgent.id, high: high.id, medium: medium.id };
   }
 
@@ -263,7 +267,7 @@ describe('updateTask', () => {
     const created = await make(principal, projectId, { priority: 'High', assignee: 'ann@contoso.test', dueDate: '2026-05-01' });
     await storedChange(principal.tenantId, created.id, { updatedAt: '2026-01-01T00:00:00.000Z' });
     const before = Date.now();
-    const updated = await updateTask(principal, created.id, { title: 'Rewritten', status: 'InProgress', dueDate: null }, undefined);
+    const updated = await updateTask(principal.tenantId, created.id, { title: 'Rewritten', status: 'InProgress', dueDate: null }, undefined);
 
     expect(updated).toEqual({ ...created, title: 'Rewritten', status: 'InProgress', dueDate: null, updatedAt: updated.updatedAt });
     expect(Date.parse(updated.updatedAt)).toBeGreaterThanOrEqual(before);
@@ -274,7 +278,7 @@ describe('updateTask', () => {
   it('ranks a new priority', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
-    expect((await updateTask(principal, id, { priority: 'Urgent' }, undefined)).priority).toBe('Urgent');
+    expect((await updateTask(principal.tenantId, id, { priority: 'Urgent' }, undefined)).priority).toBe('Urgent');
     expect(await stored(principal.tenantId, id)).toMatchObject({ priority: 'Urgent', priorityRank: 4 });
   });
 
@@ -282,10 +286,10 @@ describe('updateTask', () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    await updateProject(principal, projectId, { status: 'Archived' }, undefined);
+    await updateProject(principal.tenantId, projectId, { status: 'Archived' }, undefined);
     const before = (await stored(principal.tenantId, id))!;
-    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({
-      status: 409,
+    await expect(updateTask(principal.tenantId, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({
+      refusal: 'conflict',
       messageKey: 'projectArchived',
       params: { id: projectId },
     });
@@ -296,32 +300,32 @@ describe('updateTask', () => {
   it('honours If-Match: the version read changes it, a stale one is a 412 that changes nothing', async () => {
     const principal = adminCaller();
     const read = await make(principal, await projectOf(principal));
-    const changed = await updateTask(principal, read.id, { title: 'First' }, [versionOf(read)]);
-    await expect(updateTask(principal, read.id, { title: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
-      status: 412,
+    const changed = await updateTask(principal.tenantId, read.id, { title: 'First' }, [versionOf(read)]);
+    await expect(updateTask(principal.tenantId, read.id, { title: 'Second' }, [versionOf(read)])).rejects.toMatchObject({
+      refusal: 'stale',
       messageKey: 'preconditionFailed',
     });
-    expect(await getTask(principal, read.id)).toEqual(changed);
+    expect(await getTask(principal.tenantId, read.id)).toEqual(changed);
   });
 
   it('is made again over what another instance changed meanwhile, losing neither', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
     meanwhile(isTaskBatch(principal.tenantId), () => storedChange<Task>(principal.tenantId, id, { description: 'Elsewhere' }));
-    expect(await updateTask(principal, id, { title: 'Mine' }, undefined)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
+    expect(await updateTask(principal.tenantId, id, { title: 'Mine' }, undefined)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
     expect(await stored(principal.tenantId, id)).toMatchObject({ title: 'Mine', description: 'Elsewhere' });
   });
 
   // Another instance changes the project after the change checked it and before the change commits.
   it.each([
-    ['removed by a delete', 404, 'projectNotFound', removedElsewhere],
-    ['archived', 409, 'projectArchived', archivedElsewhere],
-  ] as const)('changes no task of a project %s between the check and the write: %i', async (_, status, messageKey, elsewhere) => {
+    ['removed by a delete', 'notFound', 'projectNotFound', removedElsewhere],
+    ['archived', 'conflict', 'projectArchived', archivedElsewhere],
+  ] as const)('changes no task of a project %s between the check and the write: %s', async (_, refusal, messageKey, elsewhere) => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
     meanwhile(isTaskBatch(principal.tenantId), () => elsewhere(principal.tenantId, projectId));
-    await expect(updateTask(principal, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ status, messageKey });
+    await expect(updateTask(principal.tenantId, id, { title: 'Too late' }, undefined)).rejects.toMatchObject({ refusal, messageKey });
     expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
     expect((await taskEvents(principal.tenantId)).map(({ type }) => type)).toEqual(['task.created']);
   });
@@ -329,8 +333,14 @@ describe('updateTask', () => {
   it('answers 404 taskNotFound for another tenant’s task and a missing one, and changes nothing', async () => {
     const principal = adminCaller();
     const { id } = await make(principal, await projectOf(principal));
-    await expect(updateTask(adminCaller(), id, { title: 'Theirs' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
-    await expect(updateTask(principal, 'TSK-999999', { title: 'None' }, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
+    await expect(updateTask(adminCaller().tenantId, id, { title: 'Theirs' }, undefined)).rejects.toMatchObject({
+      refusal: 'notFound',
+      messageKey: 'taskNotFound',
+    });
+    await expect(updateTask(principal.tenantId, 'TSK-999999', { title: 'None' }, undefined)).rejects.toMatchObject({
+      refusal: 'notFound',
+      messageKey: 'taskNotFound',
+    });
     expect((await stored(principal.tenantId, id))!.title).toBe('Write the plan');
   });
 });
@@ -340,29 +350,29 @@ describe('deleteTask', () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    await deleteTask(principal, id, undefined);
+    await deleteTask(principal.tenantId, id, undefined);
     expect(await stored(principal.tenantId, id)).toBeUndefined();
     expect((await taskEvents(principal.tenantId)).at(-1)).toEqual({ type: 'task.deleted', data: { id, projectId } });
-    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
+    await expect(deleteTask(principal.tenantId, id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'taskNotFound' });
   });
 
   it('keeps a task of an Archived project: 409', async () => {
     const principal = adminCaller();
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
-    await updateProject(principal, projectId, { status: 'Archived' }, undefined);
-    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    await updateProject(principal.tenantId, projectId, { status: 'Archived' }, undefined);
+    await expect(deleteTask(principal.tenantId, id, undefined)).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
   });
 
   it('honours If-Match, and answers 404 for another tenant’s task', async () => {
     const principal = adminCaller();
     const read = await make(principal, await projectOf(principal));
-    const current = await updateTask(principal, read.id, { title: 'Changed' }, undefined);
-    await expect(deleteTask(principal, read.id, [versionOf(read)])).rejects.toMatchObject({ status: 412 });
-    await expect(deleteTask(adminCaller(), read.id, undefined)).rejects.toMatchObject({ status: 404, messageKey: 'taskNotFound' });
+    const current = await updateTask(principal.tenantId, read.id, { title: 'Changed' }, undefined);
+    await expect(deleteTask(principal.tenantId, read.id, [versionOf(read)])).rejects.toMatchObject({ refusal: 'stale' });
+    await expect(deleteTask(adminCaller().tenantId, read.id, undefined)).rejects.toMatchObject({ refusal: 'notFound', messageKey: 'taskNotFound' });
     expect(await stored(principal.tenantId, read.id)).toBeDefined();
-    await deleteTask(principal, read.id, [versionOf(current)]);
+    await deleteTask(principal.tenantId, read.id, [versionOf(current)]);
     expect(await stored(principal.tenantId, read.id)).toBeUndefined();
   });
 });
@@ -374,7 +384,7 @@ describe('a task write racing the archiving of its project', () => {
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
     meanwhile(isTaskDelete(principal.tenantId), () => archivedElsewhere(principal.tenantId, projectId));
-    await expect(deleteTask(principal, id, undefined)).rejects.toMatchObject({ status: 409, messageKey: 'projectArchived' });
+    await expect(deleteTask(principal.tenantId, id, undefined)).rejects.toMatchObject({ refusal: 'conflict', messageKey: 'projectArchived' });
     expect(await stored(principal.tenantId, id)).toBeDefined();
   });
 
@@ -383,7 +393,7 @@ describe('a task write racing the archiving of its project', () => {
     const projectId = await projectOf(principal);
     const { id } = await make(principal, projectId);
     meanwhile(isTaskBatch(principal.tenantId), () => storedChange<ProjectDocument>(principal.tenantId, projectId, { name: 'Renamed' }));
-    expect(await updateTask(principal, id, { title: 'Still fine' }, undefined)).toMatchObject({ title: 'Still fine' });
+    expect(await updateTask(principal.tenantId, id, { title: 'Still fine' }, undefined)).toMatchObject({ title: 'Still fine' });
     const batches = embedded.store.requests.filter(isTaskBatch(principal.tenantId));
     expect(await Promise.all([make(principal, projectId), make(principal, projectId), make(principal, projectId)])).toHaveLength(3);
     // Three creates at once, each in one batch: none clashed with another.

@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { RagCounts } from '../../shared/schemas/rag.js';
-import { type CosmosRequestRecord, STORE_FAILURE } from '../support/cosmos-proxy.js';
-import { embeddedStoreForTests } from '../support/embedded-store.js';
+import type { RagCounts } from '../../../shared/schemas/rag.js';
+import { type CosmosRequestRecord, STORE_FAILURE } from '../../support/cosmos-proxy.js';
+import { embeddedStoreForTests } from '../../support/embedded-store.js';
 
 const embedded = embeddedStoreForTests();
 
-const batches = () => import('../../shared/data/rag-batches-repository.js');
+const batches = () => import('../../../shared/data/rag-batches-repository.js');
 
 /** A batch of a job of a tenant of its own, as its planning makes it. */
 async function plannedBatch() {
