@@ -4,17 +4,13 @@
  * loads), and `dotnet pack`, which builds every target (net8.0's trimming and AOT analyzers
  * included) with warnings as errors and must give a package whose dependencies are the issue's.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { appRoot, outcome } from '../support/commands.js';
 import { CLIENT_ID, HOME_TENANT, OTHER_TENANT, stack } from '../support/stack.js';
 
-const run = promisify(execFile);
-const appRoot = fileURLToPath(new URL('../../', import.meta.url));
 const folder = join(appRoot, 'clients', 'dotnet');
 const tests = join(folder, 'tests', 'Lms.Platform.Api.Tests');
 const library = join(folder, 'src', 'Lms.Platform.Api');
@@ -25,17 +21,6 @@ const dotnetEnv = { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOL
 afterAll(async () => {
   for (const path of temporary) await rm(path, { recursive: true, force: true });
 });
-
-/** Runs a command to its end, whatever its exit code: the tests show its output when it fails. */
-async function outcome(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) {
-  try {
-    const { stdout, stderr } = await run(command, args, { ...options, maxBuffer: 64 * 1024 * 1024 });
-    return { code: 0, output: stdout + stderr };
-  } catch (error) {
-    const failed = error as { code?: number | string; stdout?: string; stderr?: string; message?: string };
-    return { code: failed.code ?? 1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}${failed.message ?? ''}` };
-  }
-}
 
 /** The suite against the stack, with the package's build for `target`. */
 async function xunit(target: 'net10.0' | 'netstandard2.0') {

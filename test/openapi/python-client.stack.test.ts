@@ -2,17 +2,13 @@
  * The Python client (clients/python): its generated types, its install with pip, its types under
  * pyright for Python 3.9, and its own unittest suite, run against this run's local stack.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { appRoot, outcome } from '../support/commands.js';
 import { CLIENT_ID, HOME_TENANT, OTHER_TENANT, stack } from '../support/stack.js';
 
-const run = promisify(execFile);
-const appRoot = fileURLToPath(new URL('../../', import.meta.url));
 const folder = join(appRoot, 'clients', 'python');
 const PYTHON = 'python3';
 const temporary: string[] = [];
@@ -20,17 +16,6 @@ const temporary: string[] = [];
 afterAll(async () => {
   for (const path of temporary) await rm(path, { recursive: true, force: true });
 });
-
-/** Runs a command to its end, whatever its exit code: the tests show its output when it fails. */
-async function outcome(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) {
-  try {
-    const { stdout, stderr } = await run(command, args, { ...options, maxBuffer: 16 * 1024 * 1024 });
-    return { code: 0, output: stdout + stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? 1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}` };
-  }
-}
 
 describe('the Python client (clients/python)', () => {
   it('has the types tools/python-types.ts generates from the current openapi.json', async () => {

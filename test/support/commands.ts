@@ -1,9 +1,23 @@
 /** Running the project's commands as a user's shell would, and the ports they meet: one taken, one nothing listens on. */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 export const appRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+const run = promisify(execFile);
+
+/** Runs a command to its end, whatever its exit code, with the environment given: the tests show its output when it fails. */
+export async function outcome(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }) {
+  try {
+    const { stdout, stderr } = await run(command, args, { ...options, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, output: stdout + stderr };
+  } catch (error) {
+    const failed = error as { code?: number | string; stdout?: string; stderr?: string; message?: string };
+    return { code: failed.code ?? 1, output: `${failed.stdout ?? ''}${failed.stderr ?? ''}${failed.message ?? ''}` };
+  }
+}
 
 export interface CommandResult {
   code: number | null;
