@@ -16,6 +16,7 @@ import { BLOCK_SIZE } from '../shared/data/sequence.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../tools/webhook-receiver.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 import type { InProcessCosts } from './in-process.js';
+import { benchedOperations, inProcessVariants } from './operations.js';
 
 const DURATION_SECONDS = 10;
 const RELAYED_EVENTS = 100;
@@ -198,12 +199,15 @@ async function startFloorFunction(stack: LocalStack, authorization: string): Pro
 }
 
 /** bench/in-process.ts in a process of its own, with the app's settings (and its functions registered with the local host's stand-in for the runtime). */
-function runInProcess(stack: LocalStack, url: string, authorization: string, profile?: { dir: string; variant: string }): Promise<InProcessCosts> {
+function runInProcess(stack: LocalStack, projectId: string, authorization: string, profile?: { dir: string; variant: string }): Promise<InProcessCosts> {
   const child = fork(new URL('./in-process.js', import.meta.url), [], {
+    // The app's own settings, as its host has them, trusting the local certificate.
     env: {
+      ...stack.environment,
       ...embeddedSettings(stack),
       NODE_PATH: join(appRoot(), 'local', 'host', 'functions-core'),
-      BENCH_URL: url,
+      BENCH_API: stack.apiBaseUrl,
+      BENCH_PROJECT_ID: projectId,
       BENCH_AUTHORIZATION: authorization,
       ...(profile ? { BENCH_VARIANT: profile.variant } : {}),
     },
@@ -216,28 +220,46 @@ function runInProcess(stack: LocalStack, url: string, authorization: string, pro
 }
 
 /** The in-process figures; with `cpuProfDir`, each variant measured alone, its CPU profile written there as `<variant>.cpuprofile`. */
-async function measureInProcess(stack: LocalStack, url: string, authorization: string, cpuProfDir?: string): Promise<InProcessCosts> {
-  if (!cpuProfDir) return runInProcess(stack, url, authorization);
-  const costs: Partial<InProcessCosts> = {};
-  for (const variant of IN_PROCESS_VARIANTS) Object.assign(costs, await runInProcess(stack, url, authorization, { dir: cpuProfDir, variant }));
-  return costs as InProcessCosts;
+async function measureInProcess(stack: LocalStack, projectId: string, authorization: string, cpuProfDir?: string): Promise<InProcessCosts> {
+  if (!cpuProfDir) return runInProcess(stack, projectId, authorization);
+  const alone: InProcessCosts[] = [];
+  for (const variant of inProcessVariants(benchedOperations(projectId))) {
+    alone.push(await runInProcess(stack, projectId, authorization, { dir: cpuProfDir, variant }));
+  }
+  // Each run measured one variant: the others are NaN there.
+  const measured = (pick: (costs: InProcessCosts) => number) => alone.map(pick).find((value) => !Number.isNaN(value)) ?? NaN;
+  return {
+    hostObjectsUs: measured((costs) => costs.hostObjectsUs),
+    operations: alone[0]!.operations.map((operation, index) => ({
+      ...operation,
+      functionUs: measured((costs) => costs.operations[index]!.functionUs),
+      floorUs: measured((costs) => costs.operations[index]!.floorUs),
+    })),
+  };
 }
 
-const IN_PROCESS_VARIANTS: (keyof InProcessCosts)[] = ['hostObjectsUs', 'functionUs', 'floorWorkUs', 'createFunctionUs', 'floorCreateUs'];
+/** The data every list reads: a project with 60 tasks, and 60 projects more. Answers the project's id. */
+async function seed(apiBaseUrl: string, authorization: string): Promise<string> {
+  const create = (path: string, body: unknown) =>
+    fetch(`${apiBaseUrl}${path}`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(
+      async (response) => {
+        if (response.status !== 201) throw new Error(`POST ${path} answered ${response.status}: ${await response.text()}`);
+        return (await response.json()) as { id: string };
+      },
+    );
+  const { id } = await create('/projects', { name: 'Benchmark course', description: 'Measured.' });
+  for (let index = 0; index < 60; index++) await create('/projects', { name: `Course ${index}` });
+  for (let index = 0; index < 60; index++) await create('/tasks', { projectId: id, title: `Lesson ${index}` });
+  return id;
+}
 
-/** The in-process figures alone, on a stack of their own with one project to read. */
+/** The in-process figures alone, on a stack of their own with the lists' data. */
 export async function benchInProcess(cpuProfDir?: string): Promise<InProcessCosts> {
   const settings = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|AzureWebJobs)/.test(name)));
   const stack = await startStack({ apiPort: 0, identityProviderPort: 0, settings });
   try {
     const authorization = `Bearer ${await stack.identityProvider!.issueToken({ tenantId: LOCAL_HOME_TENANT_ID, kind: 'user', roles: ['LMS.Admin'] })}`;
-    const created = await fetch(`${stack.apiBaseUrl}/projects`, {
-      method: 'POST',
-      headers: { authorization, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Benchmark course', description: 'Measured.' }),
-    });
-    const { id } = (await created.json()) as { id: string };
-    return await measureInProcess(stack, `${stack.apiBaseUrl}/projects/${id}`, authorization, cpuProfDir);
+    return await measureInProcess(stack, await seed(stack.apiBaseUrl, authorization), authorization, cpuProfDir);
   } finally {
     await stack.stop();
   }
@@ -311,9 +333,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
         ...(body ? { body: JSON.stringify(body) } : {}),
       }).then(async (response) => ({ status: response.status, body: await response.json().catch(() => null) }));
 
-    const project = (await api('POST', '/projects', { name: 'Benchmark course', description: 'Measured.' })).body as { id: string };
-    for (let index = 0; index < 60; index++) await api('POST', '/projects', { name: `Course ${index}` });
-    for (let index = 0; index < 60; index++) await api('POST', '/tasks', { projectId: project.id, title: `Lesson ${index}` });
+    const project = { id: await seed(stack.apiBaseUrl, authorization) };
 
     const cosmos = stack.cosmos!;
     /** What `run` costs the database, on average over `times` runs (a create: a block of ids, one of which reserves the next block). */
@@ -360,14 +380,9 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     costs.push(await relayCost('the relay, per event, one subscription (its delivery and attempt)'));
     await unsubscribe();
 
-    // Creates go last: they grow the data the reads would otherwise measure.
-    const targets: Target[] = [
-      { name: 'GET /api/projects/{id}', method: 'GET', path: `/projects/${project.id}` },
-      { name: 'GET /api/projects?limit=50', method: 'GET', path: '/projects?limit=50' },
-      { name: 'GET /api/tasks?projectId=…', method: 'GET', path: `/tasks?projectId=${project.id}` },
-      { name: 'POST /api/projects', method: 'POST', path: '/projects', body: JSON.stringify({ name: 'Load' }) },
-      { name: 'POST /api/projects, one subscription', method: 'POST', path: '/projects', body: JSON.stringify({ name: 'Load' }), around: subscribe },
-    ];
+    const operations = benchedOperations(project.id);
+    const create = operations.find(({ method }) => method === 'POST')!;
+    const targets: Target[] = [...operations, { ...create, name: `${create.name}, one subscription`, around: subscribe }];
     const throughput: Throughput[] = [];
     for (const target of targets) {
       const after = await target.around?.();
@@ -388,7 +403,7 @@ export async function benchApi(): Promise<{ throughput: Throughput[]; inProcess:
     }
 
     const read: Target = targets[0]!;
-    const inProcess = await measureInProcess(stack, `${stack.apiBaseUrl}${read.path}`, authorization);
+    const inProcess = await measureInProcess(stack, project.id, authorization);
     const before = await rssMiB(host.pid);
     await load(host, read, { amount: 50_000 });
     const afterHalf = await rssMiB(host.pid);

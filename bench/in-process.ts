@@ -1,11 +1,10 @@
 /**
- * Where a read's and a create's time goes, without HTTP on either side. In this one process, 32 calls
- * at a time, the CPU time per call of:
+ * Where an operation's time goes, without HTTP on either side. In this one process, 32 calls at a time,
+ * the CPU time per call of:
  * - the local host's objects for a request (`HttpRequest`, `InvocationContext`) and its answer,
  *   around a fixed result;
- * - the app's `projects-get` and `projects-create` functions (the built bundle, as the host runs it)
- *   with those objects;
- * - the floor's work for the same requests (bench/floor-work.ts).
+ * - each benchmarked operation's function of the app (the built bundle, as the host runs it) with
+ *   those objects, and the floor's work for the same request (bench/floor-work.ts).
  * Forked by api-throughput.ts with the app's settings and certificate trust; reports over IPC.
  * `npm run bench -- --only in-process --cpu-prof <dir>` runs each variant alone under `--cpu-prof`:
  * its profile shows where that call's time goes.
@@ -16,69 +15,69 @@ import { httpInvocation } from '../local/host/http-invocation.js';
 import { registrations, triggerOf } from '../local/host/registrations.js';
 import { CONCURRENT_REQUESTS, median } from './figures.js';
 import { floorWork } from './floor-work.js';
+import { benchedOperations, type BenchedOperation } from './operations.js';
 
 const WARM_UP_CALLS = 3_000;
 const CALLS = 6_000;
 const ROUNDS = 3;
-const CREATE_BODY = JSON.stringify({ name: 'Load' });
 
+/** Microseconds of CPU per call, the median of the rounds. */
 export interface InProcessCosts {
-  /** Microseconds of CPU per call, the median of the rounds. */
   hostObjectsUs: number;
-  functionUs: number;
-  floorWorkUs: number;
-  createFunctionUs: number;
-  floorCreateUs: number;
+  operations: { functionName: string; request: string; functionUs: number; floorUs: number }[];
 }
 
-const { BENCH_URL: target = '', BENCH_AUTHORIZATION: authorization = '' } = process.env;
-const url = new URL(target);
-const collection = new URL(url.href.slice(0, url.href.lastIndexOf('/')));
-const projectId = url.pathname.split('/').pop()!;
+const { BENCH_API: api = '', BENCH_PROJECT_ID: projectId = '', BENCH_AUTHORIZATION: authorization = '' } = process.env;
 
-/** A function as the host finds it: registered by its file of the bundle, with its binding. */
-async function hostedFunction(name: string) {
-  await import(new URL(`../app/functions/${name}.js`, import.meta.url).href);
-  const registration = registrations().find(({ metadata }) => metadata.name === name)!;
-  return { name, handler: registration.callback as HttpHandler, trigger: triggerOf(registration, 'httpTrigger')! };
-}
-const read = await hostedFunction('projects-get');
-const create = await hostedFunction('projects-create');
+const OPERATIONS = benchedOperations(projectId);
+
 const ignoreLog = () => undefined;
 
-function invocation({ name, trigger }: typeof read, method: 'GET' | 'POST') {
-  const headers = Object.entries({
-    host: url.host,
-    authorization,
-    connection: 'keep-alive',
-    ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
-  });
-  return method === 'GET'
-    ? httpInvocation({ functionName: name, trigger, url, method, headers, params: { projectId }, log: ignoreLog })
-    : httpInvocation({ functionName: name, trigger, url: collection, method, headers, params: {}, body: Buffer.from(CREATE_BODY), log: ignoreLog });
+/** An operation's function as the host finds it: registered by its file of the bundle, with its binding. */
+async function hostedFunction(operation: BenchedOperation) {
+  await import(new URL(`../app/functions/${operation.functionName}.js`, import.meta.url).href);
+  const registration = registrations().find(({ metadata }) => metadata.name === operation.functionName)!;
+  const handler = registration.callback as HttpHandler;
+  const trigger = triggerOf(registration, 'httpTrigger')!;
+  const url = new URL(`${api}${operation.path}`);
+  const { body } = operation;
+  const headers = Object.entries({ host: url.host, authorization, connection: 'keep-alive', ...(body ? { 'content-type': 'application/json' } : {}) });
+  const invocation = () =>
+    httpInvocation({
+      functionName: operation.functionName,
+      trigger,
+      url,
+      method: operation.method,
+      headers,
+      params: operation.params,
+      ...(body ? { body: Buffer.from(body) } : {}),
+      log: ignoreLog,
+    });
+  return {
+    invocation,
+    call: async (): Promise<HttpResponseInit> => {
+      const result = (await handler(...invocation())) as HttpResponseInit;
+      await answerTo(result);
+      return result;
+    },
+    floor: () =>
+      floorWork({ method: operation.method, url, authorization, text: () => Promise.resolve(body ?? '') }).then((answer) => JSON.stringify(answer.document)),
+  };
 }
 
-async function call(hosted: typeof read, method: 'GET' | 'POST'): Promise<HttpResponseInit> {
-  const result = (await hosted.handler(...invocation(hosted, method))) as HttpResponseInit;
-  await answerTo(result);
-  return result;
+const variants: Record<string, () => Promise<unknown>> = {};
+let fixed: { result: HttpResponseInit; invocation: () => unknown } | undefined;
+for (const operation of OPERATIONS) {
+  const hosted = await hostedFunction(operation);
+  const result = await hosted.call();
+  if (result.status !== (operation.method === 'POST' ? 201 : 200)) throw new Error(`${operation.functionName} answered ${result.status}`);
+  fixed ??= { result, invocation: hosted.invocation };
+  variants[operation.functionName] = hosted.call;
+  variants[`${operation.functionName}.floor`] = hosted.floor;
 }
-
-const fixedResult = await call(read, 'GET');
-if (fixedResult.status !== 200) throw new Error(`${read.name} answered ${fixedResult.status}`);
-const created = await call(create, 'POST');
-if (created.status !== 201) throw new Error(`${create.name} answered ${created.status}`);
-
-const variants: Record<keyof InProcessCosts, () => Promise<unknown>> = {
-  hostObjectsUs: () => {
-    invocation(read, 'GET');
-    return answerTo(fixedResult);
-  },
-  functionUs: () => call(read, 'GET'),
-  floorWorkUs: () => floorWork({ method: 'GET', url, authorization, text: () => Promise.resolve('') }).then((answer) => JSON.stringify(answer.document)),
-  createFunctionUs: () => call(create, 'POST'),
-  floorCreateUs: () =>
-    floorWork({ method: 'POST', url: collection, authorization, text: () => Promise.resolve(CREATE_BODY) }).then((answer) => JSON.stringify(answer.document)),
+variants['host-objects'] = () => {
+  fixed!.invocation();
+  return answerTo(fixed!.result);
 };
 
 async function cpuPerCall(run: () => Promise<unknown>, calls: number): Promise<number> {
@@ -94,11 +93,23 @@ async function cpuPerCall(run: () => Promise<unknown>, calls: number): Promise<n
 }
 
 // BENCH_VARIANT runs one alone: a profile of it shows that variant's calls only.
-const names = (process.env.BENCH_VARIANT ? [process.env.BENCH_VARIANT] : Object.keys(variants)) as (keyof InProcessCosts)[];
-for (const name of names) await cpuPerCall(variants[name], WARM_UP_CALLS);
-const samples = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<keyof InProcessCosts, number[]>;
-// Taking turns, so that a drift of the machine's speed touches every variant alike.
-for (let round = 0; round < ROUNDS; round++) for (const name of names) samples[name].push(await cpuPerCall(variants[name], CALLS));
+const names = process.env.BENCH_VARIANT ? [process.env.BENCH_VARIANT] : Object.keys(variants);
+const writes = new Set(OPERATIONS.filter(({ method }) => method === 'POST').flatMap(({ functionName }) => [functionName, `${functionName}.floor`]));
+const samples = new Map(names.map((name) => [name, [] as number[]]));
+// Reads first, then writes, which grow the data the lists read. Within each, taking turns, so that a drift of the machine's speed touches every variant alike.
+for (const group of [names.filter((name) => !writes.has(name)), names.filter((name) => writes.has(name))]) {
+  for (const name of group) await cpuPerCall(variants[name]!, WARM_UP_CALLS);
+  for (let round = 0; round < ROUNDS; round++) for (const name of group) samples.get(name)!.push(await cpuPerCall(variants[name]!, CALLS));
+}
 
-const costs = Object.fromEntries(names.map((name) => [name, Math.round(median(samples[name]))])) as unknown as InProcessCosts;
+const costOf = (name: string) => (samples.has(name) ? Math.round(median(samples.get(name)!)) : NaN);
+const costs: InProcessCosts = {
+  hostObjectsUs: costOf('host-objects'),
+  operations: OPERATIONS.map(({ functionName, name }) => ({
+    functionName,
+    request: name,
+    functionUs: costOf(functionName),
+    floorUs: costOf(`${functionName}.floor`),
+  })),
+};
 process.send?.(costs, () => process.exit(0));
