@@ -1,7 +1,7 @@
 /**
  * Webhooks on the local stack: how long an event takes from a change's 201 to its receiver, alone and
- * at 100 creates a second over ten tenants (with and without an eleventh tenant whose receiver never
- * answers), how many deliveries per second reach ten subscriptions, and a create's requests per second
+ * at 100 creates a second over ten tenants (alone, with an eleventh tenant creating as much whose
+ * receiver answers, and with one whose receiver never answers), how many deliveries per second reach ten subscriptions, and a create's requests per second
  * with and without a subscription, in turns (the event rides in the create's one batch:
  * test/performance/round-trips counts it; its hand-over runs in the background on the same instance,
  * and is part of both figures). The stack serves tenants of the bench's own identity provider.
@@ -47,8 +47,12 @@ interface Latencies {
 
 export interface WebhookFigures {
   latencyMs: { p50: number; p99: number; events: number };
-  /** From 201 to receiver at 100 creates/s over ten tenants: quiet, and with an eleventh tenant's receiver hanging. */
-  steady: { quiet: Latencies; hanging: Latencies; p99MovedMs: number };
+  /**
+   * From 201 to receiver at 100 creates/s over ten tenants: alone; with an eleventh tenant creating as much,
+   * its receiver answering; the same, its receiver hanging. What the hanging receiver moves is the last
+   * against the one before, the load alike; and against the ten alone.
+   */
+  steady: { quiet: Latencies; answering: Latencies; hanging: Latencies; p99MovedMs: number; p99MovedFromQuietMs: number };
   burst: { events: number; subscriptions: number; seconds: number; deliveriesPerSecond: number; lost: number; duplicates: number };
   create: { withoutSubscription: number; withSubscription: number; ratio: number };
   /** The machine's load average (1 minute) as the part started and ended: it is shared. */
@@ -79,9 +83,9 @@ async function startHangingReceiver() {
 export async function benchWebhooks(): Promise<WebhookFigures> {
   const loadBefore = loadavg()[0]!;
   const tlsDir = process.env.BENCH_TLS_DIR!;
-  const tenants = Array.from({ length: STEADY_TENANTS + 1 }, () => randomUUID());
+  const tenants = Array.from({ length: STEADY_TENANTS + 2 }, () => randomUUID());
   const home = tenants[0]!;
-  // An identity provider of the bench's own, for its eleven tenants, with the certificate the bench and the host trust.
+  // An identity provider of the bench's own, for its tenants, with the certificate the bench and the host trust.
   const identityProvider = await startIdentityProvider({ tenants, clientId: LOCAL_CLIENT_ID, tls: await loadOrCreateTlsCertificate(tlsDir) });
   const settings = {
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(AUTH_|COSMOS_|GRAPH_|EMBEDDINGS_|RAG_|WEBHOOKS_|AzureWebJobs)/.test(name))),
@@ -132,16 +136,18 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
     const latencies = latenciesAt(timed, answeredAt);
     await call('DELETE', `/webhooks/${timedId}`);
 
-    // At a steady rate over ten tenants, each subscribed at a receiver of its own; then again with an eleventh whose receiver hangs.
+    // At a steady rate over ten tenants, each subscribed at a receiver of its own; then again with an eleventh whose receiver
+    // answers, and with an eleventh whose receiver hangs (last: its attempts wait on the queue long after).
     const steadyTenants = tenants.slice(0, STEADY_TENANTS);
     const steadyReceivers = new Map<string, WebhookReceiver>();
     for (const tenantId of steadyTenants) steadyReceivers.set(tenantId, (await subscribe(tenantId)).receiver);
-    const hangingTenant = tenants[STEADY_TENANTS]!;
+    const [answeringTenant, hangingTenant] = [tenants[STEADY_TENANTS]!, tenants[STEADY_TENANTS + 1]!];
+    await subscribe(answeringTenant);
     const hanging = await startHangingReceiver();
     receivers.push(hanging);
     await call('POST', '/webhooks', { url: hanging.url, events: ['project.created'] }, hangingTenant);
-    const steadyRun = async (withHanging: boolean): Promise<Latencies> => {
-      const creating = withHanging ? [...steadyTenants, hangingTenant] : steadyTenants;
+    const steadyRun = async (eleventh?: (typeof tenants)[number]): Promise<Latencies> => {
+      const creating = eleventh ? [...steadyTenants, eleventh] : steadyTenants;
       // Per tenant: ids are numbered in each tenant's own sequence.
       const answered = new Map(steadyTenants.map((tenantId) => [tenantId, new Map<string, number>()]));
       const creates: Promise<unknown>[] = [];
@@ -174,8 +180,9 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
       const lost = expected - steady.reduce((sum, each) => sum + arrived(each), 0);
       return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), max: Math.max(...times), events: expected, lost, refused, createsPerSecond };
     };
-    const quiet = await steadyRun(false);
-    const withHanging = await steadyRun(true);
+    const quiet = await steadyRun();
+    const answering = await steadyRun(answeringTenant);
+    const withHanging = await steadyRun(hangingTenant);
 
     // Throughput: a burst of creates, each event to ten subscriptions.
     const burst = await Promise.all(Array.from({ length: SUBSCRIPTIONS }, () => subscribe()));
@@ -222,7 +229,7 @@ export async function benchWebhooks(): Promise<WebhookFigures> {
     const withRate = median(withOne);
     return {
       latencyMs: { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), events: latencies.length },
-      steady: { quiet, hanging: withHanging, p99MovedMs: withHanging.p99 - quiet.p99 },
+      steady: { quiet, answering, hanging: withHanging, p99MovedMs: withHanging.p99 - answering.p99, p99MovedFromQuietMs: withHanging.p99 - quiet.p99 },
       burst: {
         events: ids.size,
         subscriptions: SUBSCRIPTIONS,
