@@ -5,6 +5,7 @@ import {
   QUICK_ATTEMPTS_PER_TENANT,
   SLOW_AFTER_MS,
   SLOW_ATTEMPTS_PER_TENANT,
+  SLOW_REMEMBERED_MS,
   takeTurn,
   turnWaitSeconds,
   type TenantTurn,
@@ -53,9 +54,36 @@ describe('takeTurn', () => {
     const more = await turnsAtOnce(tenantId, later);
     expect(more).toHaveLength(SLOW_ATTEMPTS_PER_TENANT - 1);
     expect(await takeTurn(tenantId, { now: later, waitMs: 60_000 })).toBeUndefined();
-    // The slow attempt ends: the others have not called their receivers yet, and the quick bound is back.
-    hanging.giveBack();
-    expect(await turnsAtOnce(tenantId, later)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT - more.length);
+    // The slow attempt ends: the tenant stays slow for a while, though no attempt under way has called its receiver yet.
+    hanging.giveBack(later);
+    const last = await turnsAtOnce(tenantId, later);
+    expect(last).toHaveLength(1);
+    expect(await turnsAtOnce(tenantId, later + SLOW_REMEMBERED_MS - 1)).toHaveLength(0);
+    // Then the quick bound is back.
+    expect(await turnsAtOnce(tenantId, later + SLOW_REMEMBERED_MS)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT - more.length - last.length);
+  });
+
+  it('stays slow after its last attempt under way ended slow, and then is quick again', async () => {
+    const start = Date.now();
+    const tenantId = randomUUID();
+    const hanging = (await takeTurn(tenantId, { now: start }))!;
+    hanging.calling(start);
+    const ended = start + SLOW_AFTER_MS + 1;
+    hanging.giveBack(ended);
+    const slowTurns = await turnsAtOnce(tenantId, ended + SLOW_REMEMBERED_MS - 1);
+    expect(slowTurns).toHaveLength(SLOW_ATTEMPTS_PER_TENANT);
+    // Quick answers meanwhile do not make it quick again before its time.
+    for (const turn of slowTurns) turn.giveBack(ended + 1);
+    expect(await turnsAtOnce(tenantId, ended + SLOW_REMEMBERED_MS - 1)).toHaveLength(SLOW_ATTEMPTS_PER_TENANT);
+  });
+
+  it('counts an attempt that ended within the second as quick', async () => {
+    const start = Date.now();
+    const tenantId = randomUUID();
+    const quick = (await takeTurn(tenantId, { now: start }))!;
+    quick.calling(start);
+    quick.giveBack(start + SLOW_AFTER_MS);
+    expect(await turnsAtOnce(tenantId, start + SLOW_AFTER_MS)).toHaveLength(QUICK_ATTEMPTS_PER_TENANT);
   });
 
   it('counts a receiver slow only past the second, and only once it is called', async () => {
