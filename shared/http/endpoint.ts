@@ -183,7 +183,13 @@ function deprecationHeaders({ since, sunset, link }: NonNullable<OperationDefini
 function pageItems(definition: OperationDefinition, items: unknown[]): unknown[] {
   const { body } = definition.success;
   if (!(body instanceof z.ZodArray && body.element instanceof z.ZodObject && 'etag' in body.element.shape)) return items;
-  return items.map((item) => ({ ...(item as object), etag: entityTag(item) }));
+  return items.map((item) => {
+    // Copied by hand: on Node 20 an object spread here costs the page about as much again as the ETags' hashes.
+    const shown: Record<string, unknown> = {};
+    for (const name of Object.keys(item as object)) shown[name] = (item as Record<string, unknown>)[name];
+    shown.etag = entityTag(item);
+    return shown;
+  });
 }
 
 /** The resource's fields of a body that shows more, in the resource's order, as a read of it shows them. */

@@ -22,20 +22,33 @@ const packed = (continuation: string) => deflateRawSync(continuation).toString('
 const invalid = expect.objectContaining({ refusal: 'invalid', messageKey: 'invalidCursor' });
 
 describe('a cursor', () => {
-  // The query's digest, and a continuation `c` deflated and signed as the server does.
+  // The query's digest, and a long continuation `c` deflated and signed as the server does.
   const s = digest(SCOPE);
-  const c = packed('c');
+  // 512 bytes as the cursor's JSON spells it, quotes included.
+  const long = 'c'.repeat(510);
+  const c = packed(long);
   const m = mac(c, s);
 
-  it('is the continuation deflated, a digest of its query and a MAC of both with the server key', () => {
-    const cursor = encodeCursor(SCOPE, 'c');
+  it('is a long continuation deflated, a digest of its query and a MAC of both with the server key', () => {
+    const cursor = encodeCursor(SCOPE, long);
     expect(JSON.parse(Buffer.from(cursor, 'base64url').toString())).toEqual({ v: 3, c, s, m });
     expect(cursor).toBe(cursorOf({ v: 3, c, s, m }));
+  });
+
+  it('is a shorter continuation as it is, marked so under the MAC', () => {
+    for (const short of ['c'.repeat(509), `${'ア'.repeat(169)}c`, `${'"'.repeat(254)}c`]) {
+      expect(encodeCursor(SCOPE, short)).toBe(cursorOf({ v: 3, r: short, s, m: mac(`raw:${short}`, s) }));
+    }
+    // Escaped or in UTF-8, a continuation that short in characters can be long.
+    for (const long of ['ア'.repeat(170), '"'.repeat(255)]) {
+      expect(JSON.parse(Buffer.from(encodeCursor(SCOPE, long), 'base64url').toString())).toHaveProperty('c');
+    }
   });
 
   it('made by the server with the same key is read back', () => {
     const outside = packed('from-outside');
     expect(decodeCursor(SCOPE, cursorOf({ v: 3, c: outside, s, m: mac(outside, s) }))).toBe('from-outside');
+    expect(decodeCursor(SCOPE, cursorOf({ v: 3, r: 'as-it-is', s, m: mac('raw:as-it-is', s) }))).toBe('as-it-is');
   });
 
   it('is refused when it is not base64url JSON, not a version 3 body of strings, or its continuation is not deflated', () => {
@@ -54,6 +67,11 @@ describe('a cursor', () => {
       cursorOf({ v: 3, c, m }),
       cursorOf({ v: 3, c, s, m: 1 }),
       cursorOf({ v: 3, c, s }),
+      cursorOf({ v: 3, r: 1, s, m }),
+      // Both forms, or one continuation's MAC under the other form.
+      cursorOf({ v: 3, c, r: long, s, m }),
+      cursorOf({ v: 3, r: c, s, m }),
+      cursorOf({ v: 3, c: 'raw:c', s, m: mac('raw:c', s) }),
       // Signed with the server's key, but not a continuation it deflated.
       cursorOf({ v: 3, c: 'c', s, m: mac('c', s) }),
       cursorOf({ v: 3, c: packed('x'.repeat(70_000)), s, m: mac(packed('x'.repeat(70_000)), s) }),
@@ -182,8 +200,8 @@ describe('cursors', () => {
 
   it('refuse garbage and edited cursors', () => {
     expect(() => decodeCursor(scope, 'bm90LWpzb24')).toThrow(expect.objectContaining({ refusal: 'invalid', messageKey: 'invalidCursor' }));
-    const body = JSON.parse(Buffer.from(encodeCursor(scope, 'continuation'), 'base64url').toString()) as { c: string };
-    body.c = 'edited';
+    const body = JSON.parse(Buffer.from(encodeCursor(scope, 'continuation'), 'base64url').toString()) as { r: string };
+    body.r = 'edited';
     expect(() => decodeCursor(scope, Buffer.from(JSON.stringify(body)).toString('base64url'))).toThrow(expect.objectContaining({ refusal: 'invalid' }));
   });
 
