@@ -226,8 +226,8 @@ async function measureInProcess(stack: LocalStack, projectId: string, authorizat
   for (const variant of inProcessVariants(benchedOperations(projectId))) {
     alone.push(await runInProcess(stack, projectId, authorization, { dir: cpuProfDir, variant }));
   }
-  // Each run measured one variant: the others are NaN there.
-  const measured = (pick: (costs: InProcessCosts) => number) => alone.map(pick).find((value) => !Number.isNaN(value)) ?? NaN;
+  // Each run measured one variant: the others are null there.
+  const measured = (pick: (costs: InProcessCosts) => number | null) => alone.map(pick).find((value) => value !== null) ?? null;
   return {
     hostObjectsUs: measured((costs) => costs.hostObjectsUs),
     operations: alone[0]!.operations.map((operation, index) => ({

@@ -21,10 +21,10 @@ const WARM_UP_CALLS = 3_000;
 const CALLS = 6_000;
 const ROUNDS = 3;
 
-/** Microseconds of CPU per call, the median of the rounds. */
+/** Microseconds of CPU per call, the median of the rounds; null for a variant this run left out (BENCH_VARIANT). */
 export interface InProcessCosts {
-  hostObjectsUs: number;
-  operations: { functionName: string; request: string; functionUs: number; floorUs: number }[];
+  hostObjectsUs: number | null;
+  operations: { functionName: string; request: string; functionUs: number | null; floorUs: number | null }[];
 }
 
 const { BENCH_API: api = '', BENCH_PROJECT_ID: projectId = '', BENCH_AUTHORIZATION: authorization = '' } = process.env;
@@ -102,7 +102,7 @@ for (const group of [names.filter((name) => !writes.has(name)), names.filter((na
   for (let round = 0; round < ROUNDS; round++) for (const name of group) samples.get(name)!.push(await cpuPerCall(variants[name]!, CALLS));
 }
 
-const costOf = (name: string) => (samples.has(name) ? Math.round(median(samples.get(name)!)) : NaN);
+const costOf = (name: string) => (samples.has(name) ? Math.round(median(samples.get(name)!)) : null);
 const costs: InProcessCosts = {
   hostObjectsUs: costOf('host-objects'),
   operations: OPERATIONS.map(({ functionName, name }) => ({
