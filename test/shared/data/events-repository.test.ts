@@ -192,6 +192,24 @@ describe('listEvents', () => {
   });
 });
 
+describe('the RAG jobs’ events', () => {
+  it('are listed and read only for a caller who may read RAG jobs: every one of their types, and nothing else left out', async () => {
+    const tenantId = randomUUID();
+    const project = await storedEvent(tenantId, '2026-11-01T00:00:00.000Z', 'project.created');
+    const succeeded = await storedEvent(tenantId, '2026-11-02T00:00:00.000Z', 'rag.job.succeeded');
+    const failed = await storedEvent(tenantId, '2026-11-03T00:00:00.000Z', 'rag.job.failed');
+    const task = await storedEvent(tenantId, '2026-11-04T00:00:00.000Z', 'task.created');
+    await storedEvent(tenantId, '2026-11-05T00:00:00.000Z', 'webhook.ping', 'WHK-1001');
+    expect((await listEvents(tenantId, true, query())).items).toEqual([task, failed, succeeded, project].map(shown));
+    expect((await listEvents(tenantId, false, query())).items).toEqual([task, project].map(shown));
+    for (const event of [succeeded, failed]) {
+      expect(await getEvent(tenantId, true, event.id)).toEqual(shown(event));
+      expect(await failureOf(getEvent(tenantId, false, event.id))).toMatchObject({ refusal: 'notFound', messageKey: 'eventNotFound' });
+    }
+    expect(await getEvent(tenantId, false, task.id)).toEqual(shown(task));
+  });
+});
+
 describe('getEvent', () => {
   it('shows the tenant’s event as the list does, and is a 404 for a ping, another tenant’s event, or none', async () => {
     const principal = adminCaller();
