@@ -25,19 +25,26 @@ afterAll(stopOwnHosts);
 
 /** What a cursor holds: its continuation, deflated in it. */
 function continuationOf(cursor: string): string {
-  const { c } = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { c: string };
-  return inflateRawSync(Buffer.from(c, 'base64url')).toString();
+  const { c, r } = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as { c?: string; r?: string };
+  return r ?? inflateRawSync(Buffer.from(c!, 'base64url')).toString();
 }
 
 /**
- * A cursor as an attacker rebuilds one, in the server's format: the continuation of their choice, the
- * digest of the query's scope (an unkeyed hash of what they know), and a MAC with a key of their own.
+ * A cursor as an attacker rebuilds one, in each of the server's forms (the continuation as it is, and
+ * deflated): the continuation of their choice, the digest of the query's scope (an unkeyed hash of
+ * what they know), and a MAC with a key of their own.
  */
-function forgedCursor(scope: string, continuation: string): string {
-  const c = deflateRawSync(continuation).toString('base64url');
+function forgedCursors(scope: string, continuation: string): string[] {
   const s = createHash('sha256').update(scope).digest('base64url').slice(0, 22);
-  const m = createHmac('sha256', randomBytes(32)).update(`${s}\n${c}`).digest('base64url');
-  return Buffer.from(JSON.stringify({ v: 3, c, s, m })).toString('base64url');
+  const key = randomBytes(32);
+  const signed = (body: { c: string } | { r: string }, packed: string) => ({
+    v: 3,
+    ...body,
+    s,
+    m: createHmac('sha256', key).update(`${s}\n${packed}`).digest('base64url'),
+  });
+  const c = deflateRawSync(continuation).toString('base64url');
+  return [signed({ c }, c), signed({ r: continuation }, `raw:${continuation}`)].map((body) => Buffer.from(JSON.stringify(body)).toString('base64url'));
 }
 
 describe('paging cursors cannot be forged', () => {
@@ -58,7 +65,8 @@ describe('paging cursors cannot be forged', () => {
     ]);
     const continuation = continuationOf(cursor);
     expect(continuation).toMatch(/"token":"[^"]*"/);
-    for (const forged of [forgedCursor(scope, continuation.replace(/"token":"[^"]*"/, '"token":"+RID:~AAAAAAAAAAA="')), forgedCursor(scope, 'garbage')]) {
+    const madeUp = continuation.replace(/"token":"[^"]*"/, '"token":"+RID:~AAAAAAAAAAA="');
+    for (const forged of [...forgedCursors(scope, madeUp), ...forgedCursors(scope, 'garbage')]) {
       cases.add();
       const answer = await call('GET', `/projects?owner=${encodeURIComponent(owner)}&limit=1&cursor=${forged}`, { token: admin });
       expectClientError(answer, 400, host.explain(answer));
@@ -81,8 +89,10 @@ describe('paging cursors cannot be forged', () => {
       cases.add();
       const edited = new URL(nextLink);
       edited.searchParams.set(name, value);
-      const answer = await call('GET', `/users?source=directory&limit=5&cursor=${forgedCursor(scope, edited.href)}`, { token: reader });
-      expectClientError(answer, 400, `${name}=${value}: ${host.explain(answer)}`);
+      for (const forged of forgedCursors(scope, edited.href)) {
+        const answer = await call('GET', `/users?source=directory&limit=5&cursor=${forged}`, { token: reader });
+        expectClientError(answer, 400, `${name}=${value}: ${host.explain(answer)}`);
+      }
     }
   });
 });
