@@ -51,9 +51,12 @@ const NOT_HERE: [RegExp, string][] = [
   [/^\s*npm (version|ci)\b/m, "changes the checkout: a release's version bump, a deployment's clean install"],
 ];
 
+/** The last line of npm start's banner: every line before it (the token command among them) has been printed. */
+const STACK_READY = /^Press Ctrl\+C to stop\./m;
+
 /** Commands that run until Ctrl+C, and what each prints once it is ready. */
 const LONG_RUNNING: [RegExp, RegExp][] = [
-  [/^(\w+=\S+\s+)*npm start\b/, /The API is at /],
+  [/^(\w+=\S+\s+)*npm start\b/, STACK_READY],
   [/^npm run -s webhooks:listen\b/, /^Subscribed WHK-\d+/m],
   [/^npm run (-s )?sample\b/, /^Press Ctrl\+C to stop\./m],
 ];
@@ -177,7 +180,7 @@ let stack: Terminal;
 async function startApi(line = 'npm start'): Promise<Terminal> {
   const terminal = new Terminal('bash', ['--noprofile', '--norc', '-c', line.replace(/\bnpm start\b/, 'exec node dist/local/start.js')], environment);
   started.push(terminal);
-  await terminal.waitFor(/The API is at /, line);
+  await terminal.waitFor(STACK_READY, line);
   return terminal;
 }
 

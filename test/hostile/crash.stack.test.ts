@@ -59,7 +59,7 @@ async function startStackProcess(dataDir: string): Promise<StackProcess> {
     for (const stream of [child.stdout, child.stderr]) {
       stream.setEncoding('utf8').on('data', (chunk: string) => {
         output.push(chunk);
-        const ready = /The API is at (\S+)/.exec(output.join(''));
+        const ready = /The API is at (\S+)\n/.exec(output.join(''));
         if (ready) {
           clearTimeout(timer);
           resolve(ready[1]!);
