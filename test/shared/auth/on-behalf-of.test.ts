@@ -4,14 +4,14 @@
  * answer each case needs (a token of a chosen lifetime, or one of Entra's errors), and every request
  * recorded so the client's credential can be checked as Entra would.
  */
-import { createHash, X509Certificate } from 'node:crypto';
+import { createHash, randomUUID, X509Certificate } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compactVerify, decodeProtectedHeader, importX509 } from 'jose';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
-import { openIdConfiguration } from '../../../local/identity/provider.js';
+import { compactVerify, decodeJwt, decodeProtectedHeader, importX509 } from 'jose';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { openIdConfiguration, startIdentityProvider, type IdentityProvider } from '../../../local/identity/provider.js';
 import type { Principal } from '../../../shared/auth/principal.js';
 import { ON_BEHALF_OF_CREDENTIALS } from '../../../shared/settings/read.js';
 import { startSmallServer, type SmallServer } from '../../support/small-server.js';
@@ -145,6 +145,22 @@ describe('On-Behalf-Of', () => {
     expect(forms).toHaveLength(2);
   });
 
+  it('hands out no token with a minute or less left: at exactly a minute, it asks again', async () => {
+    const onBehalfOf = await onBehalfOfWith();
+    // Only the clock: msal-node dates a token by its own clock, in whole seconds, as Entra does.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.UTC(2026, 11, 6, 12) });
+    try {
+      const first = await onBehalfOf(caller(), GRAPH_SCOPES);
+      vi.setSystemTime(Date.UTC(2026, 11, 6, 13) - 60_001);
+      expect(await onBehalfOf(caller(), GRAPH_SCOPES)).toBe(first);
+      vi.setSystemTime(Date.UTC(2026, 11, 6, 13) - 60_000);
+      expect(await onBehalfOf(caller(), GRAPH_SCOPES)).not.toBe(first);
+      expect(forms).toHaveLength(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('keeps no token in msal-node: every exchange reaches the token endpoint', async () => {
     const onBehalfOf = await onBehalfOfWith();
     answerToken = () => token(50);
@@ -243,6 +259,35 @@ describe('On-Behalf-Of', () => {
     const failure = await failureOf(onBehalfOf(caller(), GRAPH_SCOPES));
     expect(failure).toBeInstanceOf(Error);
     expect(failure).toMatchObject({ name: 'ServerError', errorCode: 'invalid_client' });
+  });
+});
+
+describe('On-Behalf-Of with a managed identity', () => {
+  const SYSTEM_ASSIGNED = randomUUID();
+  const USER_ASSIGNED = randomUUID();
+  let identities: IdentityProvider;
+  beforeAll(async () => {
+    identities = await startIdentityProvider({
+      tenants: [TENANT],
+      clientId: CLIENT_ID,
+      tls: inject('trustedTls'),
+      managedIdentities: { systemAssigned: SYSTEM_ASSIGNED, userAssigned: [USER_ASSIGNED] },
+    });
+  });
+  afterAll(() => identities?.close());
+  afterEach(() => vi.unstubAllEnvs());
+
+  it("sends as its client assertion the token of the managed identity the setting names, for Entra's token exchange audience", async () => {
+    // An App Service instance's environment: its managed identity endpoint, and no other credential.
+    for (const [name, value] of Object.entries(identities.managedIdentity!)) vi.stubEnv(name, value);
+    for (const name of ['AZURE_CLIENT_ID', 'AZURE_TENANT_ID', 'AZURE_CLIENT_SECRET', 'AZURE_FEDERATED_TOKEN_FILE', 'MSI_ENDPOINT']) vi.stubEnv(name, undefined);
+    const onBehalfOf = await onBehalfOfWith({ AUTH_MANAGED_IDENTITY_CLIENT_ID: USER_ASSIGNED });
+    expect(await onBehalfOf(caller(), GRAPH_SCOPES)).toBe(`graph-token-${issued}`);
+    const form = forms[0]!.form;
+    expect(form.get('client_secret')).toBeNull();
+    expect(form.get('client_assertion_type')).toBe('urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+    expect(decodeJwt(form.get('client_assertion')!)).toMatchObject({ azp: USER_ASSIGNED, aud: 'api://AzureADTokenExchange' });
+    expect(identities.managedIdentityTokens).toEqual([{ clientId: USER_ASSIGNED, resource: 'api://AzureADTokenExchange' }]);
   });
 });
 
