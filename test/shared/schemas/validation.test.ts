@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError } from '../../../shared/errors.js';
 import { translate, type MessageKey } from '../../../shared/messages/catalog.js';
 import { createWebhookBody, updateWebhookBody } from '../../../shared/schemas/webhooks.js';
-import { email, integerParameter, parseOrThrow, text } from '../../../shared/schemas/validation.js';
+import { atLeastOneField, email, integerParameter, parseOrThrow, patterned, text } from '../../../shared/schemas/validation.js';
 
 function problems(schema: z.ZodType, input: unknown, language: 'en' | 'ja' = 'en') {
   try {
@@ -113,13 +113,61 @@ describe('parseOrThrow', () => {
 describe('integerParameter', () => {
   const limit = z.object({ limit: integerParameter({ min: 1, max: 200, default: 50 }) });
 
-  it('defaults, and accepts plain digits within range', () => {
+  it('defaults, and takes plain digits within range, the bounds included', () => {
     expect(limit.parse({}).limit).toBe(50);
+    expect(limit.parse({ limit: '1' }).limit).toBe(1);
     expect(limit.parse({ limit: '200' }).limit).toBe(200);
   });
 
-  it.each(['0', '201', '-1', 'abc', '1e9', '0x10', ' 5', '1.5', ''])('refuses %j', (value) => {
-    expect(limit.safeParse({ limit: value }).success).toBe(false);
+  it.each(['0', '201', '-1', 'abc', '1e9', '0x10', ' 5', '5 ', '1.5', '', '2000000000000'])('refuses %j, saying what it takes, in one detail', (value) => {
+    for (const language of ['en', 'ja'] as const) {
+      expect(problems(limit, { limit: value }, language)).toEqual([{ path: 'limit', message: translate('wholeNumberFrom', language, { min: 1, max: 200 }) }]);
+    }
+  });
+
+  it('takes a negative whole number where its range does', () => {
+    expect(z.object({ offset: integerParameter({ min: -5, max: 5, default: 0 }) }).parse({ offset: '-5' })).toEqual({ offset: -5 });
+  });
+});
+
+describe('patterned', () => {
+  const schema = z.object({ id: patterned(/^PRJ-[1-9]\d{0,3}$/, 'idForm', { example: 'PRJ-1001' }) });
+
+  it('takes a value of its form, and refuses another with its message and parameters, never the pattern', () => {
+    expect(parseOrThrow(schema, { id: 'PRJ-12' }, 'en')).toEqual({ id: 'PRJ-12' });
+    for (const language of ['en', 'ja'] as const) {
+      expect(problems(schema, { id: 'PRJ-0' }, language)).toEqual([{ path: 'id', message: translate('idForm', language, { example: 'PRJ-1001' }) }]);
+    }
+  });
+
+  it('keeps its pattern for the API description', () => {
+    expect(z.toJSONSchema(schema.shape.id)).toMatchObject({ type: 'string', pattern: '^PRJ-[1-9]\\d{0,3}$' });
+  });
+});
+
+describe('a format zod words for a programmer', () => {
+  it.each<[string, z.ZodType, unknown, MessageKey]>([
+    ['a pattern of zod', z.string().regex(/^a+$/), 'b', 'invalidForm'],
+    ['a calendar date', z.iso.date(), '2026-02-30', 'calendarDate'],
+    ['a date and time', z.iso.datetime({ offset: true }), '2026-12-06 12:00', 'dateTime'],
+  ])('is worded by us: %s', (_name, schema, value, key) => {
+    for (const language of ['en', 'ja'] as const) {
+      expect(problems(z.object({ value: schema }), { value }, language)).toEqual([{ path: 'value', message: translate(key, language) }]);
+    }
+  });
+
+  it("that a caller can read is left in zod's words, in the caller's language", () => {
+    const schema = z.object({ owner: email() });
+    for (const language of ['en', 'ja'] as const) {
+      const message = z.email().safeParse('x', { error: z.locales[language]().localeError }).error!.issues[0]!.message;
+      expect(problems(schema, { owner: 'x' }, language)).toEqual([{ path: 'owner', message }]);
+    }
+  });
+});
+
+describe('atLeastOneField', () => {
+  it('states to the API description that an update holds a field', () => {
+    expect(z.toJSONSchema(atLeastOneField(z.object({ name: z.string().optional() })))).toMatchObject({ type: 'object', minProperties: 1 });
   });
 });
 
