@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, i
 import { openIdConfiguration, startIdentityProvider, type IdentityProvider } from '../../../local/identity/provider.js';
 import type { Principal } from '../../../shared/auth/principal.js';
 import { ON_BEHALF_OF_CREDENTIALS } from '../../../shared/settings/read.js';
+import { onAppService } from '../../support/app-service.js';
 import { startSmallServer, type SmallServer } from '../../support/small-server.js';
 
 const TENANT = '6f1c2a4e-3b5d-4c7e-9a10-1b2c3d4e5f60';
@@ -278,9 +279,7 @@ describe('On-Behalf-Of with a managed identity', () => {
   afterEach(() => vi.unstubAllEnvs());
 
   it("sends as its client assertion the token of the managed identity the setting names, for Entra's token exchange audience", async () => {
-    // An App Service instance's environment: its managed identity endpoint, and no other credential.
-    for (const [name, value] of Object.entries(identities.managedIdentity!)) vi.stubEnv(name, value);
-    for (const name of ['AZURE_CLIENT_ID', 'AZURE_TENANT_ID', 'AZURE_CLIENT_SECRET', 'AZURE_FEDERATED_TOKEN_FILE', 'MSI_ENDPOINT']) vi.stubEnv(name, undefined);
+    onAppService(identities);
     const onBehalfOf = await onBehalfOfWith({ AUTH_MANAGED_IDENTITY_CLIENT_ID: USER_ASSIGNED });
     expect(await onBehalfOf(caller(), GRAPH_SCOPES)).toBe(`graph-token-${issued}`);
     const form = forms[0]!.form;

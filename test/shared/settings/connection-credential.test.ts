@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { startIdentityProvider, type IdentityProvider } from '../../../local/identity/provider.js';
 import { connectionCredential } from '../../../shared/settings/connection-credential.js';
+import { onAppService } from '../../support/app-service.js';
 
 const STORAGE_SCOPE = 'https://storage.azure.com/.default';
 const SYSTEM_ASSIGNED = randomUUID();
@@ -22,30 +23,24 @@ beforeAll(async () => {
 afterAll(() => provider?.close());
 afterEach(() => vi.unstubAllEnvs());
 
-/** An App Service instance's environment: its managed identity endpoint, and no other credential of DefaultAzureCredential's chain. */
-function onAppService() {
-  for (const [name, value] of Object.entries(provider.managedIdentity!)) vi.stubEnv(name, value);
-  for (const name of ['AZURE_CLIENT_ID', 'AZURE_TENANT_ID', 'AZURE_CLIENT_SECRET', 'AZURE_FEDERATED_TOKEN_FILE', 'MSI_ENDPOINT']) vi.stubEnv(name, undefined);
-}
-
 /** The identity the credential's token is of. */
 const signedInAs = async (credential: TokenCredential) => decodeJwt((await credential.getToken(STORAGE_SCOPE))!.token).appid;
 
 describe('an identity-based connection', () => {
   it('with __credential=managedidentity signs in as the managed identity only: the user-assigned one __clientId names', async () => {
-    onAppService();
+    onAppService(provider);
     const credential = await connectionCredential({ managedIdentity: true, clientId: USER_ASSIGNED[0] });
     expect(credential).toBeInstanceOf(ManagedIdentityCredential);
     expect(await signedInAs(credential)).toBe(USER_ASSIGNED[0]);
   });
 
   it('with __credential=managedidentity and no __clientId signs in as the system-assigned identity', async () => {
-    onAppService();
+    onAppService(provider);
     expect(await signedInAs(await connectionCredential({ managedIdentity: true, clientId: undefined }))).toBe(SYSTEM_ASSIGNED);
   });
 
   it("without __credential goes through DefaultAzureCredential's chain, whose managed identity is __clientId's", async () => {
-    onAppService();
+    onAppService(provider);
     const credential = await connectionCredential({ managedIdentity: false, clientId: USER_ASSIGNED[1] });
     expect(credential).toBeInstanceOf(DefaultAzureCredential);
     expect(await signedInAs(credential)).toBe(USER_ASSIGNED[1]);
